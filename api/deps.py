@@ -1,0 +1,73 @@
+"""FastAPI dependencies, as ``Annotated`` aliases the routes declare (full-stack-fastapi-template style)."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from services.answering import AnswerService
+from services.container import Container
+from services.ingestion import IngestionService
+from services.retrieval.search import SearchService
+from services.settings import Settings
+from services.stores.base import Store
+
+
+def get_container(request: Request) -> Container:
+    return request.app.state.container
+
+
+ContainerDep = Annotated[Container, Depends(get_container)]
+
+
+def get_settings(container: ContainerDep) -> Settings:
+    return container.settings
+
+
+def get_store(container: ContainerDep) -> Store:
+    return container.store
+
+
+def get_ingestion(container: ContainerDep) -> IngestionService:
+    return container.ingestion
+
+
+def get_search(container: ContainerDep) -> SearchService:
+    return container.search
+
+
+def get_answers(container: ContainerDep) -> AnswerService:
+    return container.answers
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+StoreDep = Annotated[Store, Depends(get_store)]
+IngestionDep = Annotated[IngestionService, Depends(get_ingestion)]
+SearchDep = Annotated[SearchService, Depends(get_search)]
+AnswersDep = Annotated[AnswerService, Depends(get_answers)]
+
+_bearer = HTTPBearer(auto_error=False, description="One of the keys in API_KEYS (only when API_KEYS is set).")
+
+
+class Unauthorized(Exception):
+    pass
+
+
+async def require_api_key(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """When API_KEYS is set, every route but /health needs ``Authorization: Bearer <key>``."""
+    keys: list[str] = request.app.state.container.settings.api_keys
+    if not keys:
+        return
+    presented = (credentials.credentials if credentials else "").encode()
+    # Compare against every key (no early exit) so timing does not reveal which prefix matched.
+    matched = False
+    for key in keys:
+        matched |= hmac.compare_digest(presented, key.encode())
+    if not matched:
+        raise Unauthorized()

@@ -1,0 +1,91 @@
+"""POST /query (whole answer) and POST /query/stream (Server-Sent Events).
+
+Stream events, in order: ``sources`` (JSON list), ``token`` (one text delta each, never cumulative),
+then ``done`` (model, duration_ms, timings_ms) — or ``error`` if generation fails after streaming
+began. Failures before the first event are ordinary HTTP errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from api.deps import AnswersDep, SearchDep
+from api.schemas.query import QueryRequest, QueryResponse
+from services.answering import AnswerEvent, AnswerRequest
+from services.models import ChatMessage, SearchFilters
+
+router = APIRouter(tags=["query"])
+
+KEEPALIVE_SECONDS = 15
+
+
+def filters_from(tags: list[str] | None, source: str | None) -> SearchFilters:
+    return SearchFilters(
+        tags=tuple(dict.fromkeys(t.strip().lower() for t in tags or [] if t.strip())),
+        source=source or None,
+    )
+
+
+def answer_request(body: QueryRequest) -> AnswerRequest:
+    return AnswerRequest(
+        question=body.question.strip(),
+        top_k=body.top_k,
+        filters=filters_from(body.tags, body.source),
+        rerank=body.rerank,
+        history=[ChatMessage(m.role, m.content) for m in body.history],
+    )
+
+
+@router.post("/query", response_model=QueryResponse, summary="Answer a question from the documents")
+async def query(body: QueryRequest, answers: AnswersDep, search: SearchDep) -> QueryResponse:
+    async with search.slot():
+        answer = await answers.answer(answer_request(body))
+    return QueryResponse(
+        answer=answer.answer,
+        sources=answer.sources,
+        model=answer.model,
+        duration_ms=answer.duration_ms,
+        timings_ms=answer.timings_ms,
+        reranked=answer.reranked,
+        rerank_note=answer.rerank_note,
+    )
+
+
+def to_sse(event: AnswerEvent) -> ServerSentEvent:
+    if event.kind == "token":
+        return ServerSentEvent(data=json.dumps({"text": event.data}), event="token")
+    return ServerSentEvent(data=json.dumps(event.data), event=event.kind)
+
+
+@router.post(
+    "/query/stream",
+    summary="Answer a question, streamed as Server-Sent Events",
+    response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "sources, token…, done | error"}},
+)
+async def query_stream(body: QueryRequest, answers: AnswersDep, search: SearchDep) -> EventSourceResponse:
+    stack = contextlib.AsyncExitStack()
+    await stack.enter_async_context(search.slot())
+    events = answers.stream_answer(answer_request(body))
+    try:
+        first = await anext(events)  # errors up to here are HTTP errors, not stream events
+    except BaseException:
+        await events.aclose()
+        await stack.aclose()
+        raise
+
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        try:
+            yield to_sse(first)
+            async for event in events:
+                yield to_sse(event)
+        finally:
+            await events.aclose()  # stops generation when the client has gone
+            await stack.aclose()
+
+    return EventSourceResponse(stream(), ping=KEEPALIVE_SECONDS)

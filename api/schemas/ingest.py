@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+ChunkingStrategy = Literal["recursive", "fixed", "paragraph", "sentence", "markdown"]
+
+
+class IngestUrlRequest(BaseModel):
+    url: str = Field(..., min_length=1, max_length=2048, examples=["https://example.com/article"])
+    tags: list[str] = Field(default_factory=list, max_length=50)
+    source_id: str | None = Field(None, max_length=2048, description="Defaults to the URL.")
+    chunking: ChunkingStrategy | None = None
+    chunk_size: int | None = Field(None, ge=50, le=20000)
+    chunk_overlap: int | None = Field(None, ge=0, le=10000)
+    force: bool = Field(False, description="Re-ingest identical content; wipe the store on a model change.")
+
+
+class IngestResponse(BaseModel):
+    document_id: str
+    filename: str
+    chunk_count: int
+    tags: list[str]
+    status: Literal["ingested", "unchanged"]
+    source_id: str
+    replaced_document_id: str | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)

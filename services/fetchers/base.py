@@ -1,0 +1,25 @@
+"""The fetcher port: get a URL's body for URL ingestion."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(slots=True)
+class FetchedPage:
+    url: str  # as requested
+    final_url: str  # after redirects
+    content_type: str  # media type without parameters, lower-case
+    charset: str | None
+    body: bytes
+
+    def text(self) -> str:
+        return self.body.decode(self.charset or "utf-8", errors="replace")
+
+
+class Fetcher(Protocol):
+    async def fetch(self, url: str) -> FetchedPage:
+        """Raises FetchRefused (not allowed), FetchFailed (remote error) or PayloadTooLarge."""
+
+    async def aclose(self) -> None: ...

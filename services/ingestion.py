@@ -1,0 +1,294 @@
+"""The ingestion pipeline (seed 001): parse → auto-tag → chunk → embed → store.
+
+File uploads and URLs converge after parsing. Nothing reaches the store until every chunk has a
+vector; the store then writes the document in one atomic step (replacing an older version of the
+same source), so a failure or cancellation at any stage leaves no partial document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+from services.chunking import chunk_document
+from services.embedders.service import EmbeddingService
+from services.errors import EmbeddingModelMismatch, InvalidInput, Overloaded
+from services.fetchers.base import Fetcher
+from services.ids import content_hash, new_document_id
+from services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
+from services.parsers import check_supported, parse_file
+from services.parsers.pdf import parse_pdf
+from services.parsers.text import parse_text
+from services.parsers.web import parse_web_page
+from services.settings import Settings
+from services.stores.base import Store
+from services.tagging import Tagger, auto_tags, merge_tags
+
+logger = logging.getLogger(__name__)
+
+Stage = Literal["queued", "parsing", "tagging", "chunking", "embedding", "indexing", "done", "failed"]
+
+
+class IngestObserver(Protocol):
+    """Receives progress; the jobs room and the CLI implement it."""
+
+    def stage(self, stage: Stage) -> None: ...
+
+    def progress(self, done: int, total: int) -> None: ...
+
+
+class _SilentObserver:
+    def stage(self, stage: Stage) -> None:
+        pass
+
+    def progress(self, done: int, total: int) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class IngestOptions:
+    tags: list[str] = field(default_factory=list)
+    source_id: str | None = None  # defaults to the filename or URL
+    chunking: str | None = None  # strategy; default from settings
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    force: bool = False  # re-ingest identical content; wipe the store on an embedding-model change
+    external_id: str | None = None
+    title: str | None = None
+
+
+@dataclass(slots=True)
+class IngestResult:
+    document_id: str
+    filename: str
+    chunk_count: int
+    tags: list[str]
+    status: Literal["ingested", "unchanged"]
+    source_id: str
+    replaced_document_id: str | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "document_id": self.document_id,
+            "filename": self.filename,
+            "chunk_count": self.chunk_count,
+            "tags": self.tags,
+            "status": self.status,
+            "source_id": self.source_id,
+            "replaced_document_id": self.replaced_document_id,
+            "timings_ms": self.timings_ms,
+        }
+
+
+def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:
+    """The text embedded for a chunk: the chunk itself (see docs/benchmarks.md for what was tried)."""
+    return chunk.text
+
+
+class IngestionService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: EmbeddingService,
+        tagger: Tagger,
+        fetcher: Fetcher,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.tagger = tagger
+        self.fetcher = fetcher
+        self._slots = asyncio.Semaphore(settings.max_concurrent_ingests)
+        self._waiting = 0
+        self.on_indexed: Callable[[int], None] | None = None  # metrics hook: chunks indexed
+
+    # --- admission -------------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """At most MAX_CONCURRENT_INGESTS run; up to INGEST_QUEUE_SIZE wait; beyond that, 429."""
+        if self._slots.locked() and self._waiting >= self.settings.ingest_queue_size:
+            raise Overloaded(
+                f"{self.settings.max_concurrent_ingests} ingests are running and {self._waiting} are waiting; "
+                "retry shortly."
+            )
+        self._waiting += 1
+        try:
+            await self._slots.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            yield
+        finally:
+            self._slots.release()
+
+    # --- entry points --------------------------------------------------------------------------
+    async def ingest_file(
+        self, data: bytes, filename: str, options: IngestOptions, observer: IngestObserver | None = None
+    ) -> IngestResult:
+        observer = observer or _SilentObserver()
+        check_supported(filename)
+        timings: dict[str, float] = {}
+        observer.stage("parsing")
+        started = time.perf_counter()
+        parsed = await asyncio.to_thread(parse_file, data, filename, max_pdf_pages=self.settings.max_pdf_pages)
+        timings["parse"] = _ms(started)
+        return await self._ingest_parsed(parsed, options, observer, timings)
+
+    async def ingest_url(self, url: str, options: IngestOptions, observer: IngestObserver | None = None) -> IngestResult:
+        observer = observer or _SilentObserver()
+        timings: dict[str, float] = {}
+        observer.stage("parsing")
+        started = time.perf_counter()
+        page = await self.fetcher.fetch(url)
+        timings["fetch"] = _ms(started)
+        started = time.perf_counter()
+        parsed = await asyncio.to_thread(self._parse_fetched, page.content_type, page.body, page.charset, url)
+        timings["parse"] = _ms(started)
+        parsed.metadata.setdefault("url", url)
+        if page.final_url != url:
+            parsed.metadata["final_url"] = page.final_url
+        return await self._ingest_parsed(parsed, options, observer, timings)
+
+    def _parse_fetched(self, content_type: str, body: bytes, charset: str | None, url: str) -> ParsedDocument:
+        if content_type == "application/pdf":
+            parsed = parse_pdf(body, url, max_pages=self.settings.max_pdf_pages)
+        elif content_type in ("text/html", "application/xhtml+xml"):
+            parsed = parse_web_page(body.decode(charset or "utf-8", errors="replace"), url)
+        else:
+            parsed = parse_text(body, url)
+            if not parsed.text.strip():
+                raise InvalidInput(f"{url} contains no extractable text.")
+        parsed.filename = url
+        parsed.source_type = "web"
+        parsed.metadata.setdefault("extracted_at", datetime.now(UTC).isoformat())
+        return parsed
+
+    async def ingest_text(
+        self, text: str, filename: str, options: IngestOptions, observer: IngestObserver | None = None
+    ) -> IngestResult:
+        """Already-extracted text (evaluation datasets, programmatic use)."""
+        parsed = ParsedDocument(text=text, filename=filename, source_type="text",
+                                metadata={"line_count": len(text.splitlines())}, title=options.title)
+        if not text.strip():
+            raise InvalidInput(f"{filename} contains no text.")
+        return await self._ingest_parsed(parsed, options, observer or _SilentObserver(), {})
+
+    # --- the shared pipeline -------------------------------------------------------------------
+    async def _ingest_parsed(
+        self,
+        parsed: ParsedDocument,
+        options: IngestOptions,
+        observer: IngestObserver,
+        timings: dict[str, float],
+    ) -> IngestResult:
+        settings = self.settings
+        if len(parsed.text) > settings.max_extracted_chars:
+            raise InvalidInput(
+                f"{parsed.filename} yields {len(parsed.text):,} characters of text; the limit is "
+                f"{settings.max_extracted_chars:,} (MAX_EXTRACTED_CHARS)."
+            )
+        if options.title and not parsed.title:
+            parsed.title = options.title
+        source_id = options.source_id or parsed.filename
+        digest = content_hash(parsed.text)
+        user_tags = merge_tags([], options.tags)
+
+        existing = await self.store.find_by_source(source_id)
+        if existing is not None and existing.content_hash == digest and not options.force:
+            return IngestResult(
+                document_id=existing.document_id,
+                filename=existing.filename,
+                chunk_count=existing.chunk_count,
+                tags=existing.tags,
+                status="unchanged",
+                source_id=source_id,
+                timings_ms=timings,
+            )
+        identity = await self._check_embedding_identity(options.force)
+
+        observer.stage("tagging")
+        started = time.perf_counter()
+        generated = await auto_tags(self.tagger, parsed.text[: settings.tagging_content_chars], parsed.filename)
+        tags = merge_tags(generated, user_tags)
+        timings["tag"] = _ms(started)
+
+        observer.stage("chunking")
+        started = time.perf_counter()
+        strategy = options.chunking or settings.chunking_strategy
+        size = options.chunk_size or settings.chunk_size
+        overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
+        if overlap >= size:
+            raise InvalidInput(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size}).")
+        chunks = await asyncio.to_thread(chunk_document, parsed, strategy, size, overlap, settings.min_chunk_size)
+        if not chunks:
+            raise InvalidInput(f"{parsed.filename} contains no extractable text.")
+        timings["chunk"] = _ms(started)
+
+        observer.stage("embedding")
+        started = time.perf_counter()
+        vectors = await self.embedder.embed_documents(
+            [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.progress
+        )
+        timings["embed"] = _ms(started)
+
+        observer.stage("indexing")
+        started = time.perf_counter()
+        record = DocumentRecord(
+            document_id=new_document_id(),
+            filename=parsed.filename,
+            source_id=source_id,
+            source_type=parsed.source_type,
+            content_hash=digest,
+            chunk_count=len(chunks),
+            tags=tags,
+            metadata={"filename": parsed.filename, "source_type": parsed.source_type, **parsed.metadata,
+                      "chunking": {"strategy": strategy, "chunk_size": size, "chunk_overlap": overlap}},
+            created_at=datetime.now(UTC).isoformat(),
+            title=parsed.title,
+            external_id=options.external_id,
+        )
+        replaced = await self.store.write_document(record, chunks, vectors, identity)
+        timings["index"] = _ms(started)
+        if self.on_indexed is not None:
+            self.on_indexed(len(chunks))
+        observer.stage("done")
+        logger.info(
+            "document ingested",
+            extra={"document_id": record.document_id, "source_id": source_id, "chunks": len(chunks),
+                   "replaced": replaced, "timings_ms": timings},
+        )
+        return IngestResult(
+            document_id=record.document_id,
+            filename=record.filename,
+            chunk_count=len(chunks),
+            tags=tags,
+            status="ingested",
+            source_id=source_id,
+            replaced_document_id=replaced,
+            timings_ms=timings,
+        )
+
+    async def _check_embedding_identity(self, force: bool) -> EmbeddingIdentity:
+        """Fail before any embedding work if the store holds another model's vectors."""
+        current = await self.embedder.embedding_identity()
+        stored = await self.store.embedding_identity()
+        if stored is None or (stored.model in ("", current.model) and stored.dimension == current.dimension):
+            return current
+        if not force:
+            raise EmbeddingModelMismatch(stored.describe(), current.describe())
+        logger.warning("embedding model changed; wiping the store as requested (force)",
+                       extra={"stored": stored.describe(), "current": current.describe()})
+        await self.store.wipe()
+        return current
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

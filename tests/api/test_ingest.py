@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import sqlite3
+
+import httpx
+
+from services.container import Container
+
+
+async def test_pdf_upload_end_to_end(client: httpx.AsyncClient, container: Container, manual_pdf: bytes) -> None:
+    response = await client.post(
+        "/ingest/file",
+        files={"file": ("2019_Ford_F150_Owners_Manual.pdf", manual_pdf, "application/pdf")},
+        data={"tags": "Maintenance, trucks ,"},
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["status"] == "ingested" and body["chunk_count"] >= 2
+    assert body["filename"] == "2019_Ford_F150_Owners_Manual.pdf"
+    # deterministic fallback tags (make, model, year, type) then the user's, lower-cased, no duplicates
+    assert body["tags"][:4] == ["ford", "f-150", "2019", "owners manual"]
+    assert body["tags"][-2:] == ["maintenance", "trucks"]
+    assert len(body["tags"]) == len(set(body["tags"]))
+
+    chunks = (await client.get(f"/documents/{body['document_id']}/chunks")).json()
+    assert chunks["total"] == body["chunk_count"] == len(chunks["items"])
+    assert all(c["vector_dimension"] == 384 for c in chunks["items"])
+    assert {p for c in chunks["items"] for p in c["pages"]} == {1, 3, 4}
+
+    path = container.settings.resolved_sqlite_path
+    connection = sqlite3.connect(path)
+    fts_hits = connection.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH '\"FL\" AND \"500S\"'").fetchone()[0]
+    connection.close()
+    assert fts_hits >= 1, "the chunks are searchable by FTS5"
+
+
+async def test_markdown_upload_default_source_and_tags(client: httpx.AsyncClient) -> None:
+    response = await client.post(
+        "/ingest/file", files={"file": ("notes.md", b"# Notes\n\nThe snapshot retention is thirty days.", "text/markdown")}
+    )
+    assert response.status_code == 200
+    assert response.json()["source_id"] == "notes.md"
+
+
+async def test_validation_errors_are_400_with_detail(client: httpx.AsyncClient) -> None:
+    cases = [
+        (("virus.exe", b"MZ..."), "Unsupported file type"),
+        (("empty.txt", b""), "empty"),
+        (("blank.md", b"   \n\n  "), "no extractable text"),
+        (("nothing", b"data"), "Unsupported file type"),
+    ]
+    for (name, data), message in cases:
+        response = await client.post("/ingest/file", files={"file": (name, data)})
+        assert response.status_code == 400, (name, response.text)
+        assert message in response.json()["detail"]
+
+
+async def test_missing_file_field_is_422(client: httpx.AsyncClient) -> None:
+    response = await client.post("/ingest/file", data={"tags": "x"})
+    assert response.status_code == 422
+
+
+async def test_url_ingest_refuses_private_addresses(client: httpx.AsyncClient) -> None:
+    response = await client.post("/ingest/url", json={"url": "http://127.0.0.1:1/secret"})
+    assert response.status_code == 400
+    assert "loopback" in response.json()["detail"]
+
+
+async def test_url_ingest_refuses_other_schemes(client: httpx.AsyncClient) -> None:
+    response = await client.post("/ingest/url", json={"url": "file:///etc/passwd"})
+    assert response.status_code == 400
+    assert "http and https" in response.json()["detail"]

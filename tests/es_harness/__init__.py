@@ -1,0 +1,1 @@
+"""Real single-node Elasticsearch for tests: see node.py and README.md."""

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+
+from services.errors import EmptyDocument, InvalidInput, UnsupportedFormat
+from services.parsers import parse_file
+
+
+def test_utf8_with_line_count() -> None:
+    parsed = parse_file("# Title\n\nCafé crème.\nSecond line\n".encode(), "notes.md")
+    assert parsed.text.startswith("# Title") and "Café" in parsed.text
+    assert parsed.metadata == {"line_count": 4}
+    assert parsed.source_type == "text"
+
+
+def test_invalid_utf8_bytes_are_replaced() -> None:
+    parsed = parse_file(b"valid text \xff\xfe here and more valid text to keep the ratio low", "bad.txt")
+    assert "\ufffd" in parsed.text and "valid text" in parsed.text
+
+
+@pytest.mark.parametrize("name", ["a.txt", "a.text", "a.md", "a.markdown", "A.MD"])
+def test_text_extensions(name: str) -> None:
+    assert parse_file(b"hello world", name).text == "hello world"
+
+
+def test_binary_data_named_txt_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="binary"):
+        parse_file(bytes(range(256)) * 10, "image.txt")
+
+
+def test_empty_file() -> None:
+    with pytest.raises(EmptyDocument):
+        parse_file(b"", "empty.txt")
+
+
+def test_whitespace_only_file_has_no_text() -> None:
+    with pytest.raises(InvalidInput, match="no extractable text"):
+        parse_file(b"  \n\n\t ", "blank.txt")
+
+
+@pytest.mark.parametrize("name", ["virus.exe", "noextension", "archive.tar.gz"])
+def test_unsupported_extensions(name: str) -> None:
+    with pytest.raises(UnsupportedFormat, match="Unsupported file type"):
+        parse_file(b"data", name)
+
+
+def test_utf16_with_bom() -> None:
+    parsed = parse_file("Hello UTF-16 world".encode("utf-16"), "wide.txt")
+    assert parsed.text == "Hello UTF-16 world"

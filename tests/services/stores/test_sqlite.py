@@ -1,0 +1,120 @@
+"""SQLite-specific guarantees. Behaviour shared with every store is in test_store_contract.py."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+
+from services.errors import EmbeddingModelMismatch
+from services.models import Chunk, DocumentRecord, EmbeddingIdentity, SearchFilters
+from services.stores.sqlite import SqliteStore
+
+IDENTITY = EmbeddingIdentity("test:model", 4)
+
+
+def record(document_id: str, source_id: str, *, tags: list[str] | None = None, chunks: int = 2) -> DocumentRecord:
+    return DocumentRecord(
+        document_id=document_id, filename=source_id, source_id=source_id, source_type="text",
+        content_hash=document_id, chunk_count=chunks, tags=tags or [], metadata={},
+        created_at=datetime.now(UTC).isoformat(),
+    )
+
+
+def chunks_of(*texts: str) -> list[Chunk]:
+    return [Chunk(i, t, i * 100, i * 100 + len(t)) for i, t in enumerate(texts)]
+
+
+def vectors(n: int, seed: int = 0) -> np.ndarray:
+    matrix = np.random.default_rng(seed).normal(size=(n, 4)).astype(np.float32)
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+@pytest.fixture
+async def store(tmp_path):
+    store = SqliteStore(tmp_path / "store.db")
+    await store.open()
+    yield store
+    await store.close()
+
+
+def raw(store: SqliteStore, sql: str, *params):
+    connection = sqlite3.connect(store.path)
+    try:
+        return connection.execute(sql, params).fetchall()
+    finally:
+        connection.close()
+
+
+async def test_wal_mode_and_fts_in_sync(store: SqliteStore) -> None:
+    await store.write_document(record("d1", "a.txt"), chunks_of("engine oil filter", "tire pressure"), vectors(2), IDENTITY)
+    assert raw(store, "PRAGMA journal_mode")[0][0] == "wal"
+    assert raw(store, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'filter'")[0][0] == 1
+    await store.delete_document("d1")
+    assert raw(store, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'filter'")[0][0] == 0
+    assert raw(store, "SELECT count(*) FROM chunks")[0][0] == 0
+
+
+async def test_vectors_stored_as_float32_blobs(store: SqliteStore) -> None:
+    matrix = vectors(2)
+    await store.write_document(record("d1", "a.txt"), chunks_of("a", "b"), matrix, IDENTITY)
+    rows = raw(store, "SELECT embedding FROM chunks ORDER BY chunk_index")
+    assert np.allclose(np.frombuffer(rows[0][0], dtype=np.float32), matrix[0])
+    assert raw(store, "SELECT value FROM meta WHERE key = 'embedding_dimension'")[0][0] == "4"
+
+
+async def test_failed_write_leaves_nothing(store: SqliteStore) -> None:
+    bad = chunks_of("one", "two")
+    bad[1].chunk_index = 0  # violates UNIQUE(document_id, chunk_index) half-way through the insert
+    with pytest.raises(Exception):
+        await store.write_document(record("d1", "a.txt"), bad, vectors(2), IDENTITY)
+    assert raw(store, "SELECT count(*) FROM documents")[0][0] == 0
+    assert raw(store, "SELECT count(*) FROM chunks")[0][0] == 0
+    assert raw(store, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'one'")[0][0] == 0
+
+
+async def test_replacement_is_one_transaction(store: SqliteStore) -> None:
+    await store.write_document(record("old", "a.txt"), chunks_of("old words here"), vectors(1), IDENTITY)
+    replaced = await store.write_document(record("new", "a.txt"), chunks_of("new words here"), vectors(1, 1), IDENTITY)
+    assert replaced == "old"
+    assert raw(store, "SELECT document_id FROM documents") == [("new",)]
+    assert [h.chunk.document_id for h in await store.lexical_search("words", 10, SearchFilters())] == ["new"]
+
+
+async def test_model_mismatch_is_refused(store: SqliteStore) -> None:
+    await store.write_document(record("d1", "a.txt"), chunks_of("a"), vectors(1), IDENTITY)
+    with pytest.raises(EmbeddingModelMismatch, match="test:model"):
+        await store.write_document(
+            record("d2", "b.txt"), chunks_of("b"), vectors(1), EmbeddingIdentity("other:model", 4)
+        )
+
+
+async def test_fts_query_syntax_is_never_user_controlled(store: SqliteStore) -> None:
+    await store.write_document(record("d1", "a.txt"), chunks_of('engine "oil" NEAR(filter) AND *'), vectors(1), IDENTITY)
+    for question in ['"unbalanced', "NEAR(", "a AND OR NOT", "*", "col:umn", "()", "^start"]:
+        await store.lexical_search(question, 5, SearchFilters())  # must not raise
+    hits = await store.lexical_search('oil" OR filter', 5, SearchFilters())
+    assert len(hits) == 1
+
+
+async def test_porter_stemming(store: SqliteStore) -> None:
+    await store.write_document(record("d1", "a.txt"), chunks_of("Replacing the filters regularly"), vectors(1), IDENTITY)
+    assert await store.lexical_search("replace filter", 5, SearchFilters())
+
+
+async def test_other_process_writes_are_seen_by_knn(tmp_path) -> None:
+    first, second = SqliteStore(tmp_path / "s.db"), SqliteStore(tmp_path / "s.db")
+    await first.open()
+    await second.open()
+    matrix = vectors(3)
+    await first.write_document(record("d1", "a.txt"), chunks_of("a"), matrix[:1], IDENTITY)
+    assert len(await second.vector_search(matrix[0], 5, SearchFilters())) == 1
+    await first.write_document(record("d2", "b.txt"), chunks_of("b"), matrix[1:2], IDENTITY)
+    hits = await second.vector_search(matrix[1], 5, SearchFilters())
+    assert [h.chunk.document_id for h in hits][0] == "d2", "the second handle reloads after another's write"
+    await first.delete_document("d2")
+    assert [h.chunk.document_id for h in await second.vector_search(matrix[1], 5, SearchFilters())] == ["d1"]
+    await first.close()
+    await second.close()
