@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from services.models import ChatMessage
 
 SOURCE_SEPARATOR = "\n\n---\n\n"
+ELLIPSIS = " …"
+MIN_PARTIAL_SOURCE = 50  # a cut source shorter than this is left out rather than sent as a stub
 
 
 @dataclass(slots=True)
@@ -39,14 +41,16 @@ def format_context(sources: Sequence[PromptSource], max_chars: int) -> str:
     blocks: list[str] = []
     used = 0
     for number, source in enumerate(sources, start=1):
-        block = f"[Source {number}: {source.filename}]\n{source.text}"
-        room = max_chars - used - (len(SOURCE_SEPARATOR) if blocks else 0)
-        if room <= 0:
+        separator = len(SOURCE_SEPARATOR) if blocks else 0
+        room = max_chars - used - separator
+        header = f"[Source {number}: {source.filename}]\n"
+        if room < len(header) + MIN_PARTIAL_SOURCE:
             break
+        block = header + source.text
         if len(block) > room:
-            block = block[:room].rstrip() + " …"
+            block = block[: room - len(ELLIPSIS)].rstrip() + ELLIPSIS
         blocks.append(block)
-        used += len(block) + (len(SOURCE_SEPARATOR) if len(blocks) > 1 else 0)
+        used += separator + len(block)
     return SOURCE_SEPARATOR.join(blocks)
 
 

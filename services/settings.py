@@ -160,6 +160,9 @@ class Settings(BaseSettings):
     rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant k in 1/(k + rank).")
     neighbour_window: int = Field(1, ge=0, le=10, description="Neighbours fetched on each side.")
     max_question_chars: int = Field(4000, ge=1, description="Longest question accepted.")
+    sse_keepalive_seconds: float = Field(
+        15.0, gt=0, description="Idle seconds before /query/stream sends a keep-alive comment."
+    )
 
     # --- reranking ---------------------------------------------------------------------------------
     rerank_enabled: bool = Field(True, description="Rerank by default (per-request `rerank` wins).")

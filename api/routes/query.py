@@ -14,14 +14,12 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from api.deps import AnswersDep, SearchDep
+from api.deps import AnswersDep, SearchDep, SettingsDep
 from api.schemas.query import QueryRequest, QueryResponse
 from services.answering import AnswerEvent, AnswerRequest
 from services.models import ChatMessage, SearchFilters
 
 router = APIRouter(tags=["query"])
-
-KEEPALIVE_SECONDS = 15
 
 
 def filters_from(tags: list[str] | None, source: str | None) -> SearchFilters:
@@ -68,7 +66,9 @@ def to_sse(event: AnswerEvent) -> ServerSentEvent:
     response_class=EventSourceResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "sources, token…, done | error"}},
 )
-async def query_stream(body: QueryRequest, answers: AnswersDep, search: SearchDep) -> EventSourceResponse:
+async def query_stream(
+    body: QueryRequest, answers: AnswersDep, search: SearchDep, settings: SettingsDep
+) -> EventSourceResponse:
     stack = contextlib.AsyncExitStack()
     await stack.enter_async_context(search.slot())
     events = answers.stream_answer(answer_request(body))
@@ -88,4 +88,4 @@ async def query_stream(body: QueryRequest, answers: AnswersDep, search: SearchDe
             await events.aclose()  # stops generation when the client has gone
             await stack.aclose()
 
-    return EventSourceResponse(stream(), ping=KEEPALIVE_SECONDS)
+    return EventSourceResponse(stream(), ping=settings.sse_keepalive_seconds)
