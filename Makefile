@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install run test test-fast bench load eval docs clean
+.PHONY: install run test test-fast bench load eval docs clean browser
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -25,14 +25,40 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/carrag serve
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+# The web UI tests drive Debian's chromium. Install it when missing and we may (root with apt-get);
+# otherwise they skip with the reason (or fail, when CARRAG_REQUIRE_BROWSER=1 as in .ci/run).
+CHROMIUM := /usr/bin/chromium
+browser:
+	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "Installing chromium for the browser tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) \
+			|| echo "chromium could not be installed; the browser tests will skip"; \
+	fi
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not elasticsearch and not browser and not slow"
 
+# Retrieval quality and speed on the shared data beside the checkout (docs/benchmarks.md).
+SHARED ?= ../shared/data
+eval: $(STAMP)
+	mkdir -p bench-results
+	$(BIN)/carrag eval --dataset $(SHARED)/scifact-dev --json bench-results/eval.json
+
+bench: $(STAMP)
+	mkdir -p bench-results
+	$(BIN)/carrag bench --pdf $(SHARED)/corpus/pdf/unstructured/DA-619p.pdf --dataset $(SHARED)/scifact-dev --json bench-results/bench.json
+
+# Bounded load test (scripts/load.py): 50 clients on a server it starts on loopback.
+# `make load LOAD_ARGS="--duration 60 --llm local"` for the issue's full run.
+LOAD_ARGS ?=
+load: $(STAMP)
+	$(BIN)/python scripts/load.py $(LOAD_ARGS)
+
 docs: $(STAMP)
-	$(BIN)/python -m services.settings --markdown > docs/configuration.table.md
+	$(BIN)/python -m services.settings --markdown > docs/configuration.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache

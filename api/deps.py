@@ -56,6 +56,18 @@ class Unauthorized(Exception):
     pass
 
 
+UNAUTHORIZED_DETAIL = "Missing or invalid API key: send Authorization: Bearer <key>."
+
+
+def api_key_matches(presented: str, keys: list[str]) -> bool:
+    """Constant-time: every key is compared in full (no early exit), so timing reveals neither
+    which key nor how much of a prefix matched."""
+    matched = False
+    for key in keys:
+        matched |= hmac.compare_digest(presented.encode(), key.encode())
+    return matched
+
+
 async def require_api_key(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
@@ -64,10 +76,5 @@ async def require_api_key(
     keys: list[str] = request.app.state.container.settings.api_keys
     if not keys:
         return
-    presented = (credentials.credentials if credentials else "").encode()
-    # Compare against every key (no early exit) so timing does not reveal which prefix matched.
-    matched = False
-    for key in keys:
-        matched |= hmac.compare_digest(presented, key.encode())
-    if not matched:
+    if not api_key_matches(credentials.credentials if credentials else "", keys):
         raise Unauthorized()

@@ -10,12 +10,15 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
-from api.deps import Unauthorized, require_api_key
+from api.deps import UNAUTHORIZED_DETAIL, Unauthorized, require_api_key
 from api.errors import install_error_handlers
 from api.log_config import configure_logging
-from api.middleware import BodySizeLimitMiddleware, RequestIdMiddleware
-from api.routes import documents, health, ingest, query, search
+from api.lifecycle import on_shutdown_signal
+from api.mcp_server import McpEndpoint, build_mcp_server, http_session_manager
+from api.middleware import AccessLogMiddleware, ApiKeyGateMiddleware, BodySizeLimitMiddleware, RequestIdMiddleware
+from api.routes import documents, health, ingest, jobs, openai_compat, ops, query, search, ui
 from services.container import Container, build_container
+from services.metrics import Metrics, instrument
 from services.settings import Settings, get_settings
 
 logger = logging.getLogger(__name__)
@@ -27,18 +30,35 @@ MULTIPART_OVERHEAD = 64 * 1024
 def create_app(settings: Settings | None = None, container: Container | None = None) -> FastAPI:
     """Build the app. A ready ``container`` (tests) is used as is and not closed on shutdown."""
     settings = settings or (container.settings if container else get_settings())
+    metrics = Metrics()
+    mcp_manager = http_session_manager(build_mcp_server(lambda: app.state.container), settings)
+
+    @contextlib.asynccontextmanager
+    async def serving(owned: Container) -> AsyncIterator[None]:
+        """While the app serves: the MCP transport runs; SIGTERM starts draining ingests at once;
+        shutdown drains the ingest jobs (SHUTDOWN_GRACE_SECONDS, then they are cancelled)."""
+        grace = owned.settings.shutdown_grace_seconds
+        with on_shutdown_signal(lambda: owned.jobs.begin_shutdown(grace)):
+            async with mcp_manager.run():
+                try:
+                    yield
+                finally:
+                    await owned.jobs.shutdown(grace)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if container is not None:
             app.state.container = container
-            yield
+            async with serving(container):
+                yield
             return
         configure_logging(settings.log_level, settings.log_json)
         app.state.container = await build_container(settings)
+        instrument(app.state.container, metrics)
         logger.info("carrag started", extra={"store": settings.store, "embedder": settings.embedder, "llm": settings.llm})
         try:
-            yield
+            async with serving(app.state.container):
+                yield
         finally:
             await app.state.container.aclose()
 
@@ -48,14 +68,17 @@ def create_app(settings: Settings | None = None, container: Container | None = N
         summary="Self-hosted RAG: hybrid BM25 + kNN search, reranking, streamed cited answers.",
         lifespan=lifespan,
     )
+    app.state.metrics = metrics
     if container is not None:
         app.state.container = container
+        instrument(container, metrics)
     install_error_handlers(app)
+    ops.count_dependency_errors(app, metrics)
 
     @app.exception_handler(Unauthorized)
     async def unauthorized(request: Request, error: Unauthorized) -> JSONResponse:
         return JSONResponse(
-            {"detail": "Missing or invalid API key: send Authorization: Bearer <key>."},
+            {"detail": UNAUTHORIZED_DETAIL},
             status_code=401,
             headers={"WWW-Authenticate": "Bearer"},
         )
@@ -66,7 +89,16 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     app.include_router(documents.router, dependencies=protected)
     app.include_router(query.router, dependencies=protected)
     app.include_router(search.router, dependencies=protected)
+    app.include_router(jobs.router, dependencies=protected)
+    app.include_router(openai_compat.router, dependencies=protected)
+    app.include_router(ops.router)  # /health/live and /health/ready are public; /metrics checks keys itself
+    app.add_route(
+        "/mcp", McpEndpoint(mcp_manager, lambda: app.state.container.settings.api_keys),
+        methods=["GET", "POST", "DELETE"], include_in_schema=False,
+    )
+    ui.mount(app)  # the web UI at / (public page; its API calls carry the user's key)
 
+    app.add_middleware(ApiKeyGateMiddleware)  # inside CORS, so a 401 still carries CORS headers
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -75,7 +107,12 @@ def create_app(settings: Settings | None = None, container: Container | None = N
             allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
             expose_headers=["X-Request-ID"],
         )
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_upload_bytes + MULTIPART_OVERHEAD)
+    app.add_middleware(
+        BodySizeLimitMiddleware,
+        max_bytes=settings.max_upload_bytes + MULTIPART_OVERHEAD,
+        max_json_bytes=settings.max_json_body_bytes,
+    )
+    app.add_middleware(AccessLogMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
     return app
 

@@ -7,11 +7,13 @@ first, then ``token`` deltas, then ``done`` (or ``error`` if generation fails mi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from services.admission import AdmissionGate
 from services.errors import CarragError, DependencyUnavailable
 from services.llms.base import LLM
 from services.models import ChatMessage, SearchFilters
@@ -51,6 +53,12 @@ class AnswerService:
         self.settings = settings
         self.search = search
         self.llm = llm
+        # Admission before any work: a slow generator (the local LLM runs one answer at a time)
+        # gets a short queue, and the rest a 429 at once rather than an error after LLM_TIMEOUT.
+        self.generation = AdmissionGate(
+            settings.resolved_max_concurrent_generations, settings.generation_queue_size, "answer generation",
+            timeout=settings.query_queue_timeout,
+        )
 
     def _messages(self, request: AnswerRequest, outcome: SearchOutcome) -> list[ChatMessage]:
         return build_messages(
@@ -63,8 +71,13 @@ class AnswerService:
         )
 
     async def stream_answer(self, request: AnswerRequest) -> AsyncIterator[AnswerEvent]:
-        """Errors before the first event raise (the route answers with an HTTP error); errors
-        after it become an ``error`` event."""
+        """Errors before the first event raise (the route answers with an HTTP error; Overloaded
+        when the generation queue is full); errors after it become an ``error`` event."""
+        async with self.generation.admit(), contextlib.aclosing(self._stream_answer(request)) as events:
+            async for event in events:
+                yield event
+
+    async def _stream_answer(self, request: AnswerRequest) -> AsyncIterator[AnswerEvent]:
         started = time.perf_counter()
         outcome = await self.search.search(
             request.question, top_k=request.top_k, filters=request.filters, rerank=request.rerank

@@ -21,6 +21,7 @@ from services.errors import DependencyUnavailable
 from services.fetchers.base import Fetcher
 from services.fetchers.http import HttpFetcher
 from services.ingestion import IngestionService
+from services.jobs import JobManager
 from services.llms.base import LLM
 from services.llms.extractive import ExtractiveLLM
 from services.models import ComponentHealth
@@ -148,6 +149,7 @@ class Container:
     ingestion: IngestionService
     search: SearchService
     answers: AnswerService
+    jobs: JobManager
     startup_errors: dict[str, str] = field(default_factory=dict)
 
     async def health(self) -> dict[str, ComponentHealth]:
@@ -201,6 +203,7 @@ async def build_container(
     fetcher = fetcher or build_fetcher(settings)
     tagger = build_tagger(settings, llm)
     search = SearchService(settings, store, embedder, reranker)
+    ingestion = IngestionService(settings, store, embedder, tagger, fetcher)
     return Container(
         settings=settings,
         store=store,
@@ -209,8 +212,9 @@ async def build_container(
         reranker=reranker,
         fetcher=fetcher,
         tagger=tagger,
-        ingestion=IngestionService(settings, store, embedder, tagger, fetcher),
+        ingestion=ingestion,
         search=search,
         answers=AnswerService(settings, search, llm),
+        jobs=JobManager(settings, ingestion),
         startup_errors=startup_errors,
     )

@@ -74,13 +74,28 @@ class Settings(BaseSettings):
     min_chunk_size: int = Field(
         100, ge=0, description="`sentence` strategy: a trailing chunk shorter than this is merged."
     )
+    whole_document_chars: int = Field(
+        0,
+        ge=0,
+        description="A document with at most this many characters of text is kept as one chunk unless "
+        "the request sets `chunk_size` (short records such as abstracts or FAQ entries retrieve "
+        "better whole; see docs/benchmarks.md). 0 always splits by CHUNK_SIZE.",
+    )
     max_upload_bytes: int = Field(
         50 * 1024 * 1024, ge=1, description="Largest accepted upload; bigger bodies get 413."
+    )
+    max_json_body_bytes: int = Field(
+        2 * 1024 * 1024, ge=1024, description="Largest JSON (or form-urlencoded) request body; bigger get 413."
     )
     max_extracted_chars: int = Field(
         20_000_000, ge=1, description="Largest extracted text accepted from one document."
     )
     max_pdf_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused.")
+    pdf_mode: Literal["text", "markdown"] = Field(
+        "text",
+        description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
+        "and tables (several times slower); page numbers are kept in both.",
+    )
     max_concurrent_ingests: int = Field(
         2, ge=1, description="Ingests processed at once; further ones wait in the queue."
     )
@@ -138,7 +153,9 @@ class Settings(BaseSettings):
         None, description="GGUF file for the local LLM (default: the packaged SmolLM2-135M)."
     )
     local_llm_context: int = Field(4096, ge=512, description="Context window of the local LLM.")
-    local_llm_threads: int = Field(0, ge=0, description="llama.cpp threads (0 = all cores).")
+    local_llm_threads: int = Field(
+        0, ge=0, description="llama.cpp threads (0 = all cores but one; see services/llms/llama_cpp.py)."
+    )
     llm_max_tokens: int = Field(512, ge=1, le=8192, description="Most tokens generated per answer.")
     llm_temperature: float = Field(0.1, ge=0, le=2, description="Sampling temperature.")
     llm_timeout: float = Field(120.0, gt=0, description="Seconds a generation may take in total.")
@@ -192,10 +209,33 @@ class Settings(BaseSettings):
         default_factory=list, description="Comma-separated origins allowed by CORS (none by default)."
     )
     max_concurrent_queries: int = Field(
-        8, ge=1, description="Searches/queries served at once; more wait briefly, then get 503."
+        8, ge=1, description="Searches/queries served at once; more wait briefly, then get 429."
     )
     query_queue_timeout: float = Field(
-        10.0, ge=0, description="Seconds a query waits for a slot before 503."
+        10.0, ge=0, description="Seconds a query waits for a slot (search, then generation) before 429."
+    )
+    max_concurrent_generations: int | None = Field(
+        None, ge=1, description="Answers generated at once (default: 1 for the local LLM, which runs one "
+        "generation at a time; 4 for Ollama/OpenAI; MAX_CONCURRENT_QUERIES for LLM=none).",
+    )
+    generation_queue_size: int = Field(
+        2, ge=0, description="Answers allowed to wait (up to QUERY_QUEUE_TIMEOUT) for a generation slot; "
+        "beyond that /query and /query/stream answer 429 at once instead of queueing until LLM_TIMEOUT.",
+    )
+
+    # --- operations: ingest jobs, shutdown, metrics -------------------------------------------------
+    job_retention: int = Field(
+        1000, ge=1, description="Finished ingest jobs kept in memory for GET /jobs (oldest dropped first)."
+    )
+    job_ttl_seconds: float = Field(
+        3600.0, gt=0, description="Seconds a finished ingest job stays visible before it expires."
+    )
+    shutdown_grace_seconds: float = Field(
+        30.0, ge=0, description="On SIGTERM, seconds in-flight ingests get to finish before they are "
+        "cancelled (and rolled back)."
+    )
+    metrics_public: bool = Field(
+        False, description="Serve /metrics without an API key even when API_KEYS is set."
     )
 
     @field_validator("fetch_allowed_hosts", "api_keys", "cors_origins", mode="before")
@@ -222,6 +262,14 @@ class Settings(BaseSettings):
         return 3000 if self.llm == "local" else 12_000
 
     @property
+    def resolved_max_concurrent_generations(self) -> int:
+        if self.max_concurrent_generations is not None:
+            return self.max_concurrent_generations
+        if self.llm == "local":
+            return 1
+        return self.max_concurrent_queries if self.llm == "none" else 4
+
+    @property
     def resolved_reranker_cache_dir(self) -> Path:
         return self.reranker_cache_dir or self.data_dir / "flashrank"
 
@@ -239,7 +287,9 @@ def settings_markdown() -> str:
     ]
     for name, field in Settings.model_fields.items():
         default = field.get_default(call_default_factory=True)
-        if isinstance(default, list):
+        if isinstance(default, bool):
+            shown = str(default).lower()
+        elif isinstance(default, list):
             shown = ",".join(default) or "(empty)"
         elif default is None:
             shown = "(unset)"
@@ -252,6 +302,38 @@ def settings_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
+CONFIGURATION_INTRO = """\
+# Configuration
+
+<!-- Generated from services/settings.py by `make docs` (python -m services.settings --markdown).
+     Edit the field descriptions there, not this file; tests/test_docs_configuration.py checks it. -->
+
+Every setting is read, case-insensitively, from the environment (`CHUNK_SIZE=800`) or from a `.env`
+file in the working directory (the environment wins). Lists are comma-separated
+(`API_KEYS=key-one,key-two`), booleans are `true`/`false`. A bad value stops the service at start-up
+with a message naming the setting. Both `carrag serve` (`make run`) and the local mode of the other
+`carrag` commands use these settings.
+
+The defaults are the embedded setup: SQLite, the packaged MiniLM embedder and SmolLM2 chat model,
+nothing downloaded. The full stack of [deploy.md](deploy.md) switches three of them:
+
+```bash
+STORE=elasticsearch ELASTICSEARCH_URL=http://localhost:9200
+EMBEDDER=ollama OLLAMA_BASE_URL=http://localhost:11434
+LLM=ollama
+```
+
+Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`) makes the existing vectors
+incomparable: ingestion and queries are refused with a message naming both models until the store
+is re-ingested with `force` (`carrag ingest ... --force`, or `"force": true` in the API).
+"""
+
+
+def configuration_markdown() -> str:
+    """The whole of docs/configuration.md."""
+    return CONFIGURATION_INTRO + "\n## Settings\n\n" + settings_markdown()
+
+
 if __name__ == "__main__":  # pragma: no cover - doc generator
     if "--markdown" in sys.argv:
-        print(settings_markdown(), end="")
+        print(configuration_markdown(), end="")

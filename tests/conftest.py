@@ -75,3 +75,46 @@ async def client(container: Container) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def manual_pdf() -> bytes:
     return (FIXTURES / "2019_Ford_F150_Owners_Manual.pdf").read_bytes()
+
+
+# --- Elasticsearch (issue 4) ------------------------------------------------------------------------
+# One real node per session: $CARRAG_TEST_ES_URL if set, else the harness in tests/es_harness (built
+# with Maven on first use). Without Java/Maven the `elasticsearch` tests skip with the reason, unless
+# CARRAG_REQUIRE_ES=1 (set by .ci/run), which turns that into a failure.
+_es_session: dict[str, object] = {}
+
+
+@pytest.fixture(scope="session")
+def es_url():
+    import os
+
+    configured = os.environ.get("CARRAG_TEST_ES_URL")
+    if configured:
+        _es_session.update(url=configured, source="CARRAG_TEST_ES_URL")
+        yield configured
+        return
+    from tests.es_harness import node as es_node
+
+    try:
+        handle = es_node.start()
+    except es_node.HarnessError as exc:
+        if os.environ.get("CARRAG_REQUIRE_ES") == "1":
+            pytest.fail(f"CARRAG_REQUIRE_ES=1 but the Elasticsearch harness could not start: {exc}", pytrace=False)
+        pytest.skip(f"Elasticsearch harness unavailable (set CARRAG_TEST_ES_URL or install Java 17 + Maven): {exc}")
+    _es_session.update(url=handle.url, version=handle.version, startup_seconds=handle.startup_seconds,
+                       source="tests/es_harness")
+    yield handle.url
+    handle.stop()
+
+
+def es_index_name(prefix: str = "carrag_test") -> str:
+    """A fresh index name, so tests sharing the session's node never see each other's data."""
+    import uuid
+
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    if _es_session:
+        details = ", ".join(f"{key}={value}" for key, value in _es_session.items())
+        terminalreporter.write_line(f"Elasticsearch for this run: {details}")

@@ -60,12 +60,15 @@ def spans_to_chunks(
     page_spans: Sequence[PageSpan] = (),
     sections: Sequence[str | None] | None = None,
 ) -> list[Chunk]:
-    """Trim each span, drop whitespace-only ones, number the rest and attach their pages."""
+    """Trim each span, drop whitespace-only ones and ones the previous chunk already contains,
+    number the rest and attach their pages."""
     starts = [p.start for p in page_spans]
     chunks: list[Chunk] = []
     for position, (raw_start, raw_end) in enumerate(spans):
         start, end = trim_span(text, raw_start, raw_end)
         if start >= end:
+            continue
+        if chunks and chunks[-1].char_start <= start and end <= chunks[-1].char_end:
             continue
         chunks.append(
             Chunk(

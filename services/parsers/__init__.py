@@ -1,19 +1,29 @@
 """Parsers: bytes of a known format → `ParsedDocument`. `parse_file` picks one by extension.
 
-Parsers are synchronous and CPU-bound; the pipeline runs them off the event loop.
+Parsers are synchronous and CPU-bound; the pipeline runs them off the event loop. Each parser
+module imports its format library lazily (see `optional.py`), so a missing library only affects
+its own format, with an install hint.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import PurePath
+from typing import Literal
 
 from services.errors import EmptyDocument, NoExtractableText, UnsupportedFormat
 from services.models import ParsedDocument
+from services.parsers.csv_rows import parse_csv
+from services.parsers.docx_document import parse_docx
+from services.parsers.html_markdown import parse_html
+from services.parsers.json_document import parse_json
 from services.parsers.pdf import parse_pdf
+from services.parsers.pdf_markdown import parse_pdf_markdown
 from services.parsers.text import parse_text
+from services.parsers.xlsx_sheets import parse_xlsx
 
 Parser = Callable[[bytes, str], ParsedDocument]
+PdfMode = Literal["text", "markdown"]
 
 PARSERS: dict[str, Parser] = {
     ".pdf": parse_pdf,
@@ -21,6 +31,13 @@ PARSERS: dict[str, Parser] = {
     ".text": parse_text,
     ".md": parse_text,
     ".markdown": parse_text,
+    ".rst": parse_text,
+    ".csv": parse_csv,
+    ".json": parse_json,
+    ".html": parse_html,
+    ".htm": parse_html,
+    ".docx": parse_docx,
+    ".xlsx": parse_xlsx,
 }
 
 SUPPORTED_EXTENSIONS = tuple(sorted(PARSERS))
@@ -41,12 +58,15 @@ def check_supported(filename: str) -> str:
     return extension
 
 
-def parse_file(data: bytes, filename: str, *, max_pdf_pages: int = 5000) -> ParsedDocument:
+def parse_file(
+    data: bytes, filename: str, *, max_pdf_pages: int = 5000, pdf_mode: PdfMode = "text"
+) -> ParsedDocument:
     extension = check_supported(filename)
     if not data:
         raise EmptyDocument(f"{filename} is empty.")
     if extension == ".pdf":
-        parsed = parse_pdf(data, filename, max_pages=max_pdf_pages)
+        pdf_parser = parse_pdf_markdown if pdf_mode == "markdown" else parse_pdf
+        parsed = pdf_parser(data, filename, max_pages=max_pdf_pages)
     else:
         parsed = PARSERS[extension](data, filename)
     if not parsed.text.strip():

@@ -17,13 +17,19 @@ def decode_text(data: bytes, filename: str) -> str:
         text = data.decode("utf-16", errors="replace")
     else:
         text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
-    sample = text[:8192]
-    if sample:
-        controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
-        replaced = sample.count("\ufffd")
-        if (controls + replaced) / len(sample) > _BINARY_CONTROL_RATIO:
-            raise InvalidInput(f"{filename} looks like binary data, not UTF-8 text.")
+    if looks_binary(text):
+        raise InvalidInput(f"{filename} looks like binary data, not UTF-8 text.")
     return text
+
+
+def looks_binary(text: str) -> bool:
+    """True when the start of decoded text is mostly control characters or undecodable bytes."""
+    sample = text[:8192]
+    if not sample:
+        return False
+    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
+    replaced = sample.count("\ufffd")
+    return (controls + replaced) / len(sample) > _BINARY_CONTROL_RATIO
 
 
 def parse_text(data: bytes, filename: str) -> ParsedDocument:

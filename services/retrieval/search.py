@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from services.embedders.service import EmbeddingService
-from services.errors import CarragError, EmbeddingModelMismatch, Overloaded
+from services.errors import CarragError, EmbeddingModelMismatch, InvalidInput, Overloaded
 from services.models import ScoredChunk, SearchFilters, StoredChunk
 from services.rerankers.base import Reranker
 from services.retrieval.expansion import build_passages
@@ -96,6 +96,19 @@ class SearchOutcome:
     message: str | None = None
 
 
+def check_question(question: str, top_k: int, settings: Settings) -> None:
+    """The limits every search entry point (HTTP, MCP, CLI) shares: MAX_QUESTION_CHARS, MAX_TOP_K."""
+    if not question.strip():
+        raise InvalidInput("The question is empty.")
+    if len(question) > settings.max_question_chars:
+        raise InvalidInput(
+            f"The question is {len(question):,} characters long; the limit is {settings.max_question_chars:,} "
+            "(MAX_QUESTION_CHARS)."
+        )
+    if not 1 <= top_k <= settings.max_top_k:
+        raise InvalidInput(f"top_k must be between 1 and {settings.max_top_k} (MAX_TOP_K); got {top_k}.")
+
+
 class SearchService:
     def __init__(self, settings: Settings, store: Store, embedder: EmbeddingService, reranker: Reranker) -> None:
         self.settings = settings
@@ -135,6 +148,7 @@ class SearchService:
         expand: bool = True,
         depth: int | None = None,
     ) -> SearchOutcome:
+        check_question(question, top_k, self.settings)
         timings: dict[str, float] = {}
         started = time.perf_counter()
         await self.check_embedding_identity()

@@ -118,3 +118,15 @@ async def test_other_process_writes_are_seen_by_knn(tmp_path) -> None:
     assert [h.chunk.document_id for h in await second.vector_search(matrix[1], 5, SearchFilters())] == ["d1"]
     await first.close()
     await second.close()
+
+
+async def test_first_write_after_a_search_on_the_empty_store(store: SqliteStore) -> None:
+    """Regression: a kNN search on the empty store caches a 0×0 matrix; the first write must still
+    extend it (it used to fail with a broadcast error after the document was committed)."""
+    assert await store.vector_search(vectors(1)[0], 5, SearchFilters()) == []
+    matrix = vectors(2)
+    await store.write_document(record("d1", "a.txt"), chunks_of("a", "b"), matrix, IDENTITY)
+    hits = await store.vector_search(matrix[1], 5, SearchFilters())
+    assert [h.chunk.chunk_index for h in hits][0] == 1
+    await store.write_document(record("d2", "b.txt"), chunks_of("c"), vectors(1, 7), IDENTITY)
+    assert len(await store.vector_search(matrix[0], 5, SearchFilters())) == 3

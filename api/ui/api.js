@@ -1,0 +1,160 @@
+// Talking to the Carrag API: the stored API key, JSON requests, uploads with progress, and the
+// Server-Sent Events of POST /query/stream (read with fetch, since EventSource cannot POST).
+
+const KEY_STORAGE = "carrag.apiKey";
+
+export function apiKey() {
+  return localStorage.getItem(KEY_STORAGE) || "";
+}
+
+export function setApiKey(key) {
+  if (key) localStorage.setItem(KEY_STORAGE, key);
+  else localStorage.removeItem(KEY_STORAGE);
+}
+
+export class ApiError extends Error {
+  constructor(status, detail) {
+    super(detail);
+    this.status = status;
+    this.detail = detail;
+  }
+}
+
+const listeners = new Set();
+/** Called with every ApiError (the app shows a banner for 401s). */
+export function onApiError(listener) {
+  listeners.add(listener);
+}
+
+function authHeaders(extra = {}) {
+  const key = apiKey();
+  return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
+}
+
+function detailOf(status, body) {
+  let detail = body && body.detail;
+  if (Array.isArray(detail)) {
+    detail = detail.map((item) => `${(item.loc || []).slice(1).join(".")}: ${item.msg}`).join("; ");
+  }
+  return detail || `HTTP ${status}`;
+}
+
+function fail(status, body) {
+  const error = new ApiError(status, detailOf(status, body));
+  listeners.forEach((listener) => listener(error));
+  return error;
+}
+
+async function readJson(response) {
+  const text = await response.text();
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return { detail: text.slice(0, 300) };
+  }
+}
+
+/** A JSON request. Resolves to {status, body}; rejects with ApiError on 4xx/5xx or a network failure. */
+export async function request(path, { method = "GET", json, form, signal } = {}) {
+  const init = { method, headers: authHeaders(), signal };
+  if (json !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(json);
+  } else if (form) {
+    init.body = form;
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw fail(0, { detail: `The server cannot be reached (${error.message}).` });
+  }
+  const body = await readJson(response);
+  if (!response.ok) throw fail(response.status, body);
+  return { status: response.status, body };
+}
+
+export async function getJson(path, options) {
+  return (await request(path, options)).body;
+}
+
+/** POST a multipart form with upload progress (fetch has none). Resolves to {status, body}. */
+export function upload(path, form, onProgress) {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", path);
+    for (const [name, value] of Object.entries(authHeaders())) xhr.setRequestHeader(name, value);
+    xhr.upload.addEventListener("progress", (event) => {
+      if (event.lengthComputable) onProgress(event.loaded, event.total);
+    });
+    xhr.addEventListener("load", () => {
+      let body = null;
+      try {
+        body = xhr.responseText ? JSON.parse(xhr.responseText) : null;
+      } catch {
+        body = { detail: xhr.responseText.slice(0, 300) };
+      }
+      if (xhr.status >= 200 && xhr.status < 300) resolve({ status: xhr.status, body });
+      else reject(fail(xhr.status, body));
+    });
+    xhr.addEventListener("error", () => reject(fail(0, { detail: "The upload failed: the server cannot be reached." })));
+    xhr.send(form);
+  });
+}
+
+/** POST JSON and yield the Server-Sent Events of the response as {event, data} (data parsed as JSON). */
+export async function* streamEvents(path, json, signal) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method: "POST",
+      headers: authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+      body: JSON.stringify(json),
+      signal,
+    });
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw fail(0, { detail: `The server cannot be reached (${error.message}).` });
+  }
+  if (!response.ok) throw fail(response.status, await readJson(response));
+
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    while (true) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += value.replace(/\r\n?/g, "\n");
+      let end;
+      while ((end = buffer.indexOf("\n\n")) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event = parseEvent(block);
+        if (event) yield event;
+      }
+    }
+  } finally {
+    reader.releaseLock();
+  }
+}
+
+function parseEvent(block) {
+  let event = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (!line || line.startsWith(":")) continue; // comments are keep-alive pings
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "event") event = value;
+    else if (field === "data") data.push(value);
+  }
+  if (!data.length) return null;
+  const text = data.join("\n");
+  try {
+    return { event, data: JSON.parse(text) };
+  } catch {
+    return { event, data: text };
+  }
+}

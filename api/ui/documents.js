@@ -1,0 +1,178 @@
+// The Documents screens: a paged, tag-filtered list; one document with its chunks; delete.
+
+import { getJson, request } from "./api.js";
+import { $, formatDate, h, pagesLabel, replaceChildren, tagList } from "./dom.js";
+
+const PAGE_SIZE = 20;
+const CHUNK_PAGE = 50;
+let latestView = 0; // answers to an earlier navigation are dropped
+
+export function initDocuments(navigate) {
+  $("#doc-filter").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const tag = $("#doc-tag").value.trim();
+    navigate(tag ? `#/documents?tag=${encodeURIComponent(tag)}` : "#/documents");
+  });
+}
+
+/** #/documents?offset=&tag= */
+export async function showDocuments(params, navigate) {
+  const offset = Math.max(0, Number.parseInt(params.get("offset") || "0", 10) || 0);
+  const tag = params.get("tag") || "";
+  $("#doc-tag").value = tag;
+  const query = new URLSearchParams({ offset, limit: PAGE_SIZE });
+  if (tag) query.set("tag", tag);
+  const rows = $("#doc-rows");
+  const view = ++latestView;
+  let page;
+  try {
+    page = await getJson(`/documents?${query}`);
+    if (view !== latestView) return;
+  } catch (error) {
+    if (view !== latestView) return;
+    replaceChildren(rows, h("tr", {}, h("td", { colspan: 5 }, `Could not load documents: ${error.detail || error}`)));
+    return;
+  }
+  if (!page.items.length) {
+    const message = tag ? `No documents tagged “${tag}”.` : "No documents yet — ingest some on the Ingest screen.";
+    replaceChildren(rows, h("tr", {}, h("td", { colspan: 5, class: "hint" }, message)));
+  } else {
+    replaceChildren(rows, page.items.map((doc) => documentRow(doc, () => showDocuments(params, navigate))));
+  }
+  const last = offset + page.items.length;
+  $("#doc-range").textContent = page.total ? `${page.items.length ? offset + 1 : 0}–${last} of ${page.total}` : "";
+  const pageLink = (newOffset) => {
+    const next = new URLSearchParams({ offset: newOffset });
+    if (tag) next.set("tag", tag);
+    return `#/documents?${next}`;
+  };
+  const prev = $("#doc-prev");
+  const next = $("#doc-next");
+  prev.disabled = offset === 0;
+  next.disabled = last >= page.total;
+  prev.onclick = () => navigate(pageLink(Math.max(0, offset - PAGE_SIZE)));
+  next.onclick = () => navigate(pageLink(offset + PAGE_SIZE));
+}
+
+function documentRow(doc, refresh) {
+  const name = doc.title && doc.title !== doc.filename ? `${doc.title}` : doc.filename;
+  return h(
+    "tr",
+    {},
+    h("td", {},
+      h("a", { class: "doc-name", href: `#/documents/${encodeURIComponent(doc.document_id)}` }, name),
+      h("div", { class: "doc-source" }, doc.source_id)),
+    h("td", {}, tagList(doc.tags)),
+    h("td", { class: "num" }, String(doc.chunk_count),
+      h("span", { class: "narrow-only" }, doc.chunk_count === 1 ? " chunk" : " chunks")),
+    h("td", {}, formatDate(doc.created_at)),
+    h("td", {}, h("button", {
+      type: "button", class: "small danger", "aria-label": `Delete ${doc.filename}`,
+      onclick: async () => {
+        if (await deleteDocument(doc)) refresh();
+      },
+    }, "Delete")),
+  );
+}
+
+/** Ask for confirmation, then DELETE. Resolves true when the document is gone. */
+export async function deleteDocument(doc) {
+  const dialog = $("#confirm-dialog");
+  $("#confirm-title").textContent = "Delete this document?";
+  $("#confirm-text").textContent = `“${doc.filename}” and its ${doc.chunk_count} chunks will be removed from the index.`;
+  dialog.returnValue = "";
+  dialog.showModal();
+  const answer = await new Promise((resolve) => dialog.addEventListener("close", () => resolve(dialog.returnValue), { once: true }));
+  if (answer !== "confirm") return false;
+  try {
+    await request(`/documents/${encodeURIComponent(doc.document_id)}`, { method: "DELETE" });
+    return true;
+  } catch (error) {
+    alertBanner(`Could not delete: ${error.detail || error}`);
+    return false;
+  }
+}
+
+function alertBanner(text) {
+  const banner = $("#banner");
+  banner.textContent = text;
+  banner.hidden = false;
+}
+
+/** #/documents/<id>?chunk=<index> */
+export async function showDocument(documentId, params, navigate) {
+  const wanted = params.has("chunk") ? Number.parseInt(params.get("chunk"), 10) : null;
+  const meta = $("#document-meta");
+  const list = $("#document-chunks");
+  const more = $("#chunks-more");
+  replaceChildren(meta);
+  replaceChildren(list);
+  more.hidden = true;
+  $("#document-title").textContent = "Loading…";
+  const view = ++latestView;
+  let doc;
+  try {
+    doc = await getJson(`/documents/${encodeURIComponent(documentId)}`);
+    if (view !== latestView) return;
+  } catch (error) {
+    if (view !== latestView) return;
+    $("#document-title").textContent = error.status === 404 ? "Document not found" : "Could not load the document";
+    replaceChildren(meta, h("dt", {}, "Error"), h("dd", {}, error.detail || String(error)));
+    return;
+  }
+  $("#document-title").textContent = doc.title || doc.filename;
+  const metadata = doc.metadata || {};
+  const rows = [
+    ["File", doc.filename],
+    ["Source", doc.source_id],
+    ["Type", doc.source_type],
+    ["Tags", tagList(doc.tags)],
+    ["Chunks", String(doc.chunk_count)],
+    ["Added", formatDate(doc.created_at)],
+    ["Document id", h("code", {}, doc.document_id)],
+    ["Content hash", h("code", {}, doc.content_hash.slice(0, 16) + "…")],
+  ];
+  for (const [key, value] of Object.entries(metadata)) {
+    if (["filename", "source_type"].includes(key)) continue;
+    rows.push([key.replaceAll("_", " "), typeof value === "object" ? JSON.stringify(value) : String(value)]);
+  }
+  replaceChildren(meta, rows.flatMap(([key, value]) => [h("dt", {}, key), h("dd", {}, value)]));
+
+  $("#document-delete").onclick = async () => {
+    if (await deleteDocument(doc)) navigate("#/documents");
+  };
+
+  let loaded = 0;
+  const loadMore = async (limit) => {
+    const page = await getJson(`/documents/${encodeURIComponent(documentId)}/chunks?offset=${loaded}&limit=${limit}`);
+    if (view !== latestView) return;
+    list.append(...page.items.map(chunkItem));
+    loaded += page.items.length;
+    more.hidden = loaded >= page.total || !page.items.length;
+  };
+  more.onclick = () => loadMore(CHUNK_PAGE);
+  // Load far enough to show the chunk a citation points at.
+  await loadMore(wanted !== null && wanted >= CHUNK_PAGE ? Math.min(1000, wanted + CHUNK_PAGE) : CHUNK_PAGE);
+  if (wanted !== null) {
+    const target = document.getElementById(`chunk-${wanted}`);
+    if (target) {
+      target.classList.add("highlight");
+      target.scrollIntoView({ block: "center" });
+      target.focus({ preventScroll: true });
+    }
+  }
+}
+
+function chunkItem(chunk) {
+  const page = pagesLabel(chunk.pages);
+  return h(
+    "li",
+    { class: "chunk", id: `chunk-${chunk.chunk_index}`, tabindex: "-1" },
+    h("div", { class: "chunk-head" },
+      h("span", {}, `Chunk ${chunk.chunk_index}`),
+      page ? h("span", { class: "chunk-page" }, page) : null,
+      chunk.section ? h("span", {}, chunk.section) : null,
+      h("span", {}, `characters ${chunk.char_start}–${chunk.char_end}`)),
+    h("p", { class: "chunk-text" }, chunk.text),
+  );
+}

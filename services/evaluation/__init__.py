@@ -1,0 +1,1 @@
+"""Retrieval evaluation (`carrag eval`) and performance benchmarks (`carrag bench`)."""

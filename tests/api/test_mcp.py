@@ -1,0 +1,96 @@
+"""The MCP tools through the official SDK's own client, over both transports: streamable HTTP (the
+``/mcp`` endpoint of a real uvicorn server on 127.0.0.1) and stdio (``carrag mcp`` as a subprocess)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from api.main import create_app
+from services.container import Container
+from services.ingestion import IngestOptions
+from services.retrieval.search import EMPTY_INDEX_MESSAGE
+from tests.conftest import FIXTURES, close_container, make_settings, open_container
+from tests.live_server import LiveServer
+from tests.server_process import REPO, clean_environment
+
+API_KEY = "sekret"
+SOURCES = ("brakes.txt", "oil_service.txt", "tire_pressure.txt")
+
+
+async def ingest(container: Container) -> None:
+    for name in SOURCES:
+        await container.ingestion.ingest_file((FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestOptions())
+
+
+def text_of(result) -> str:  # type: ignore[no-untyped-def]
+    assert [item.type for item in result.content] == ["text"]
+    return result.content[0].text
+
+
+async def check_tools(client: Client) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == {"search_documents", "list_sources"}
+    assert set(tools["search_documents"].input_schema["properties"]) == {"query", "top_k", "source"}
+    assert tools["search_documents"].input_schema["required"] == ["query"]
+
+    found = await client.call_tool("search_documents", {"query": "How often is the brake fluid replaced?", "top_k": 2})
+    assert not found.is_error
+    text = text_of(found)
+    assert text.startswith("[Source: manuals/brakes.txt | Score: ")
+    assert "brake fluid" in text and text.count("[Source: ") <= 2
+
+    only = text_of(await client.call_tool("search_documents", {"query": "oil", "source": "manuals/tire*"}))
+    assert {line.split(" | ")[0] for line in only.splitlines() if line.startswith("[Source: ")} == {
+        "[Source: manuals/tire_pressure.txt"
+    }
+
+    listed = text_of(await client.call_tool("list_sources", {}))
+    assert listed.splitlines()[1:] == [f"- manuals/{name} (text)" for name in SOURCES]
+
+    refused = await client.call_tool("search_documents", {"query": "oil", "top_k": 0})
+    assert refused.is_error and "top_k must be between 1 and" in text_of(refused)
+
+
+@pytest.fixture
+async def served(container: Container) -> AsyncIterator[LiveServer]:
+    container.settings.api_keys = [API_KEY]
+    with LiveServer(create_app(container=container)) as live:
+        yield live
+
+
+async def test_streamable_http_at_slash_mcp(served: LiveServer, container: Container) -> None:
+    # The SDK's documented way to send headers: its own httpx2 client, passed to the transport.
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {API_KEY}"}, timeout=60) as http:
+        async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:
+            empty = await client.call_tool("search_documents", {"query": "brake fluid"})
+            assert text_of(empty) == EMPTY_INDEX_MESSAGE
+            await ingest(container)
+            await check_tools(client)
+
+
+async def test_streamable_http_needs_the_api_key(served: LiveServer) -> None:
+    response = httpx.post(f"{served.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert response.status_code == 401 and "API key" in response.json()["detail"]
+
+
+async def test_stdio_via_carrag_mcp(tmp_path: Path, embedding_backend) -> None:
+    container = await open_container(make_settings(tmp_path, tagger="off"), embedding_backend)
+    try:
+        await ingest(container)
+    finally:
+        await close_container(container)
+    env = clean_environment()
+    env.update({"DATA_DIR": str(tmp_path), "LOG_LEVEL": "WARNING", "RERANK_ENABLED": "false",
+                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))})
+    server = StdioServerParameters(command=sys.executable, args=["-m", "api.cli", "mcp"], env=env, cwd=str(tmp_path))
+    async with Client(server, read_timeout_seconds=120) as client:
+        await check_tools(client)

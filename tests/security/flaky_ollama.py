@@ -1,0 +1,127 @@
+"""An Ollama stand-in on a fixed loopback port that can be down, hang, fail or work, switched while
+the service under test keeps running — to show that outside failures become clear 503s and that the
+service recovers by itself.
+
+Working answers are the recorded Ollama responses in tests/fixtures/ollama: `/api/embed` returns
+the recorded vectors (cycled, so any number of inputs gets as many vectors), `/api/chat` replays the
+recorded stream, `/api/tags` the recorded model list (model ``smollm2``).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Literal
+
+from tests.ollama_replay import RECORDINGS
+
+Mode = Literal["ok", "error", "hang"]
+MODEL = "smollm2"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class FlakyOllama:
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.mode: Mode = "ok"
+        self.fail_next = 0  # answer this many model requests with a 500, then work
+        self.requests: list[str] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._release = threading.Event()
+        self._vectors = json.loads((RECORDINGS / "embed_batch.json").read_text())["embeddings"]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # --- switching -----------------------------------------------------------------------------
+    def start(self) -> None:
+        if self._server is not None:
+            return
+        self._release.clear()
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self._server = server
+
+    def stop(self) -> None:
+        """Down: nothing listens on the port any more (connections are refused)."""
+        self._release.set()  # let hanging handlers go
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FlakyOllama:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- answers -------------------------------------------------------------------------------
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        flaky = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _misbehave(self) -> bool:
+                if flaky.mode == "hang":
+                    flaky._release.wait(60)  # never answers while the test looks
+                    return True
+                if flaky.mode == "error" or flaky.fail_next > 0:
+                    flaky.fail_next = max(0, flaky.fail_next - 1)
+                    self._send(500, b'{"error":"server overloaded"}')
+                    return True
+                return False
+
+            def do_GET(self) -> None:  # noqa: N802
+                flaky.requests.append(f"GET {self.path}")
+                if self._misbehave():
+                    return
+                files = {"/api/version": "version.json", "/api/tags": "tags.json"}
+                if self.path in files:
+                    self._send(200, (RECORDINGS / files[self.path]).read_bytes())
+                else:
+                    self._send(404, b"404 page not found", "text/plain")
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length", "0"))
+                payload = json.loads(self.rfile.read(length) or b"{}")
+                flaky.requests.append(f"POST {self.path}")
+                if self._misbehave():
+                    return
+                if self.path == "/api/embed":
+                    inputs = payload["input"] if isinstance(payload["input"], list) else [payload["input"]]
+                    vectors = [flaky._vectors[i % len(flaky._vectors)] for i in range(len(inputs))]
+                    self._send(200, json.dumps({"model": MODEL, "embeddings": vectors}).encode())
+                elif self.path == "/api/chat":
+                    lines = (RECORDINGS / "chat_stream.ndjson").read_bytes().splitlines(keepends=True)
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/x-ndjson")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    for line in lines:
+                        self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self._send(404, b"404 page not found", "text/plain")
+
+        return Handler
