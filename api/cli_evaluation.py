@@ -20,8 +20,8 @@ from rich.table import Table
 
 from services.container import build_container
 from services.errors import CarragError
-from services.evaluation.bench import BenchConfig, BenchReport, run_bench
 from services.evaluation.beir import load_beir
+from services.evaluation.bench import BenchConfig, BenchReport, run_bench
 from services.evaluation.runner import MEASURES, MODE_LABELS, EvalReport, eval_settings, evaluate, parse_modes
 from services.llms.extractive import ExtractiveLLM
 from services.settings import get_settings

@@ -12,8 +12,8 @@ from fastapi.responses import JSONResponse
 
 from api.deps import UNAUTHORIZED_DETAIL, Unauthorized, require_api_key
 from api.errors import install_error_handlers
-from api.log_config import configure_logging
 from api.lifecycle import on_shutdown_signal
+from api.log_config import configure_logging
 from api.mcp_server import McpEndpoint, build_mcp_server, http_session_manager
 from api.middleware import AccessLogMiddleware, ApiKeyGateMiddleware, BodySizeLimitMiddleware, RequestIdMiddleware
 from api.routes import documents, health, ingest, jobs, openai_compat, ops, query, search, ui

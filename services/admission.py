@@ -1,6 +1,7 @@
 """Bounded admission: at most ``running`` holders at once and at most ``waiting`` queued for a
-turn, each for at most ``timeout`` seconds; one more, or one that waited too long, is refused with
-`Overloaded` (429), instead of piling up behind a slow resource until every caller times out."""
+turn (``None``: no cap), each for at most ``timeout`` seconds; one more, or one that waited too long,
+is refused with `Overloaded` (429), instead of piling up behind a slow resource until every caller
+times out. Searches, ingests and answer generation each have one."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from services.errors import Overloaded
 
 
 class AdmissionGate:
-    def __init__(self, running: int, waiting: int, what: str, timeout: float | None = None) -> None:
+    def __init__(self, running: int, waiting: int | None, what: str, timeout: float | None = None) -> None:
         self.running = running
         self.waiting = waiting
         self.timeout = timeout
@@ -26,7 +27,7 @@ class AdmissionGate:
 
     @contextlib.asynccontextmanager
     async def admit(self) -> AsyncIterator[None]:
-        if self._slots.locked() and self._queued >= self.waiting:
+        if self._slots.locked() and self.waiting is not None and self._queued >= self.waiting:
             raise Overloaded(
                 f"{self.what.capitalize()} is at capacity ({self.running} running, {self._queued} waiting); "
                 "retry shortly."

@@ -49,8 +49,7 @@ async def search_documents(
     if not 1 <= top_k <= search.settings.max_top_k:
         raise InvalidInput(f"top_k must be between 1 and {search.settings.max_top_k}.")
     source = (source or "").strip() or None
-    async with search.slot():
-        outcome = await search.search(query, top_k=top_k, filters=SearchFilters(source=source))
+    outcome = await search.search(query, top_k=top_k, filters=SearchFilters(source=source))
     if not outcome.hits:
         message = outcome.message or EMPTY_INDEX_MESSAGE
         if source and not outcome.empty_index:

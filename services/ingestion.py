@@ -18,10 +18,11 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from services.admission import AdmissionGate
 from services.chunking import chunk_document
 from services.embedders.coalescing import CoalescingEmbedder
 from services.embedders.service import EmbeddingService
-from services.errors import CarragError, DependencyUnavailable, EmbeddingModelMismatch, InvalidInput, Overloaded
+from services.errors import CarragError, DependencyUnavailable, EmbeddingModelMismatch, InvalidInput
 from services.fetchers.base import Fetcher
 from services.ids import content_hash, new_document_id
 from services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
@@ -134,8 +135,7 @@ class IngestionService:
         self.embedder = embedder
         self.tagger = tagger
         self.fetcher = fetcher
-        self._slots = asyncio.Semaphore(settings.max_concurrent_ingests)
-        self._waiting = 0
+        self.admission = AdmissionGate(settings.max_concurrent_ingests, settings.ingest_queue_size, "ingestion")
         self.accepting = True  # False once shutdown has begun (stop_accepting)
         self.on_indexed: Callable[[int], None] | None = None  # metrics hook: chunks indexed
 
@@ -155,21 +155,9 @@ class IngestionService:
         """At most MAX_CONCURRENT_INGESTS run; up to INGEST_QUEUE_SIZE wait; beyond that, 429.
         During shutdown, 503."""
         self._check_accepting()
-        if self._slots.locked() and self._waiting >= self.settings.ingest_queue_size:
-            raise Overloaded(
-                f"{self.settings.max_concurrent_ingests} ingests are running and {self._waiting} are waiting; "
-                "retry shortly."
-            )
-        self._waiting += 1
-        try:
-            await self._slots.acquire()
-        finally:
-            self._waiting -= 1
-        try:
+        async with self.admission.admit():
             self._check_accepting()  # shutdown may have begun while this one waited
             yield
-        finally:
-            self._slots.release()
 
     # --- entry points --------------------------------------------------------------------------
     async def ingest_file(
@@ -384,7 +372,7 @@ class IngestionService:
         """Fail before any embedding work if the store holds another model's vectors."""
         current = await self.embedder.embedding_identity()
         stored = await self.store.embedding_identity()
-        if stored is None or (stored.model in ("", current.model) and stored.dimension == current.dimension):
+        if stored is None or stored.accepts(current):
             return current
         if not force:
             raise EmbeddingModelMismatch(stored.describe(), current.describe())

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from services.errors import EmbeddingModelMismatch
+
 
 @dataclass(frozen=True, slots=True)
 class PageSpan:
@@ -104,6 +106,22 @@ class EmbeddingIdentity:
 
     def describe(self) -> str:
         return f"{self.model} ({self.dimension}-d)"
+
+    def accepts(self, incoming: EmbeddingIdentity) -> bool:
+        """Whether a store holding vectors of this identity can take (or be queried with) vectors
+        of ``incoming``. A store from before model tracking records no model; only its dimension
+        binds then (the model is recorded on its next write)."""
+        return self.dimension == incoming.dimension and self.model in ("", incoming.model)
+
+    def check_accepts(self, incoming: EmbeddingIdentity) -> None:
+        if not self.accepts(incoming):
+            raise EmbeddingModelMismatch(self.describe(), incoming.describe())
+
+
+def chunk_heading(title: str | None, section: str | None) -> str:
+    """What a chunk is about beyond its own words: its document title and section path. Both
+    stores index it beside the chunk text for BM25."""
+    return " ".join(part for part in (title or "", section or "") if part)
 
 
 @dataclass(slots=True)

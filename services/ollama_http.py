@@ -1,10 +1,25 @@
-"""What the Ollama adapters (embedder and LLM) share: turning an error response into a clear error."""
+"""What the Ollama adapters (embedder and LLM) share: clear errors from error responses, and the
+health check (server reachable, model pulled)."""
 
 from __future__ import annotations
 
 import httpx
 
 from services.errors import DependencyUnavailable, UpstreamError
+from services.models import ComponentHealth
+
+
+async def ollama_health(client: httpx.AsyncClient, component: str, model: str) -> ComponentHealth:
+    base_url = str(client.base_url).rstrip("/")
+    try:
+        response = await client.get("/api/tags", timeout=5.0)
+        response.raise_for_status()
+        names = {m.get("name", "") for m in response.json().get("models", [])}
+    except (httpx.HTTPError, ValueError) as exc:
+        return ComponentHealth(component, "unavailable", "ollama", model, f"{base_url}: {exc}")
+    if not any(name == model or name.startswith(model + ":") for name in names):
+        return ComponentHealth(component, "unavailable", "ollama", model, f"model not pulled: `ollama pull {model}`")
+    return ComponentHealth(component, "ok", "ollama", model, base_url)
 
 
 def ollama_error(component: str, response: httpx.Response) -> Exception:

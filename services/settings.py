@@ -209,7 +209,7 @@ class Settings(BaseSettings):
         default_factory=list, description="Comma-separated origins allowed by CORS (none by default)."
     )
     max_concurrent_queries: int = Field(
-        8, ge=1, description="Searches/queries served at once; more wait briefly, then get 429."
+        8, ge=1, description="Searches (retrieval, also inside /query) run at once; more wait briefly, then get 429."
     )
     query_queue_timeout: float = Field(
         10.0, ge=0, description="Seconds a query waits for a slot (search, then generation) before 429."

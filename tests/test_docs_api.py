@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
 from api.main import create_app
 from tests.conftest import make_settings
 from tests.server_process import REPO, server_process

@@ -31,7 +31,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 
-from api.deps import AnswersDep, SearchDep, SettingsDep
+from api.deps import AnswersDep, SettingsDep
 from api.routes.query import filters_from
 from api.schemas.openai import (
     AssistantMessage,
@@ -42,6 +42,7 @@ from api.schemas.openai import (
     ModelListOut,
     ModelOut,
 )
+from api.streaming import opened
 from services.answering import AnswerEvent, AnswerRequest
 from services.errors import InvalidInput, NotFound
 from services.models import ChatMessage
@@ -153,14 +154,13 @@ def answer_request(body: ChatCompletionRequest, settings: Settings) -> AnswerReq
     responses={200: {"content": {"text/event-stream": {}}, "description": "With stream=true: chat.completion.chunk events."}},
 )
 async def chat_completions(
-    body: ChatCompletionRequest, answers: AnswersDep, search: SearchDep, settings: SettingsDep
+    body: ChatCompletionRequest, answers: AnswersDep, settings: SettingsDep
 ) -> ChatCompletionOut | StreamingResponse:
     request = answer_request(body, settings)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if not body.stream:
-        async with search.slot():
-            answer = await answers.answer(request)
+        answer = await answers.answer(request)
         return ChatCompletionOut(
             id=completion_id,
             created=created,
@@ -171,15 +171,7 @@ async def chat_completions(
                     "reranked": answer.reranked, "rerank_note": answer.rerank_note},
         )
 
-    stack = contextlib.AsyncExitStack()
-    await stack.enter_async_context(search.slot())
-    events = answers.stream_answer(request)
-    try:
-        first = await anext(events)  # errors up to here are HTTP errors, not stream events
-    except BaseException:
-        await events.aclose()
-        await stack.aclose()
-        raise
+    events = await opened(answers.stream_answer(request))
 
     def chunk(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> str:
         payload = {
@@ -200,13 +192,9 @@ async def chat_completions(
         return f"data: {json.dumps({'error': {'message': event.data['detail'], 'type': 'server_error'}})}\n\n"
 
     async def stream() -> AsyncIterator[str]:
-        try:
-            yield translate(first)
+        async with contextlib.aclosing(events):  # closing stops generation when the client has gone
             async for event in events:
                 yield translate(event)
-        finally:
-            await events.aclose()  # stops generation when the client has gone
-            await stack.aclose()
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

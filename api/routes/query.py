@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from api.deps import AnswersDep, SearchDep, SettingsDep
+from api.deps import AnswersDep, SettingsDep
 from api.schemas.query import QueryRequest, QueryResponse
+from api.streaming import opened
 from services.answering import AnswerEvent, AnswerRequest
 from services.models import ChatMessage, SearchFilters
 
@@ -40,9 +41,8 @@ def answer_request(body: QueryRequest) -> AnswerRequest:
 
 
 @router.post("/query", response_model=QueryResponse, summary="Answer a question from the documents")
-async def query(body: QueryRequest, answers: AnswersDep, search: SearchDep) -> QueryResponse:
-    async with search.slot():
-        answer = await answers.answer(answer_request(body))
+async def query(body: QueryRequest, answers: AnswersDep) -> QueryResponse:
+    answer = await answers.answer(answer_request(body))
     return QueryResponse(
         answer=answer.answer,
         sources=answer.sources,
@@ -66,26 +66,12 @@ def to_sse(event: AnswerEvent) -> ServerSentEvent:
     response_class=EventSourceResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "sources, token…, done | error"}},
 )
-async def query_stream(
-    body: QueryRequest, answers: AnswersDep, search: SearchDep, settings: SettingsDep
-) -> EventSourceResponse:
-    stack = contextlib.AsyncExitStack()
-    await stack.enter_async_context(search.slot())
-    events = answers.stream_answer(answer_request(body))
-    try:
-        first = await anext(events)  # errors up to here are HTTP errors, not stream events
-    except BaseException:
-        await events.aclose()
-        await stack.aclose()
-        raise
+async def query_stream(body: QueryRequest, answers: AnswersDep, settings: SettingsDep) -> EventSourceResponse:
+    events = await opened(answers.stream_answer(answer_request(body)))
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
-        try:
-            yield to_sse(first)
+        async with contextlib.aclosing(events):  # closing stops generation when the client has gone
             async for event in events:
                 yield to_sse(event)
-        finally:
-            await events.aclose()  # stops generation when the client has gone
-            await stack.aclose()
 
     return EventSourceResponse(stream(), ping=settings.sse_keepalive_seconds)

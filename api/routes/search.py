@@ -13,14 +13,13 @@ router = APIRouter(tags=["query"])
 
 @router.post("/search", response_model=SearchResponse, summary="Hybrid search with reranking and expansion")
 async def search(body: SearchRequest, search: SearchDep) -> SearchResponse:
-    async with search.slot():
-        outcome = await search.search(
-            body.question.strip(),
-            top_k=body.top_k,
-            filters=filters_from(body.tags, body.source),
-            rerank=body.rerank,
-            mode=body.mode,
-        )
+    outcome = await search.search(
+        body.question.strip(),
+        top_k=body.top_k,
+        filters=filters_from(body.tags, body.source),
+        rerank=body.rerank,
+        mode=body.mode,
+    )
     return SearchResponse(
         results=[hit.as_source(explain=body.explain) for hit in outcome.hits],
         timings_ms=outcome.timings_ms,

@@ -15,7 +15,7 @@ import numpy as np
 from services.embedders.base import TextKind, l2_normalise
 from services.errors import DependencyUnavailable, UpstreamError
 from services.models import ComponentHealth
-from services.ollama_http import ollama_error
+from services.ollama_http import ollama_error, ollama_health
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 PREFIXES: dict[TextKind, str] = {"document": "search_document: ", "query": "search_query: "}
@@ -71,17 +71,7 @@ class OllamaEmbedder:
         return vectors
 
     async def health(self) -> ComponentHealth:
-        try:
-            response = await self._client.get("/api/tags", timeout=5.0)
-            response.raise_for_status()
-            names = {m.get("name", "") for m in response.json().get("models", [])}
-        except (httpx.HTTPError, ValueError) as exc:
-            return ComponentHealth("embedder", "unavailable", "ollama", self.model, f"{self.base_url}: {exc}")
-        if not any(name == self.model or name.startswith(self.model + ":") for name in names):
-            return ComponentHealth(
-                "embedder", "unavailable", "ollama", self.model, f"model not pulled: `ollama pull {self.model}`"
-            )
-        return ComponentHealth("embedder", "ok", "ollama", self.model, self.base_url)
+        return await ollama_health(self._client, "embedder", self.model)
 
     async def aclose(self) -> None:
         await self._client.aclose()

@@ -19,6 +19,7 @@ from services.errors import DependencyUnavailable
 from services.models import ChatMessage, ComponentHealth
 
 _DONE = object()
+ELISION = "\n…\n"
 
 
 def default_model_path() -> Path | None:
@@ -63,8 +64,10 @@ class LlamaCppLLM:
         self.context = context
         self._lock = asyncio.Lock()
 
-    def _fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
-        """Trim the longest message so prompt + answer fit the context window."""
+    def fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
+        """The messages, cut so that prompt + answer fit the context window: characters are taken
+        out of the middle of the longest message, so its start (the first sources) and its end (the
+        question and the instruction to answer) survive."""
         converted = [{"role": m.role, "content": m.content} for m in messages]
         budget = self.context - max_tokens - 64
         while True:
@@ -72,10 +75,13 @@ class LlamaCppLLM:
             if used <= budget:
                 return converted
             longest = max(converted, key=lambda m: len(m["content"]))
+            text = longest["content"]
             excess_chars = max(int((used - budget) * 4), 64)
-            if len(longest["content"]) <= excess_chars:
+            if len(text) <= excess_chars + 2 * len(ELISION):
                 raise DependencyUnavailable("llm", "the prompt does not fit the local model's context window")
-            longest["content"] = longest["content"][: len(longest["content"]) - excess_chars]
+            keep = len(text) - excess_chars - len(ELISION)
+            head = keep // 2
+            longest["content"] = text[:head] + ELISION + text[len(text) - (keep - head) :]
 
     async def stream(
         self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float
@@ -86,7 +92,7 @@ class LlamaCppLLM:
 
         def produce() -> None:
             try:
-                fitted = self._fit(messages, max_tokens)
+                fitted = self.fit(messages, max_tokens)
                 for part in self._llama.create_chat_completion(
                     messages=fitted,
                     stream=True,

@@ -10,7 +10,7 @@ import httpx
 
 from services.errors import DependencyUnavailable, UpstreamError
 from services.models import ChatMessage, ComponentHealth
-from services.ollama_http import ollama_error
+from services.ollama_http import ollama_error, ollama_health
 
 
 class OllamaLLM:
@@ -65,17 +65,7 @@ class OllamaLLM:
             raise DependencyUnavailable("llm", f"cannot reach Ollama at {self.base_url}: {exc}") from exc
 
     async def health(self) -> ComponentHealth:
-        try:
-            response = await self._client.get("/api/tags", timeout=5.0)
-            response.raise_for_status()
-            names = {m.get("name", "") for m in response.json().get("models", [])}
-        except (httpx.HTTPError, ValueError) as exc:
-            return ComponentHealth("llm", "unavailable", "ollama", self.model, f"{self.base_url}: {exc}")
-        if not any(name == self.model or name.startswith(self.model + ":") for name in names):
-            return ComponentHealth(
-                "llm", "unavailable", "ollama", self.model, f"model not pulled: `ollama pull {self.model}`"
-            )
-        return ComponentHealth("llm", "ok", "ollama", self.model, self.base_url)
+        return await ollama_health(self._client, "llm", self.model)
 
     async def aclose(self) -> None:
         await self._client.aclose()

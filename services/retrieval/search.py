@@ -12,14 +12,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from services.admission import AdmissionGate
 from services.embedders.service import EmbeddingService
-from services.errors import CarragError, EmbeddingModelMismatch, InvalidInput, Overloaded
+from services.errors import CarragError, InvalidInput
 from services.models import ScoredChunk, SearchFilters, StoredChunk
 from services.rerankers.base import Reranker
 from services.retrieval.expansion import build_passages
@@ -115,27 +114,16 @@ class SearchService:
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
-        self._slots = asyncio.Semaphore(settings.max_concurrent_queries)
-
-    @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Bounded concurrency: wait up to QUERY_QUEUE_TIMEOUT for a slot, then refuse (429)."""
-        try:
-            await asyncio.wait_for(self._slots.acquire(), self.settings.query_queue_timeout)
-        except TimeoutError as exc:
-            raise Overloaded("The service is busy answering other queries; retry shortly.") from exc
-        try:
-            yield
-        finally:
-            self._slots.release()
+        # Bounded concurrency for retrieval: wait up to QUERY_QUEUE_TIMEOUT for a slot, then 429.
+        self.admission = AdmissionGate(
+            settings.max_concurrent_queries, None, "search", timeout=settings.query_queue_timeout
+        )
 
     async def check_embedding_identity(self) -> None:
         stored = await self.store.embedding_identity()
         if stored is None:
             return
-        current = await self.embedder.embedding_identity()
-        if (stored.model and stored.model != current.model) or stored.dimension != current.dimension:
-            raise EmbeddingModelMismatch(stored.describe(), current.describe())
+        stored.check_accepts(await self.embedder.embedding_identity())
 
     async def search(
         self,
@@ -149,6 +137,19 @@ class SearchService:
         depth: int | None = None,
     ) -> SearchOutcome:
         check_question(question, top_k, self.settings)
+        async with self.admission.admit():
+            return await self._search(question, top_k, filters, rerank, mode, expand, depth)
+
+    async def _search(
+        self,
+        question: str,
+        top_k: int,
+        filters: SearchFilters,
+        rerank: bool | None,
+        mode: Mode,
+        expand: bool,
+        depth: int | None,
+    ) -> SearchOutcome:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         await self.check_embedding_identity()

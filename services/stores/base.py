@@ -35,6 +35,17 @@ class ChunkListing:
     vector_dimension: int
 
 
+def checked_vectors(chunks: Sequence[Chunk], vectors: np.ndarray, identity: EmbeddingIdentity) -> np.ndarray:
+    """The vectors of a `write_document` call as a contiguous float32 matrix, one row per chunk of
+    the identity's dimension; a mismatch is a programming error, not bad input."""
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or (len(chunks) and matrix.shape[1] != identity.dimension):
+        raise ValueError(f"vectors of shape {matrix.shape} do not match dimension {identity.dimension}")
+    return matrix
+
+
 class Store(Protocol):
     backend: str  # "sqlite", "elasticsearch"
 
@@ -77,6 +88,10 @@ class Store(Protocol):
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]: ...
 
     async def count_chunks(self) -> int: ...
+
+    async def check_integrity(self) -> list[str]:
+        """Readable descriptions of anything inconsistent (chunk counts, orphans, missing vectors,
+        lexical index out of step); empty when the store is consistent."""
 
     async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         """The BM25 leg: best ``k`` chunks for the words of ``query``, best first."""

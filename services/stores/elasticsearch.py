@@ -45,8 +45,9 @@ from services.models import (
     ScoredChunk,
     SearchFilters,
     StoredChunk,
+    chunk_heading,
 )
-from services.stores.base import ChunkListing, DocumentPage
+from services.stores.base import ChunkListing, DocumentPage, checked_vectors
 from services.stores.fts_query import query_terms
 
 logger = logging.getLogger(__name__)
@@ -60,7 +61,7 @@ WRITE_TIMEOUT_FACTOR = 4  # bulk requests and refreshes (which build the HNSW gr
 BULK_CHUNK_SIZE = 500
 HNSW_OPTIONS = {"type": "hnsw", "m": 16, "ef_construction": 100}
 # BM25 field weights: chunk text, then its heading (document title / section path), as in SQLite.
-BM25_FIELDS = ["content", "heading^0.5"]
+BM25_FIELDS = ["content", "heading^1.0"]
 
 INDEX_SETTINGS = {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"}
 
@@ -229,7 +230,7 @@ def _chunk_source(document: DocumentRecord, chunk: Chunk, vector: np.ndarray) ->
         "external_id": document.external_id,
         "tags": list(document.tags),
         "content": chunk.text,
-        "heading": " ".join(part for part in (document.title or "", chunk.section or "") if part),
+        "heading": chunk_heading(document.title, chunk.section),
         "chunk_index": chunk.chunk_index,
         "char_start": chunk.char_start,
         "char_end": chunk.char_end,
@@ -600,10 +601,8 @@ class ElasticsearchStore:
 
     async def _claim_identity_locked(self, identity: EmbeddingIdentity) -> None:
         stored = await self._stored_identity()
-        if stored is not None and (
-            stored.dimension != identity.dimension or (stored.model and stored.model != identity.model)
-        ):
-            raise EmbeddingModelMismatch(stored.describe(), identity.describe())
+        if stored is not None:
+            stored.check_accepts(identity)
         if stored is not None and stored.model:
             return
         meta = {"carrag_schema": SCHEMA_VERSION, "embedding_model": identity.model,
@@ -628,11 +627,7 @@ class ElasticsearchStore:
         vectors: np.ndarray,
         identity: EmbeddingIdentity,
     ) -> str | None:
-        if len(chunks) != len(vectors):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
-        matrix = np.asarray(vectors, dtype=np.float32)
-        if matrix.ndim != 2 or (len(chunks) and matrix.shape[1] != identity.dimension):
-            raise ValueError(f"vectors of shape {matrix.shape} do not match dimension {identity.dimension}")
+        matrix = checked_vectors(chunks, vectors, identity)
         # Shielded: once started, a write completes or rolls back even if its caller is cancelled.
         return await asyncio.shield(self._write_document(document, list(chunks), matrix, identity))
 

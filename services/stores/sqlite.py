@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from services.errors import DependencyUnavailable, EmbeddingModelMismatch
+from services.errors import DependencyUnavailable
 from services.ids import chunk_id
 from services.models import (
     Chunk,
@@ -32,8 +32,9 @@ from services.models import (
     ScoredChunk,
     SearchFilters,
     StoredChunk,
+    chunk_heading,
 )
-from services.stores.base import ChunkListing, DocumentPage
+from services.stores.base import ChunkListing, DocumentPage, checked_vectors
 from services.stores.fts_query import fts_match_expression
 from services.stores.vector_index import VectorIndex, VectorSnapshot, empty_snapshot
 
@@ -329,19 +330,12 @@ class SqliteStore:
         vectors: np.ndarray,
         identity: EmbeddingIdentity,
     ) -> str | None:
-        if len(chunks) != len(vectors):
-            raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
-        matrix = np.ascontiguousarray(vectors, dtype=np.float32)
-        if matrix.ndim != 2 or (len(chunks) and matrix.shape[1] != identity.dimension):
-            raise ValueError(f"vectors of shape {matrix.shape} do not match dimension {identity.dimension}")
-        heading = document.title or ""
+        matrix = checked_vectors(chunks, vectors, identity)
 
         def write(connection: sqlite3.Connection) -> tuple[str | None, int, int, np.ndarray, np.ndarray]:
             stored = self._identity(connection)
-            if stored is not None and (
-                stored.dimension != identity.dimension or (stored.model and stored.model != identity.model)
-            ):
-                raise EmbeddingModelMismatch(stored.describe(), identity.describe())
+            if stored is not None:
+                stored.check_accepts(identity)
             if stored is None or not stored.model:
                 connection.executemany(
                     "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -387,7 +381,7 @@ class SqliteStore:
                         document.document_id,
                         chunk.chunk_index,
                         chunk.text,
-                        " ".join(part for part in (heading, chunk.section or "") if part),
+                        chunk_heading(document.title, chunk.section),
                         chunk.char_start,
                         chunk.char_end,
                         json.dumps(chunk.pages),

@@ -5,7 +5,6 @@ giving 503 JSON (that last one needs no node)."""
 from __future__ import annotations
 
 import logging
-import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -15,6 +14,7 @@ import pytest
 from api.main import create_app
 from services.container import Container
 from tests.conftest import close_container, es_index_name, make_settings, open_container
+from tests.live_server import free_port
 
 NOTES = b"# Backups\n\nThe snapshot retention is thirty days. Snapshots run nightly at two in the morning.\n"
 
@@ -122,9 +122,7 @@ async def test_same_data_gives_the_same_knn_results_as_sqlite(
 async def test_unreachable_elasticsearch_gives_503_json_not_tracebacks(
     tmp_path, embedding_backend, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with socket.socket() as sock:  # a loopback port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # a loopback port nobody listens on
     settings = make_settings(tmp_path, store="elasticsearch", elasticsearch_url=f"http://127.0.0.1:{port}",
                              elasticsearch_timeout=5)
     with caplog.at_level(logging.ERROR):

@@ -185,3 +185,32 @@ async def test_real_local_llm_answers_with_citations(tmp_path, embedding_backend
     await close_container(container)
     assert body["answer"].strip() and body["model"] == "SmolLM2-135M-Instruct.Q4_1"
     assert body["sources"][0]["filename"] == "2019_Ford_F150_Owners_Manual.pdf" and body["sources"][0]["page"] == 1
+
+
+async def test_a_generating_stream_does_not_hold_a_search_slot(tmp_path, embedding_backend) -> None:
+    """Regression: /query/stream used to keep its search slot until the answer was complete, so one
+    slow generation blocked every /search (429 after QUERY_QUEUE_TIMEOUT)."""
+    slow = ScriptedLLM([f"w{i} " for i in range(200)], delay=0.02)
+    settings = make_settings(tmp_path, tagger="off", max_concurrent_queries=1, query_queue_timeout=0.5)
+    container = await open_container(settings, embedding_backend, llm=slow)
+    await ingest_corpus(container)
+    with LiveServer(create_app(container=container)) as server:
+        async with httpx.AsyncClient(timeout=30) as client:
+            generating = asyncio.Event()
+
+            async def read_whole_stream() -> list[str]:
+                kinds = []
+                async with aconnect_sse(client, "POST", f"{server.url}/query/stream", json={"question": "oil"}) as source:
+                    async for event in source.aiter_sse():
+                        kinds.append(event.event)
+                        if event.event == "token":
+                            generating.set()
+                return kinds
+
+            reader = asyncio.create_task(read_whole_stream())
+            await asyncio.wait_for(generating.wait(), 10)
+            search = await client.post(f"{server.url}/search", json={"question": "tire pressure"})
+            assert search.status_code == 200, search.text
+            assert not reader.done(), "the answer was still being generated during the search"
+            assert (await reader)[-1] == "done"
+    await close_container(container)

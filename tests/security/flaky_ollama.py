@@ -10,21 +10,15 @@ recorded stream, `/api/tags` the recorded model list (model ``smollm2``).
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
 
+from tests.live_server import free_port
 from tests.ollama_replay import RECORDINGS
 
 Mode = Literal["ok", "error", "hang"]
 MODEL = "smollm2"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class FlakyOllama:

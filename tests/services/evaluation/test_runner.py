@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 
+from services.errors import InvalidInput
 from services.evaluation.beir import load_beir
 from services.evaluation.runner import (
     MEASURES,
@@ -14,7 +15,6 @@ from services.evaluation.runner import (
     ranked_documents,
     score_run,
 )
-from services.errors import InvalidInput
 from services.models import StoredChunk
 from services.rerankers.flashrank import FlashrankReranker
 from services.retrieval.search import SearchHit

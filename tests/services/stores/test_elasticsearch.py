@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import socket
 import sqlite3
 from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
@@ -20,6 +19,7 @@ from services.ids import chunk_id
 from services.models import Chunk, SearchFilters
 from services.stores.elasticsearch import ElasticsearchStore, glob_to_regexp
 from tests.conftest import es_index_name
+from tests.live_server import free_port
 from tests.services.stores.test_store_contract import IDENTITY, chunks_of, record, unit_vectors
 
 
@@ -66,7 +66,7 @@ async def test_malformed_url_is_reported_as_unavailable() -> None:
 
 
 async def test_unreachable_node_gives_clear_503_errors() -> None:
-    port = _free_port()
+    port = free_port()
     store = ElasticsearchStore(f"http://elastic:secret@127.0.0.1:{port}", index="carrag_chunks", timeout=5)
     expected = rf"Elasticsearch at http://127.0.0.1:{port} is unreachable"
     with pytest.raises(DependencyUnavailable, match=expected) as raised:
@@ -158,7 +158,7 @@ async def test_integrity_check_finds_what_a_crash_could_leave(es_store: Elastics
 
 @pytest.mark.elasticsearch
 async def test_store_recovers_when_elasticsearch_comes_back(es_url: str, raw: AsyncElasticsearch) -> None:
-    port = _free_port()
+    port = free_port()
     store = ElasticsearchStore(f"http://127.0.0.1:{port}", index=es_index_name(), timeout=5)
     with pytest.raises(DependencyUnavailable):
         await store.open()
@@ -237,10 +237,6 @@ async def test_an_unusable_index_name_is_a_clear_503(es_url: str) -> None:
 
 
 # --- helpers -------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextlib.asynccontextmanager
