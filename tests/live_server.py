@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import http.server
 import socket
 import threading
 import time
+from collections.abc import Iterator
 
 import uvicorn
 
@@ -38,3 +41,27 @@ class LiveServer:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self._thread.join(timeout=30)
+
+
+@contextlib.contextmanager
+def served_page(body: bytes, content_type: str = "text/html; charset=utf-8") -> Iterator[str]:
+    """A loopback web server answering every GET with ``body``; yields its base URL."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{site.server_address[1]}"
+    finally:
+        site.shutdown()
+        site.server_close()

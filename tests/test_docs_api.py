@@ -10,13 +10,11 @@ served on loopback (no internet here; FETCH_ALLOWED_HOSTS lets the server fetch 
 
 from __future__ import annotations
 
-import http.server
 import json
 import re
 import shlex
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +23,7 @@ import pytest
 
 from api.main import create_app
 from tests.conftest import make_settings
+from tests.live_server import served_page
 from tests.server_process import REPO, server_process
 
 API_DOC = REPO / "docs" / "api.md"
@@ -105,22 +104,8 @@ def run_curl(command: str, server_url: str, site_url: str, saved: dict[str, str]
 
 @pytest.fixture(scope="module")
 def example_site() -> Iterator[str]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(PAGE)))
-            self.end_headers()
-            self.wfile.write(PAGE)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=site.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{site.server_address[1]}/"
-    site.shutdown()
-    site.server_close()
+    with served_page(PAGE) as url:
+        yield f"{url}/"
 
 
 @pytest.fixture(scope="module")

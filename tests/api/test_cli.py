@@ -4,11 +4,9 @@ and against a real server on loopback (``--url``), with real files, globs and a 
 from __future__ import annotations
 
 import asyncio
-import http.server
 import json
 import re
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +21,7 @@ from services.ingestion import IngestOptions
 from services.llms.extractive import ExtractiveLLM
 from services.settings import Settings
 from tests.conftest import FIXTURES
+from tests.live_server import served_page
 from tests.server_process import server_process
 
 API_KEY = "cli-test-key"
@@ -37,24 +36,8 @@ PAGE = (
 @pytest.fixture(scope="module")
 def web_page() -> Iterator[str]:
     """A web page on loopback, for URL sources."""
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(PAGE)))
-            self.end_headers()
-            self.wfile.write(PAGE)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hitch.html"
-    server.shutdown()
-    server.server_close()
+    with served_page(PAGE) as url:
+        yield f"{url}/hitch.html"
 
 
 @pytest.fixture

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import asyncio
-import http.server
-import threading
+import contextlib
 from pathlib import Path
 
 import httpx
@@ -11,6 +10,7 @@ import pytest
 from api.main import create_app
 from tests.conftest import close_container, make_settings, open_container
 from tests.job_helpers import long_document, poll_job
+from tests.live_server import served_page
 
 NOTE = b"# Notes\n\nThe snapshot retention period is thirty days. Restores need the admin role.\n"
 JOB_FIELDS = {"job_id", "kind", "source", "state", "progress", "timings_ms", "result", "error", "created_at", "updated_at"}
@@ -136,22 +136,9 @@ PAGE = (
 )
 
 
-class PageHandler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(PAGE)))
-        self.end_headers()
-        self.wfile.write(PAGE)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 async def test_async_url_ingest_of_a_loopback_page(tmp_path: Path, embedding_backend) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), PageHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}/tyres"
+    site = contextlib.ExitStack()
+    url = site.enter_context(served_page(PAGE)) + "/tyres"
     container = await open_container(make_settings(tmp_path, fetch_allowed_hosts="127.0.0.1"), embedding_backend)
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(container=container)),
@@ -164,5 +151,5 @@ async def test_async_url_ingest_of_a_loopback_page(tmp_path: Path, embedding_bac
         assert job["result"]["source_id"] == url and "tyres" in job["result"]["tags"]
         assert await container.store.find_by_source(url) is not None
     finally:
-        server.shutdown()
+        site.close()
         await close_container(container)
