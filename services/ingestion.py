@@ -314,8 +314,10 @@ class IngestionService:
         strategy = options.chunking or settings.chunking_strategy
         size = options.chunk_size or settings.chunk_size
         overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
-        if overlap >= size:
-            raise InvalidInput(f"chunk_overlap ({overlap}) must be smaller than chunk_size ({size}).")
+        if overlap * 2 > size:
+            # Each chunk must move the window on by at least half its size: with an overlap close
+            # to the size, one document would become ~len(text) chunks, each embedded.
+            raise InvalidInput(f"chunk_overlap ({overlap}) must be at most half of chunk_size ({size}).")
         split_size = size
         if options.chunk_size is None and len(parsed.text) <= settings.whole_document_chars:
             split_size = max(size, len(parsed.text))  # a short document stays one chunk

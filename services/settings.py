@@ -245,9 +245,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check(self) -> Settings:
-        if self.chunk_overlap >= self.chunk_size:
+        if self.chunk_overlap * 2 > self.chunk_size:
             raise ValueError(
-                f"CHUNK_OVERLAP ({self.chunk_overlap}) must be smaller than CHUNK_SIZE ({self.chunk_size})"
+                f"CHUNK_OVERLAP ({self.chunk_overlap}) must be at most half of CHUNK_SIZE ({self.chunk_size})"
             )
         return self
 

@@ -3,8 +3,11 @@ from __future__ import annotations
 import sqlite3
 
 import httpx
+import pytest
+from pydantic import ValidationError
 
 from services.container import Container
+from tests.conftest import make_settings
 
 
 async def test_pdf_upload_end_to_end(client: httpx.AsyncClient, container: Container, manual_pdf: bytes) -> None:
@@ -70,3 +73,21 @@ async def test_url_ingest_refuses_other_schemes(client: httpx.AsyncClient) -> No
     response = await client.post("/ingest/url", json={"url": "file:///etc/passwd"})
     assert response.status_code == 400
     assert "http and https" in response.json()["detail"]
+
+
+async def test_overlap_above_half_the_chunk_size_is_refused(client: httpx.AsyncClient) -> None:
+    """Regression: overlap 49 with size 50 made one chunk per character (each embedded), so one
+    upload could cost millions of embeddings."""
+    response = await client.post(
+        "/ingest/file",
+        files={"file": ("notes.txt", b"some words " * 500)},
+        data={"chunking": "fixed", "chunk_size": "50", "chunk_overlap": "49"},
+    )
+    assert response.status_code == 400 and "at most half of chunk_size" in response.json()["detail"]
+    listing = (await client.get("/documents")).json()
+    assert listing["total"] == 0
+
+
+def test_overlap_setting_above_half_the_chunk_size_is_refused(tmp_path) -> None:
+    with pytest.raises(ValidationError, match="at most half of CHUNK_SIZE"):
+        make_settings(tmp_path, chunk_size=100, chunk_overlap=60)
