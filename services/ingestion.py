@@ -108,6 +108,14 @@ def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:
     return "\n".join([*context, chunk.text])
 
 
+def text_document(text: str, filename: str, title: str | None) -> ParsedDocument:
+    """Already-extracted text as a parsed document."""
+    if not text.strip():
+        raise InvalidInput(f"{filename} contains no text.")
+    return ParsedDocument(text=text, filename=filename, source_type="text",
+                          metadata={"line_count": len(text.splitlines())}, title=title)
+
+
 DocumentEmbedder = Callable[..., Awaitable[np.ndarray]]  # (texts, progress=...) -> vectors
 
 
@@ -164,15 +172,19 @@ class IngestionService:
         self, data: bytes, filename: str, options: IngestOptions, observer: IngestObserver | None = None
     ) -> IngestResult:
         observer = observer or _SilentObserver()
-        check_supported(filename)
         timings: dict[str, float] = {}
         observer.stage("parsing")
+        parsed = await self._parse_upload(data, filename, timings)
+        return await self._ingest_parsed(parsed, options, observer, timings)
+
+    async def _parse_upload(self, data: bytes, filename: str, timings: dict[str, float]) -> ParsedDocument:
+        check_supported(filename)
         started = time.perf_counter()
         parsed = await asyncio.to_thread(
             parse_file, data, filename, max_pdf_pages=self.settings.max_pdf_pages, pdf_mode=self.settings.pdf_mode
         )
         timings["parse"] = _ms(started)
-        return await self._ingest_parsed(parsed, options, observer, timings)
+        return parsed
 
     async def ingest_url(self, url: str, options: IngestOptions, observer: IngestObserver | None = None) -> IngestResult:
         observer = observer or _SilentObserver()
@@ -208,11 +220,8 @@ class IngestionService:
         self, text: str, filename: str, options: IngestOptions, observer: IngestObserver | None = None
     ) -> IngestResult:
         """Already-extracted text (evaluation datasets, programmatic use)."""
-        parsed = ParsedDocument(text=text, filename=filename, source_type="text",
-                                metadata={"line_count": len(text.splitlines())}, title=options.title)
-        if not text.strip():
-            raise InvalidInput(f"{filename} contains no text.")
-        return await self._ingest_parsed(parsed, options, observer or _SilentObserver(), {})
+        return await self._ingest_parsed(text_document(text, filename, options.title), options,
+                                         observer or _SilentObserver(), {})
 
     async def ingest_many(
         self,
@@ -254,19 +263,9 @@ class IngestionService:
     async def _ingest_bulk_item(self, item: BulkDocument, embed: DocumentEmbedder) -> IngestResult:
         timings: dict[str, float] = {}
         if item.data is not None:
-            check_supported(item.filename)
-            started = time.perf_counter()
-            parsed = await asyncio.to_thread(
-                parse_file, item.data, item.filename, max_pdf_pages=self.settings.max_pdf_pages,
-                pdf_mode=self.settings.pdf_mode,
-            )
-            timings["parse"] = _ms(started)
+            parsed = await self._parse_upload(item.data, item.filename, timings)
         else:
-            text = item.text or ""
-            if not text.strip():
-                raise InvalidInput(f"{item.filename} contains no text.")
-            parsed = ParsedDocument(text=text, filename=item.filename, source_type="text",
-                                    metadata={"line_count": len(text.splitlines())}, title=item.options.title)
+            parsed = text_document(item.text or "", item.filename, item.options.title)
         return await self._ingest_parsed(parsed, item.options, _SilentObserver(), timings, embed)
 
     # --- the shared pipeline -------------------------------------------------------------------
