@@ -11,7 +11,6 @@ Tools: ``search_documents(query, top_k=5, source=None)`` and ``list_sources()``,
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 from collections.abc import Callable, Iterator
 
@@ -20,7 +19,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
-from api.deps import UNAUTHORIZED_DETAIL, api_key_matches
+from api.middleware import bearer_key_valid, send_unauthorized
 from services import agent_tools
 from services.container import Container
 from services.errors import CarragError
@@ -99,16 +98,9 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         keys = self.api_keys()
-        if keys:
-            scheme, _, presented = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1").partition(" ")
-            if scheme.lower() != "bearer" or not api_key_matches(presented.strip(), keys):
-                body = json.dumps({"detail": UNAUTHORIZED_DETAIL}).encode()
-                await send({"type": "http.response.start", "status": 401, "headers": [
-                    (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-                    (b"content-length", str(len(body)).encode()),
-                ]})
-                await send({"type": "http.response.body", "body": body})
-                return
+        if keys and not bearer_key_valid(scope, keys):
+            await send_unauthorized(send)
+            return
         await self.manager.handle_request(scope, receive, send)
 
 

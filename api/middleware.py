@@ -21,6 +21,31 @@ REQUEST_ID_HEADER = "x-request-id"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
 
 
+async def send_json_error(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    """A whole ``{"detail": ...}`` response from ASGI code that runs outside FastAPI's handlers."""
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                        *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def bearer_key_valid(scope: Scope, keys: list[str]) -> bool:
+    """Whether the request's ``Authorization: Bearer <key>`` carries one of ``keys``."""
+    authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+    scheme, _, presented = authorization.partition(" ")
+    return scheme.lower() == "bearer" and api_key_matches(presented.strip(), keys)
+
+
+async def send_unauthorized(send: Send) -> None:
+    await send_json_error(send, 401, UNAUTHORIZED_DETAIL, [(b"www-authenticate", b"Bearer")])
+
+
 class RequestIdMiddleware:
     """Take a sane ``X-Request-ID`` from the client or make one; log with it; echo it back."""
 
@@ -72,21 +97,10 @@ class ApiKeyGateMiddleware:
         if not keys:
             await self.app(scope, receive, send)
             return
-        authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        scheme, _, presented = authorization.partition(" ")
-        if scheme.lower() == "bearer" and api_key_matches(presented.strip(), keys):
+        if bearer_key_valid(scope, keys):
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"detail": UNAUTHORIZED_DETAIL}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"www-authenticate", b"Bearer")],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_unauthorized(send)
 
 
 class BodySizeLimitMiddleware:
@@ -155,16 +169,7 @@ class BodySizeLimitMiddleware:
 
     @staticmethod
     async def _reject(send: Send, limit: int) -> None:
-        body = json.dumps({"detail": f"Request body is larger than {limit} bytes."}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_json_error(send, 413, f"Request body is larger than {limit} bytes.", [(b"connection", b"close")])
 
 
 class AccessLogMiddleware:
