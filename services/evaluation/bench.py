@@ -123,12 +123,14 @@ class BenchReport:
 
 
 class PeakRss:
-    """Peak resident memory of this process while the block runs (sampled every 10 ms)."""
+    """Peak resident memory of a process (default: this one) while the block runs, sampled every
+    ``interval`` seconds; ``baseline_bytes`` is its memory when the sampler was made."""
 
-    def __init__(self, interval: float = 0.01) -> None:
+    def __init__(self, interval: float = 0.01, pid: int | None = None) -> None:
         self.interval = interval
-        self.peak_bytes = 0
-        self._process = psutil.Process()
+        self._process = psutil.Process(pid)
+        self.baseline_bytes = self._process.memory_info().rss
+        self.peak_bytes = self.baseline_bytes
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="peak-rss", daemon=True)
 
@@ -141,6 +143,10 @@ class PeakRss:
     @property
     def peak_mb(self) -> float:
         return self.peak_bytes / 2**20
+
+    @property
+    def growth_mb(self) -> float:
+        return (self.peak_bytes - self.baseline_bytes) / 2**20
 
     def __enter__(self) -> PeakRss:
         self._thread.start()

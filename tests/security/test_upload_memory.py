@@ -4,47 +4,18 @@ read, and the server's memory stays flat while a client tries to push hundreds o
 from __future__ import annotations
 
 import socket
-import threading
 import time
 from collections.abc import Iterator
 
 import httpx
-import psutil
 import pytest
 
+from services.evaluation.bench import PeakRss
 from tests.server_process import ServerProcess, server_process
 
 UPLOAD_LIMIT = 5 * 1024 * 1024
 ATTEMPTED = 400 * 1024 * 1024  # what the client tries to send
 BOUNDARY = "carrag-memory-test"
-
-
-class PeakRss:
-    """Samples a process's resident memory in a thread."""
-
-    def __init__(self, pid: int) -> None:
-        self.process = psutil.Process(pid)
-        self.baseline = self.process.memory_info().rss
-        self.peak = self.baseline
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            time.sleep(0.02)
-
-    def __enter__(self) -> PeakRss:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    @property
-    def growth_mb(self) -> float:
-        return (self.peak - self.baseline) / 2**20
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +38,7 @@ def test_chunked_upload_of_hundreds_of_megabytes_is_cut_off_with_413(server: Ser
             yield block
         yield f"\r\n--{BOUNDARY}--\r\n".encode()
 
-    with PeakRss(server.process.pid) as rss:
+    with PeakRss(interval=0.02, pid=server.process.pid) as rss:
         started = time.monotonic()
         try:
             response = httpx.post(
@@ -82,7 +53,7 @@ def test_chunked_upload_of_hundreds_of_megabytes_is_cut_off_with_413(server: Ser
             status, detail = None, ""
         took = time.monotonic() - started
     print(f"chunked upload: status {status}, client pushed {pushed / 2**20:.1f} MiB of {ATTEMPTED / 2**20:.0f} MiB, "
-          f"server RSS {rss.baseline / 2**20:.0f} MiB -> peak {rss.peak / 2**20:.0f} MiB, {took:.2f}s")
+          f"server RSS {rss.baseline_bytes / 2**20:.0f} MiB -> peak {rss.peak_mb:.0f} MiB, {took:.2f}s")
     assert status in (413, None), (status, detail)
     if status == 413:
         assert "larger than" in detail
