@@ -19,46 +19,57 @@ def _recorded_error(name: str) -> tuple[int, bytes]:
     return int(lines[-1]), "\n".join(lines[:-1]).encode()
 
 
+class RecordedOllamaHandler(BaseHTTPRequestHandler):
+    """HTTP plumbing shared by the Ollama stand-ins: JSON and chunked NDJSON answers, the recorded
+    GET endpoints, and the request's JSON body."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _stream(self, lines: list[bytes]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-ndjson")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for line in lines:
+            self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _send_recorded_get(self) -> None:
+        files = {"/api/version": "version.json", "/api/tags": "tags.json"}
+        if self.path in files:
+            self._send(200, (RECORDINGS / files[self.path]).read_bytes())
+        else:
+            self._send(404, b"404 page not found", "text/plain")
+
+    def _json_body(self) -> Any:
+        length = int(self.headers.get("Content-Length", "0"))
+        return json.loads(self.rfile.read(length) or b"{}")
+
+
 class OllamaReplay:
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, Any]] = []
         self.fail_next: int = 0  # answer this many requests with a 500 first
         replay = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _stream(self, lines: list[bytes]) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-ndjson")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                for line in lines:
-                    self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
-                    self.wfile.flush()
-                self.wfile.write(b"0\r\n\r\n")
-
+        class Handler(RecordedOllamaHandler):
             def do_GET(self) -> None:  # noqa: N802
                 replay.requests.append(("GET", self.path, None))
-                files = {"/api/version": "version.json", "/api/tags": "tags.json"}
-                if self.path in files:
-                    self._send(200, (RECORDINGS / files[self.path]).read_bytes())
-                else:
-                    self._send(404, b"404 page not found", "text/plain")
+                self._send_recorded_get()
 
             def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", "0"))
-                payload = json.loads(self.rfile.read(length) or b"{}")
+                payload = self._json_body()
                 replay.requests.append(("POST", self.path, payload))
                 if replay.fail_next > 0:
                     replay.fail_next -= 1

@@ -15,7 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
 
 from tests.live_server import free_port
-from tests.ollama_replay import RECORDINGS
+from tests.ollama_replay import RECORDINGS, RecordedOllamaHandler
 
 Mode = Literal["ok", "error", "hang"]
 MODEL = "smollm2"
@@ -63,19 +63,7 @@ class FlakyOllama:
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         flaky = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
+        class Handler(RecordedOllamaHandler):
             def _misbehave(self) -> bool:
                 if flaky.mode == "hang":
                     flaky._release.wait(60)  # never answers while the test looks
@@ -90,15 +78,10 @@ class FlakyOllama:
                 flaky.requests.append(f"GET {self.path}")
                 if self._misbehave():
                     return
-                files = {"/api/version": "version.json", "/api/tags": "tags.json"}
-                if self.path in files:
-                    self._send(200, (RECORDINGS / files[self.path]).read_bytes())
-                else:
-                    self._send(404, b"404 page not found", "text/plain")
+                self._send_recorded_get()
 
             def do_POST(self) -> None:  # noqa: N802
-                length = int(self.headers.get("Content-Length", "0"))
-                payload = json.loads(self.rfile.read(length) or b"{}")
+                payload = self._json_body()
                 flaky.requests.append(f"POST {self.path}")
                 if self._misbehave():
                     return
@@ -107,14 +90,7 @@ class FlakyOllama:
                     vectors = [flaky._vectors[i % len(flaky._vectors)] for i in range(len(inputs))]
                     self._send(200, json.dumps({"model": MODEL, "embeddings": vectors}).encode())
                 elif self.path == "/api/chat":
-                    lines = (RECORDINGS / "chat_stream.ndjson").read_bytes().splitlines(keepends=True)
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/x-ndjson")
-                    self.send_header("Transfer-Encoding", "chunked")
-                    self.end_headers()
-                    for line in lines:
-                        self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
-                    self.wfile.write(b"0\r\n\r\n")
+                    self._stream((RECORDINGS / "chat_stream.ndjson").read_bytes().splitlines(keepends=True))
                 else:
                     self._send(404, b"404 page not found", "text/plain")
 
