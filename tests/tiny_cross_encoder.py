@@ -14,7 +14,7 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-from services.embedders.local_onnx import default_tokenizer_path
+from carrag.services.embedders.local_onnx import default_tokenizer_path
 
 MODEL_NAME = "ms-marco-MiniLM-L-12-v2"
 MODEL_FILE = "flashrank-MiniLM-L-12-v2_Q.onnx"
@@ -70,7 +70,14 @@ def make_model_folder(cache_dir: Path) -> Path:
     (folder / "config.json").write_text(json.dumps({"pad_token_id": 0}))
     (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 512, "pad_token": "[PAD]"}))
     (folder / "special_tokens_map.json").write_text(
-        json.dumps({"unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
-                    "mask_token": "[MASK]"})
+        json.dumps(
+            {
+                "unk_token": "[UNK]",
+                "sep_token": "[SEP]",
+                "pad_token": "[PAD]",
+                "cls_token": "[CLS]",
+                "mask_token": "[MASK]",
+            }
+        )
     )
     return folder

@@ -4,7 +4,7 @@ import sqlite3
 
 import httpx
 
-from services.container import Container
+from carrag.services.container import Container
 
 
 async def ingest(client: httpx.AsyncClient, name: str, text: str, tags: str = "") -> dict:
@@ -38,7 +38,9 @@ async def test_list_page_filter_inspect_delete(client: httpx.AsyncClient, contai
     assert (await client.delete(f"/documents/{a['document_id']}")).status_code == 404
 
     connection = sqlite3.connect(container.settings.resolved_sqlite_path)
-    leftovers = connection.execute("SELECT count(*) FROM chunks WHERE document_id = ?", (a["document_id"],)).fetchone()[0]
+    leftovers = connection.execute("SELECT count(*) FROM chunks WHERE document_id = ?", (a["document_id"],)).fetchone()[
+        0
+    ]
     lexical = connection.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'alpha'").fetchone()[0]
     connection.close()
     assert leftovers == 0 and lexical == 0

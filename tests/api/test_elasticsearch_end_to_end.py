@@ -11,8 +11,8 @@ from contextlib import asynccontextmanager
 import httpx
 import pytest
 
-from api.main import create_app
-from services.container import Container
+from carrag.api.main import create_app
+from carrag.services.container import Container
 from tests.conftest import close_container, es_index_name, make_settings, open_container
 from tests.live_server import free_port
 
@@ -37,8 +37,13 @@ async def api(settings, embedding_backend) -> AsyncIterator[tuple[httpx.AsyncCli
 @pytest.fixture
 def es_settings(tmp_path, es_url: str) -> Callable[..., object]:
     def build(**overrides: object):
-        return make_settings(tmp_path, store="elasticsearch", elasticsearch_url=es_url,
-                             elasticsearch_index=es_index_name("carrag_api"), **overrides)
+        return make_settings(
+            tmp_path,
+            store="elasticsearch",
+            elasticsearch_url=es_url,
+            elasticsearch_index=es_index_name("carrag_api"),
+            **overrides,
+        )
 
     return build
 
@@ -61,7 +66,8 @@ async def test_ingest_search_query_and_delete_on_elasticsearch(
         listing = (await client.get("/documents")).json()
         assert listing["total"] == 2
         assert [d["document_id"] for d in (await client.get("/documents?tag=maintenance")).json()["items"]] == [
-            manual["document_id"]]
+            manual["document_id"]
+        ]
         chunks = (await client.get(f"/documents/{manual['document_id']}/chunks")).json()
         assert len(chunks["items"]) == chunks["total"] == manual["chunk_count"]
         assert all(c["vector_dimension"] == 384 for c in chunks["items"])
@@ -85,8 +91,12 @@ async def test_ingest_search_query_and_delete_on_elasticsearch(
         assert (await ingest(client, "notes.md", NOTES))["status"] == "unchanged"
         changed = await ingest(client, "notes.md", NOTES.replace(b"thirty", b"ninety"))
         assert changed["replaced_document_id"] == notes["document_id"]
-        texts = [r["text"] for r in (await client.post("/search", json={"question": "snapshot retention days",
-                                                                          "source": "notes.md"})).json()["results"]]
+        texts = [
+            r["text"]
+            for r in (
+                await client.post("/search", json={"question": "snapshot retention days", "source": "notes.md"})
+            ).json()["results"]
+        ]
         assert texts and all("ninety" in t and "thirty" not in t for t in texts)
 
         assert (await client.delete(f"/documents/{manual['document_id']}")).status_code == 200
@@ -123,13 +133,17 @@ async def test_unreachable_elasticsearch_gives_503_json_not_tracebacks(
     tmp_path, embedding_backend, caplog: pytest.LogCaptureFixture
 ) -> None:
     port = free_port()  # a loopback port nobody listens on
-    settings = make_settings(tmp_path, store="elasticsearch", elasticsearch_url=f"http://127.0.0.1:{port}",
-                             elasticsearch_timeout=5)
+    settings = make_settings(
+        tmp_path, store="elasticsearch", elasticsearch_url=f"http://127.0.0.1:{port}", elasticsearch_timeout=5
+    )
     with caplog.at_level(logging.ERROR):
         async with api(settings, embedding_backend) as (client, container):
             assert "store" in container.startup_errors
-            assert any("store unavailable at startup" in r.getMessage() and f"127.0.0.1:{port} is unreachable"
-                       in getattr(r, "reason", "") for r in caplog.records), "one clear startup line, with the cause"
+            assert any(
+                "store unavailable at startup" in r.getMessage()
+                and f"127.0.0.1:{port} is unreachable" in getattr(r, "reason", "")
+                for r in caplog.records
+            ), "one clear startup line, with the cause"
 
             health = await client.get("/health")
             assert health.status_code == 200

@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.main import create_app
-from services.parsers import parse_file
+from carrag.api.main import create_app
+from carrag.services.parsers import parse_file
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 
 FORMATS = FIXTURES / "formats"
@@ -18,16 +18,36 @@ FORMATS = FIXTURES / "formats"
 # file, source_type, metadata expected (subset), phrases that must reach the chunks
 CASES = [
     ("maintenance_guide.rst", "text", {"line_count": 22}, ["DOT 5.1 fluid", "900 full charge cycles"]),
-    ("spare_parts.csv", "csv", {"row_count": 6, "column_count": 4, "delimiter": ","},
-     ['CH-0421,"Chain, 11-speed",39.00', "ships with a charging cable"]),
-    ("service_schedule.json", "json", {"json_type": "object", "nesting_depth": 4},
-     ['"bleed brakes with DOT 5.1 fluid"', '"battery_cycles": 900']),
-    ("troubleshooting.html", "html", {"title": "Aurora T-200 Troubleshooting"},
-     ["| E07 | Speed sensor not detected |", "## Motor noise"]),
-    ("workshop_notes.docx", "docx", {"paragraph_count": 9, "table_count": 2},
-     ["| Crank arm bolt | 40 Nm | Yes \\| blue |", "# Wear limits"]),
-    ("service_log.xlsx", "xlsx", {"sheet_count": 3, "row_count": 7},
-     ["## Sheet: Parts used", '"Chain replaced, brakes bled",89.5']),
+    (
+        "spare_parts.csv",
+        "csv",
+        {"row_count": 6, "column_count": 4, "delimiter": ","},
+        ['CH-0421,"Chain, 11-speed",39.00', "ships with a charging cable"],
+    ),
+    (
+        "service_schedule.json",
+        "json",
+        {"json_type": "object", "nesting_depth": 4},
+        ['"bleed brakes with DOT 5.1 fluid"', '"battery_cycles": 900'],
+    ),
+    (
+        "troubleshooting.html",
+        "html",
+        {"title": "Aurora T-200 Troubleshooting"},
+        ["| E07 | Speed sensor not detected |", "## Motor noise"],
+    ),
+    (
+        "workshop_notes.docx",
+        "docx",
+        {"paragraph_count": 9, "table_count": 2},
+        ["| Crank arm bolt | 40 Nm | Yes \\| blue |", "# Wear limits"],
+    ),
+    (
+        "service_log.xlsx",
+        "xlsx",
+        {"sheet_count": 3, "row_count": 7},
+        ["## Sheet: Parts used", '"Chain replaced, brakes bled",89.5'],
+    ),
     ("owners_handbook.md", "text", {"line_count": 31}, ["Walk assist", "aurora-cli pair"]),
 ]
 
@@ -90,7 +110,9 @@ async def test_markdown_strategy_stores_section_paths(client: httpx.AsyncClient)
 
 
 async def test_docx_and_xlsx_headings_become_sections(client: httpx.AsyncClient) -> None:
-    docx = await ingest(client, FORMATS / "workshop_notes.docx", chunking="markdown", chunk_size="500", chunk_overlap="0")
+    docx = await ingest(
+        client, FORMATS / "workshop_notes.docx", chunking="markdown", chunk_size="500", chunk_overlap="0"
+    )
     by_section = {c["section"]: c["text"] for c in await chunks_of(client, docx["document_id"])}
     assert "| Motor mount | 12 Nm | Yes |" in by_section["Torque settings"]
     assert "stretched by 0.5 percent" in by_section["Wear limits > Chain"]
@@ -131,7 +153,9 @@ async def configured_client(tmp_path: Path, embedding_backend) -> AsyncIterator[
     await close_container(container)
 
 
-async def test_settings_choose_the_strategy_and_pdf_mode(configured_client: httpx.AsyncClient, manual_pdf: bytes) -> None:
+async def test_settings_choose_the_strategy_and_pdf_mode(
+    configured_client: httpx.AsyncClient, manual_pdf: bytes
+) -> None:
     response = await configured_client.post("/ingest/file", files={"file": ("manual.pdf", manual_pdf)})
     assert response.status_code == 200, response.text
     document_id = response.json()["document_id"]
@@ -170,7 +194,5 @@ async def test_bad_files_are_clear_400s_and_store_nothing(client: httpx.AsyncCli
 
 
 async def test_unknown_strategy_is_rejected_by_validation(client: httpx.AsyncClient) -> None:
-    response = await client.post(
-        "/ingest/file", files={"file": ("a.md", b"# A\n\ntext")}, data={"chunking": "words"}
-    )
+    response = await client.post("/ingest/file", files={"file": ("a.md", b"# A\n\ntext")}, data={"chunking": "words"})
     assert response.status_code == 422

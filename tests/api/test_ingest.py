@@ -6,7 +6,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from services.container import Container
+from carrag.services.container import Container
 from tests.conftest import make_settings
 
 
@@ -32,14 +32,17 @@ async def test_pdf_upload_end_to_end(client: httpx.AsyncClient, container: Conta
 
     path = container.settings.resolved_sqlite_path
     connection = sqlite3.connect(path)
-    fts_hits = connection.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH '\"FL\" AND \"500S\"'").fetchone()[0]
+    fts_hits = connection.execute(
+        'SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH \'"FL" AND "500S"\''
+    ).fetchone()[0]
     connection.close()
     assert fts_hits >= 1, "the chunks are searchable by FTS5"
 
 
 async def test_markdown_upload_default_source_and_tags(client: httpx.AsyncClient) -> None:
     response = await client.post(
-        "/ingest/file", files={"file": ("notes.md", b"# Notes\n\nThe snapshot retention is thirty days.", "text/markdown")}
+        "/ingest/file",
+        files={"file": ("notes.md", b"# Notes\n\nThe snapshot retention is thirty days.", "text/markdown")},
     )
     assert response.status_code == 200
     assert response.json()["source_id"] == "notes.md"

@@ -7,13 +7,24 @@ from pathlib import Path
 import httpx
 import pytest
 
-from api.main import create_app
+from carrag.api.main import create_app
 from tests.conftest import close_container, make_settings, open_container
 from tests.job_helpers import long_document, poll_job
 from tests.live_server import served_page
 
 NOTE = b"# Notes\n\nThe snapshot retention period is thirty days. Restores need the admin role.\n"
-JOB_FIELDS = {"job_id", "kind", "source", "state", "progress", "timings_ms", "result", "error", "created_at", "updated_at"}
+JOB_FIELDS = {
+    "job_id",
+    "kind",
+    "source",
+    "state",
+    "progress",
+    "timings_ms",
+    "result",
+    "error",
+    "created_at",
+    "updated_at",
+}
 
 
 async def test_async_file_ingest_answers_202_and_the_job_reports_the_result(client: httpx.AsyncClient) -> None:
@@ -68,9 +79,12 @@ async def test_unknown_job_is_404(client: httpx.AsyncClient) -> None:
 async def test_delete_cancels_mid_embedding_and_nothing_is_stored(tmp_path: Path, embedding_backend) -> None:
     container = await open_container(make_settings(tmp_path, embed_batch_size=8), embedding_backend)
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(container=container)),
-                                     base_url="http://carrag.test") as client:
-            accepted = (await client.post("/ingest/file?async=true", files={"file": ("big.md", long_document(600))})).json()
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_app(container=container)), base_url="http://carrag.test"
+        ) as client:
+            accepted = (
+                await client.post("/ingest/file?async=true", files={"file": ("big.md", long_document(600))})
+            ).json()
             while True:
                 job = (await client.get(accepted["status_url"])).json()
                 if job["state"] == "embedding" and job["progress"]["done"] >= 8:
@@ -94,8 +108,9 @@ async def test_a_full_queue_is_429_and_shutdown_is_503(tmp_path: Path, embedding
     settings = make_settings(tmp_path, max_concurrent_ingests=1, ingest_queue_size=0, embed_batch_size=8)
     container = await open_container(settings, embedding_backend)
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(container=container)),
-                                     base_url="http://carrag.test") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_app(container=container)), base_url="http://carrag.test"
+        ) as client:
             first = await client.post("/ingest/file?async=true", files={"file": ("big.md", long_document(300))})
             assert first.status_code == 202
             refused = await client.post("/ingest/file?async=true", files={"file": ("notes.md", NOTE)})
@@ -120,8 +135,9 @@ async def test_a_full_queue_is_429_and_shutdown_is_503(tmp_path: Path, embedding
 async def test_jobs_need_the_api_key(tmp_path: Path, embedding_backend, path: str) -> None:
     container = await open_container(make_settings(tmp_path, api_keys="sekret"), embedding_backend)
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(container=container)),
-                                     base_url="http://carrag.test") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_app(container=container)), base_url="http://carrag.test"
+        ) as client:
             assert (await client.get(path)).status_code == 401
             authorised = await client.get(path, headers={"Authorization": "Bearer sekret"})
             assert authorised.status_code in (200, 404)
@@ -141,8 +157,9 @@ async def test_async_url_ingest_of_a_loopback_page(tmp_path: Path, embedding_bac
     url = site.enter_context(served_page(PAGE)) + "/tyres"
     container = await open_container(make_settings(tmp_path, fetch_allowed_hosts="127.0.0.1"), embedding_backend)
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(container=container)),
-                                     base_url="http://carrag.test") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_app(container=container)), base_url="http://carrag.test"
+        ) as client:
             response = await client.post("/ingest/url?async=true", json={"url": url, "tags": ["tyres"]})
             assert response.status_code == 202, response.text
             job = await poll_job(client, response.json()["job_id"], {"done", "failed"})

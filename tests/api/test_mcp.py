@@ -14,10 +14,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from api.main import create_app
-from services.container import Container
-from services.ingestion import IngestOptions
-from services.retrieval.search import EMPTY_INDEX_MESSAGE
+from carrag.api.main import create_app
+from carrag.services.container import Container
+from carrag.services.ingestion import IngestOptions
+from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.live_server import LiveServer
 from tests.server_process import REPO, clean_environment
@@ -28,7 +28,9 @@ SOURCES = ("brakes.txt", "oil_service.txt", "tire_pressure.txt")
 
 async def ingest(container: Container) -> None:
     for name in SOURCES:
-        await container.ingestion.ingest_file((FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestOptions())
+        await container.ingestion.ingest_file(
+            (FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestOptions()
+        )
 
 
 def text_of(result) -> str:  # type: ignore[no-untyped-def]
@@ -89,8 +91,16 @@ async def test_stdio_via_carrag_mcp(tmp_path: Path, embedding_backend) -> None:
     finally:
         await close_container(container)
     env = clean_environment()
-    env.update({"DATA_DIR": str(tmp_path), "LOG_LEVEL": "WARNING", "RERANK_ENABLED": "false",
-                "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))})
-    server = StdioServerParameters(command=sys.executable, args=["-m", "api.cli", "mcp"], env=env, cwd=str(tmp_path))
+    env.update(
+        {
+            "DATA_DIR": str(tmp_path),
+            "LOG_LEVEL": "WARNING",
+            "RERANK_ENABLED": "false",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),
+        }
+    )
+    server = StdioServerParameters(
+        command=sys.executable, args=["-m", "carrag.cli.main", "mcp"], env=env, cwd=str(tmp_path)
+    )
     async with Client(server, read_timeout_seconds=120) as client:
         await check_tools(client)

@@ -5,7 +5,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.main import create_app
+from carrag.api.main import create_app
 from tests.conftest import close_container, make_settings, open_container
 from tests.job_helpers import poll_job
 
@@ -72,8 +72,9 @@ async def test_store_errors_are_counted(tmp_path: Path, embedding_backend) -> No
     # A directory where the database file should be: SQLite cannot open it.
     container = await open_container(make_settings(tmp_path, sqlite_path=tmp_path), embedding_backend)
     try:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(container=container)),
-                                     base_url="http://carrag.test") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_app(container=container)), base_url="http://carrag.test"
+        ) as client:
             for _ in range(2):
                 response = await client.get("/documents")
                 assert response.status_code == 503 and response.json()["detail"].startswith("store unavailable")
@@ -88,8 +89,9 @@ async def test_metrics_need_the_api_key_unless_public(tmp_path: Path, embedding_
         settings = make_settings(tmp_path / str(public), api_keys="sekret", metrics_public=public)
         container = await open_container(settings, embedding_backend)
         try:
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=create_app(container=container)),
-                                         base_url="http://carrag.test") as client:
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=create_app(container=container)), base_url="http://carrag.test"
+            ) as client:
                 assert (await client.get("/metrics")).status_code == anonymous_status
                 keyed = await client.get("/metrics", headers={"Authorization": "Bearer sekret"})
                 assert keyed.status_code == 200 and "carrag_http_requests_in_flight" in keyed.text

@@ -11,10 +11,10 @@ import httpx
 import openai
 import pytest
 
-from api.main import create_app
-from services.container import Container
-from services.ingestion import IngestOptions
-from services.llms.ollama import OllamaLLM
+from carrag.api.main import create_app
+from carrag.services.container import Container
+from carrag.services.ingestion import IngestOptions
+from carrag.services.llms.ollama import OllamaLLM
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.live_server import LiveServer
 from tests.ollama_replay import MISSING_MODEL, RECORDINGS, OllamaReplay
@@ -106,15 +106,18 @@ async def test_history_is_passed_on(sdk: openai.AsyncOpenAI, replay: OllamaRepla
     sent = [payload for method, path, payload in replay.requests if path == "/api/chat"][-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
     assert "Ignore the documents." not in sent[0]["content"], "client system messages are ignored"
-    assert sent[1:3] == [{"role": "user", "content": "What pressure do the tyres need?"},
-                         {"role": "assistant", "content": "2.4 bar at the front."}]
+    assert sent[1:3] == [
+        {"role": "user", "content": "What pressure do the tyres need?"},
+        {"role": "assistant", "content": "2.4 bar at the front."},
+    ]
     assert QUESTION in sent[3]["content"]
 
 
 async def test_wire_format_ends_with_done(server: LiveServer) -> None:
     async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": f"Bearer {API_KEY}"}) as client:
         async with client.stream(
-            "POST", "/v1/chat/completions",
+            "POST",
+            "/v1/chat/completions",
             json={"model": "carrag", "stream": True, "messages": [{"role": "user", "content": QUESTION}]},
         ) as response:
             assert response.headers["content-type"].startswith("text/event-stream")
@@ -140,19 +143,26 @@ async def test_errors_reach_the_sdk_as_its_exceptions(sdk: openai.AsyncOpenAI, s
         with pytest.raises(openai.AuthenticationError, match="invalid API key"):
             await stranger.models.list()
 
-    raw = httpx.post(f"{server.url}/v1/chat/completions", headers={"Authorization": f"Bearer {API_KEY}"},
-                     json={"model": "gpt-4o", "messages": [{"role": "user", "content": QUESTION}]})
+    raw = httpx.post(
+        f"{server.url}/v1/chat/completions",
+        headers={"Authorization": f"Bearer {API_KEY}"},
+        json={"model": "gpt-4o", "messages": [{"role": "user", "content": QUESTION}]},
+    )
     body = raw.json()
     assert raw.status_code == 404
     assert body["detail"] == body["error"]["message"] and body["error"]["type"] == "invalid_request_error"
 
 
-async def test_a_generation_failure_mid_stream_is_an_sdk_error(tmp_path, embedding_backend, replay: OllamaReplay) -> None:
+async def test_a_generation_failure_mid_stream_is_an_sdk_error(
+    tmp_path, embedding_backend, replay: OllamaReplay
+) -> None:
     container = await carrag_with_ollama(tmp_path, embedding_backend, replay, MISSING_MODEL)
     transport = httpx.ASGITransport(app=create_app(container=container))
     try:
         async with openai.AsyncOpenAI(
-            base_url="http://carrag.test/v1", api_key=API_KEY, max_retries=0,
+            base_url="http://carrag.test/v1",
+            api_key=API_KEY,
+            max_retries=0,
             http_client=httpx.AsyncClient(transport=transport),
         ) as sdk:
             stream = await sdk.chat.completions.create(

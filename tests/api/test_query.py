@@ -12,10 +12,10 @@ import httpx
 import pytest
 from httpx_sse import aconnect_sse
 
-from api.main import create_app
-from services.errors import DependencyUnavailable
-from services.ingestion import IngestOptions
-from services.models import ChatMessage, ComponentHealth
+from carrag.api.main import create_app
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.ingestion import IngestOptions
+from carrag.services.models import ChatMessage, ComponentHealth
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.live_server import LiveServer
 
@@ -30,7 +30,9 @@ class ScriptedLLM:
 
     provider, model, capable = "test", "scripted", False
 
-    def __init__(self, deltas: Sequence[str], delay: float = 0.0, fail_after: int | None = None, first_delay: float = 0.0):
+    def __init__(
+        self, deltas: Sequence[str], delay: float = 0.0, fail_after: int | None = None, first_delay: float = 0.0
+    ):
         self.deltas, self.delay, self.fail_after, self.first_delay = list(deltas), delay, fail_after, first_delay
         self.closed_at: float | None = None
         self.yielded = 0
@@ -143,7 +145,9 @@ async def test_query_whole_answer_and_history_in_prompt(served) -> None:
     url, _, llm = served
     history = [{"role": "user", "content": "I drive the EcoBoost."}, {"role": "assistant", "content": "Noted."}]
     async with httpx.AsyncClient(timeout=30) as client:
-        response = await client.post(f"{url}/query", json={"question": "Which oil filter?", "history": history, "tags": ["manual"]})
+        response = await client.post(
+            f"{url}/query", json={"question": "Which oil filter?", "history": history, "tags": ["manual"]}
+        )
     body = response.json()
     assert response.status_code == 200
     assert body["answer"] == "".join(llm.deltas) and body["model"] == "scripted" and body["sources"]
@@ -156,7 +160,9 @@ async def test_query_whole_answer_and_history_in_prompt(served) -> None:
 async def test_search_route_with_explain(served) -> None:
     url, _, _ = served
     async with httpx.AsyncClient(timeout=30) as client:
-        response = await client.post(f"{url}/search", json={"question": "FL-2051S diesel filter", "explain": True, "top_k": 2})
+        response = await client.post(
+            f"{url}/search", json={"question": "FL-2051S diesel filter", "explain": True, "top_k": 2}
+        )
     body = response.json()
     assert response.status_code == 200 and len(body["results"]) <= 2
     top = body["results"][0]
@@ -177,11 +183,16 @@ async def test_real_local_llm_answers_with_citations(tmp_path, embedding_backend
     """The embedded default end to end: SmolLM2 via llama.cpp generates from retrieved context."""
     settings = make_settings(tmp_path, chunk_size=200, chunk_overlap=50, tagger="off", llm_max_tokens=48)
     container = await open_container(settings, embedding_backend, llm=local_llm)
-    await container.ingestion.ingest_file((FIXTURES / "2019_Ford_F150_Owners_Manual.pdf").read_bytes(),
-                                          "2019_Ford_F150_Owners_Manual.pdf", IngestOptions())
+    await container.ingestion.ingest_file(
+        (FIXTURES / "2019_Ford_F150_Owners_Manual.pdf").read_bytes(),
+        "2019_Ford_F150_Owners_Manual.pdf",
+        IngestOptions(),
+    )
     app = create_app(container=container)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", timeout=120) as client:
-        body = (await client.post("/query", json={"question": "Which oil filter fits the EcoBoost engine?", "top_k": 2})).json()
+        body = (
+            await client.post("/query", json={"question": "Which oil filter fits the EcoBoost engine?", "top_k": 2})
+        ).json()
     await close_container(container)
     assert body["answer"].strip() and body["model"] == "SmolLM2-135M-Instruct.Q4_1"
     assert body["sources"][0]["filename"] == "2019_Ford_F150_Owners_Manual.pdf" and body["sources"][0]["page"] == 1
@@ -200,7 +211,9 @@ async def test_a_generating_stream_does_not_hold_a_search_slot(tmp_path, embeddi
 
             async def read_whole_stream() -> list[str]:
                 kinds = []
-                async with aconnect_sse(client, "POST", f"{server.url}/query/stream", json={"question": "oil"}) as source:
+                async with aconnect_sse(
+                    client, "POST", f"{server.url}/query/stream", json={"question": "oil"}
+                ) as source:
                     async for event in source.aiter_sse():
                         kinds.append(event.event)
                         if event.event == "token":

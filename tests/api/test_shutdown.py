@@ -33,16 +33,27 @@ pytestmark = pytest.mark.slow
 def carrag_serve(data_dir: Path, grace: float) -> Iterator[tuple[subprocess.Popen, str, Path]]:
     port = free_port()
     env = clean_environment()
-    env.update({
-        "DATA_DIR": str(data_dir), "LLM": "none", "RERANK_ENABLED": "false", "TAGGER": "keywords",
-        "LOG_JSON": "true", "LOG_LEVEL": "INFO", "EMBED_BATCH_SIZE": "8", "SHUTDOWN_GRACE_SECONDS": str(grace),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),
-    })
+    env.update(
+        {
+            "DATA_DIR": str(data_dir),
+            "LLM": "none",
+            "RERANK_ENABLED": "false",
+            "TAGGER": "keywords",
+            "LOG_JSON": "true",
+            "LOG_LEVEL": "INFO",
+            "EMBED_BATCH_SIZE": "8",
+            "SHUTDOWN_GRACE_SECONDS": str(grace),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),
+        }
+    )
     log_path = data_dir / "server.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "api.cli", "serve", "--port", str(port)],
-            cwd=data_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [sys.executable, "-m", "carrag.cli.main", "serve", "--port", str(port)],
+            cwd=data_dir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -94,8 +105,12 @@ def test_sigterm_lets_in_flight_ingests_finish_within_the_grace_period(tmp_path:
     with carrag_serve(tmp_path, grace=120) as (process, url, log_path):
         job = httpx.post(f"{url}/ingest/file?async=true", files={"file": ("job.md", long_document(40))}).json()
         synchronous: dict[str, httpx.Response] = {}
-        sender = threading.Thread(target=lambda: synchronous.setdefault("response", httpx.post(
-            f"{url}/ingest/file", files={"file": ("sync.md", long_document(30)[::-1])}, timeout=120)))
+        sender = threading.Thread(
+            target=lambda: synchronous.setdefault(
+                "response",
+                httpx.post(f"{url}/ingest/file", files={"file": ("sync.md", long_document(30)[::-1])}, timeout=120),
+            )
+        )
         sender.start()
         wait_for_job(url, job["job_id"], lambda j: j["state"] == "embedding")
         deadline = time.monotonic() + 30
@@ -115,7 +130,8 @@ def test_sigterm_lets_in_flight_ingests_finish_within_the_grace_period(tmp_path:
     lines = [json.loads(line) for line in log_path.read_text().splitlines() if line.strip()]  # every line is JSON
     access = [line for line in lines if line["logger"] == "carrag.access"]
     assert {(line["method"], line["path"], line["status"]) for line in access} >= {
-        ("POST", "/ingest/file", 202), ("POST", "/ingest/file", 200)
+        ("POST", "/ingest/file", 202),
+        ("POST", "/ingest/file", 200),
     }
     assert all(len(line["request_id"]) == 32 for line in access)
     assert any(line["message"] == "shutting down: waiting for ingest jobs" for line in lines)

@@ -24,8 +24,14 @@ from tests.server_process import ServerProcess, server_process
 
 CHROMIUM = Path(os.environ.get("CARRAG_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MANUAL = FIXTURES / "2019_Ford_F150_Owners_Manual.pdf"
@@ -64,7 +70,7 @@ def chromium() -> Iterator[object]:
             browser.close()
 
 
-def open_page(browser, server: ServerProcess, viewport: dict[str, int] | None = None):  # noqa: ANN001, ANN201
+def open_page(browser, server: ServerProcess, viewport: dict[str, int] | None = None):
     """A fresh page on the UI; page errors (uncaught exceptions) are collected on ``page.errors``."""
     # bypass_csp: Playwright's wait_for_function needs eval, which the UI's CSP forbids. It also makes
     # the XSS check below test the UI's own escaping, without the CSP's help.
@@ -77,14 +83,14 @@ def open_page(browser, server: ServerProcess, viewport: dict[str, int] | None = 
     return page
 
 
-def enter_api_key(page, key: str) -> None:  # noqa: ANN001
+def enter_api_key(page, key: str) -> None:
     if not page.locator("#key-form").is_visible():
         page.click("#key-box summary")
     page.fill("#api-key", key)
     page.click("#key-form button[type=submit]")
 
 
-def upload_through_ui(page, paths: list[Path], tags: str = "") -> None:  # noqa: ANN001
+def upload_through_ui(page, paths: list[Path], tags: str = "") -> None:
     page.click("nav.tabs >> text=Ingest")
     page.set_input_files("#ingest-files", [str(path) for path in paths])
     if tags:
@@ -92,36 +98,42 @@ def upload_through_ui(page, paths: list[Path], tags: str = "") -> None:  # noqa:
     page.click("#ingest-submit")
 
 
-def wait_for_jobs(page, count: int, timeout_ms: int = 90_000) -> list[str]:  # noqa: ANN001
+def wait_for_jobs(page, count: int, timeout_ms: int = 90_000) -> list[str]:
     """Wait until ``count`` jobs have finished; their states."""
     page.wait_for_function(
         "n => document.querySelectorAll('#jobs .job:is([data-state=done],[data-state=failed],[data-state=cancelled])')"
         ".length >= n",
-        arg=count, timeout=timeout_ms,
+        arg=count,
+        timeout=timeout_ms,
     )
     return page.eval_on_selector_all("#jobs .job", "jobs => jobs.map(job => job.dataset.state)")
 
 
-def ask(page, question: str) -> None:  # noqa: ANN001
+def ask(page, question: str) -> None:
     page.click("nav.tabs >> text=Ask")
     page.fill("#ask-question", question)
     page.click("#ask-submit")
 
 
 @pytest.fixture(scope="module")
-def browser():  # noqa: ANN201
+def browser():
     require_chromium()
     with chromium() as instance:
         yield instance
 
 
-def test_ingest_browse_ask_and_open_a_citation(browser, tmp_path: Path) -> None:  # noqa: ANN001
+def test_ingest_browse_ask_and_open_a_citation(browser, tmp_path: Path) -> None:
     notes = tmp_path / "upload" / "release-notes.md"
     notes.parent.mkdir()
     notes.write_text(HOSTILE_MARKDOWN)
     big = tmp_path / "upload" / "long-report.txt"  # thousands of chunks: embedding takes a while
-    big.write_text("\n\n".join(f"Section {n}. Measurement {n} of the long report was within tolerance on "
-                                 f"day {n % 365}, said the inspector, and the next check is due." for n in range(12_000)))
+    big.write_text(
+        "\n\n".join(
+            f"Section {n}. Measurement {n} of the long report was within tolerance on "
+            f"day {n % 365}, said the inspector, and the next check is due."
+            for n in range(12_000)
+        )
+    )
     with server_process(tmp_path / "data", LLM="none", API_KEYS=API_KEY, **SPLIT_SMALL_DOCUMENTS) as server:
         page = open_page(browser, server)
         job_requests: list[str] = []
@@ -202,11 +214,15 @@ def test_ingest_browse_ask_and_open_a_citation(browser, tmp_path: Path) -> None:
         assert page.errors == [], page.errors
 
 
-def test_answer_streams_from_the_local_llm(browser, tmp_path: Path) -> None:  # noqa: ANN001
+def test_answer_streams_from_the_local_llm(browser, tmp_path: Path) -> None:
     # A short prompt and answer keep the real model's part to seconds. One llama.cpp thread: with
     # all cores, its threads spin-wait on each other and a busy machine makes that 10-20x slower.
     with server_process(
-        tmp_path / "data", LLM="local", LLM_MAX_TOKENS=32, MAX_CONTEXT_CHARS=800, LOCAL_LLM_THREADS=1,
+        tmp_path / "data",
+        LLM="local",
+        LLM_MAX_TOKENS=32,
+        MAX_CONTEXT_CHARS=800,
+        LOCAL_LLM_THREADS=1,
         **SPLIT_SMALL_DOCUMENTS,
     ) as server:
         uploaded = httpx.post(

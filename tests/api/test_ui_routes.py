@@ -7,7 +7,7 @@ import re
 
 import httpx
 
-from api.routes.ui import UI_DIR
+from carrag.api.routes.ui import UI_DIR
 
 
 async def test_index_and_assets_are_served_with_a_strict_policy(client: httpx.AsyncClient) -> None:
@@ -24,8 +24,8 @@ async def test_index_and_assets_are_served_with_a_strict_policy(client: httpx.As
     assert "javascript" in script.headers["content-type"]
 
 
-async def test_ui_needs_no_key_but_its_data_does(tmp_path, embedding_backend) -> None:  # noqa: ANN001
-    from api.main import create_app
+async def test_ui_needs_no_key_but_its_data_does(tmp_path, embedding_backend) -> None:
+    from carrag.api.main import create_app
     from tests.conftest import close_container, make_settings, open_container
 
     container = await open_container(make_settings(tmp_path, api_keys=["k"]), embedding_backend)

@@ -37,7 +37,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Union
 
 HARNESS_DIR = Path(__file__).resolve().parent
 TARGET_DIR = HARNESS_DIR / "target"
@@ -95,7 +95,9 @@ def java_executable() -> str:
         candidate = Path(java_home) / "bin" / "java"
         if candidate.exists():
             return str(candidate)
-    return _find_tool("java", "CARRAG_ES_JAVA", "Install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless).")
+    return _find_tool(
+        "java", "CARRAG_ES_JAVA", "Install a JDK 17+ (Debian: apt-get install -y openjdk-17-jdk-headless)."
+    )
 
 
 def mvn_executable() -> str:
@@ -153,7 +155,7 @@ def _build_lock():
         yield
 
 
-def build(force: bool = False, quiet: bool = True, extra_mvn_args: Optional[list[str]] = None) -> Path:
+def build(force: bool = False, quiet: bool = True, extra_mvn_args: list[str] | None = None) -> Path:
     """Compile the harness and copy its runtime classpath into target/ (once; cached by source hash).
 
     Needs `mvn` and network access to Maven Central the first time (~70 MB of jars into ~/.m2).
@@ -236,7 +238,7 @@ class EsNodeHandle:
     pid: int
     data_dir: Path
     log_path: Path
-    process: Optional[subprocess.Popen] = field(default=None, repr=False)
+    process: subprocess.Popen | None = field(default=None, repr=False)
     remove_data_dir: bool = False
     _stopped: bool = field(default=False, repr=False)
 
@@ -272,7 +274,7 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _terminate(pid: int, process: Optional[subprocess.Popen], timeout: float) -> None:
+def _terminate(pid: int, process: subprocess.Popen | None, timeout: float) -> None:
     """SIGTERM (the node closes cleanly in a JVM shutdown hook), then SIGKILL after `timeout`."""
     if process is not None:
         if process.poll() is None:
@@ -296,8 +298,8 @@ def _terminate(pid: int, process: Optional[subprocess.Popen], timeout: float) ->
 
 
 def start(
-    port: Optional[int] = None,
-    data_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+    port: int | None = None,
+    data_dir: Union[str, "os.PathLike[str]"] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     heap: str = DEFAULT_HEAP,
     cluster_name: str = "carrag-test",
@@ -338,11 +340,16 @@ def start(
         "-cp",
         classpath(),
         MAIN_CLASS,
-        "--home", str(home),
-        "--http-port", str(port if port is not None else 0),
-        "--cluster-name", cluster_name,
-        "--ready-file", str(ready_file),
-        "--log-level", log_level,
+        "--home",
+        str(home),
+        "--http-port",
+        str(port if port is not None else 0),
+        "--cluster-name",
+        cluster_name,
+        "--ready-file",
+        str(ready_file),
+        "--log-level",
+        log_level,
     ]
     if tie_to_this_process:
         cmd += ["--parent-pid", str(os.getpid())]
@@ -452,28 +459,50 @@ def smoke(url: str) -> list[str]:
     call("GET", "/_cluster/health?wait_for_status=yellow&timeout=30s")
     done.append("cluster health")
     call("DELETE", f"/{idx}", ok=(200, 404))
-    call("PUT", f"/{idx}", {
-        "settings": {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
-        "mappings": {"properties": {
-            "text": {"type": "text", "analyzer": "english"},
-            "title": {"type": "text", "fields": {"raw": {"type": "keyword"}}},
-            "doc_id": {"type": "keyword"},
-            "chunk_index": {"type": "integer"},
-            "created_at": {"type": "date"},
-            "metadata": {"type": "object", "enabled": False},
-            "tags": {"type": "flattened"},
-            "embedding": {"type": "dense_vector", "dims": 384, "index": True, "similarity": "cosine",
-                          "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100}},
-        }},
-    })
+    call(
+        "PUT",
+        f"/{idx}",
+        {
+            "settings": {"number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"},
+            "mappings": {
+                "properties": {
+                    "text": {"type": "text", "analyzer": "english"},
+                    "title": {"type": "text", "fields": {"raw": {"type": "keyword"}}},
+                    "doc_id": {"type": "keyword"},
+                    "chunk_index": {"type": "integer"},
+                    "created_at": {"type": "date"},
+                    "metadata": {"type": "object", "enabled": False},
+                    "tags": {"type": "flattened"},
+                    "embedding": {
+                        "type": "dense_vector",
+                        "dims": 384,
+                        "index": True,
+                        "similarity": "cosine",
+                        "index_options": {"type": "hnsw", "m": 16, "ef_construction": 100},
+                    },
+                }
+            },
+        },
+    )
     done.append("create index (english/text/keyword/integer/date/object/flattened/dense_vector hnsw)")
     texts = ["running shoes for runners", "a search engine", "vector search with embeddings", "lazy dogs"]
     lines = []
     for i, t in enumerate(texts):
         lines.append(json.dumps({"index": {"_index": idx, "_id": f"c{i}"}}))
-        lines.append(json.dumps({"text": t, "title": f"T{i % 2}", "doc_id": f"d{i % 2}", "chunk_index": i,
-                                 "created_at": f"2024-01-0{i + 1}", "metadata": {"x": [1, {"y": 2}]},
-                                 "tags": {"k": "v"}, "embedding": vec(i)}))
+        lines.append(
+            json.dumps(
+                {
+                    "text": t,
+                    "title": f"T{i % 2}",
+                    "doc_id": f"d{i % 2}",
+                    "chunk_index": i,
+                    "created_at": f"2024-01-0{i + 1}",
+                    "metadata": {"x": [1, {"y": 2}]},
+                    "tags": {"k": "v"},
+                    "embedding": vec(i),
+                }
+            )
+        )
     lines.append(json.dumps({"delete": {"_index": idx, "_id": "c3"}}))
     res, _ = call("POST", "/_bulk", "\n".join(lines) + "\n")
     _expect(not res["errors"], res)
@@ -484,13 +513,37 @@ def smoke(url: str) -> list[str]:
     res, _ = call("POST", f"/{idx}/_search", {"query": {"match": {"text": "run"}}})
     _expect([h["_id"] for h in res["hits"]["hits"]] == ["c0"], res)
     done.append("match (english stemming)")
-    res, _ = call("POST", f"/{idx}/_search", {"knn": {"field": "embedding", "query_vector": vec(2), "k": 2,
-                                                        "num_candidates": 10, "filter": {"term": {"doc_id": "d0"}}}})
+    res, _ = call(
+        "POST",
+        f"/{idx}/_search",
+        {
+            "knn": {
+                "field": "embedding",
+                "query_vector": vec(2),
+                "k": 2,
+                "num_candidates": 10,
+                "filter": {"term": {"doc_id": "d0"}},
+            }
+        },
+    )
     _expect(res["hits"]["hits"][0]["_id"] == "c2", res)
     done.append("knn with filter")
-    res, _ = call("POST", f"/{idx}/_search", {"query": {"bool": {"filter": [
-        {"terms": {"doc_id": ["d0", "d1"]}}, {"range": {"chunk_index": {"gte": 1}}},
-        {"range": {"created_at": {"lt": "2024-01-03"}}}, {"term": {"title.raw": "T1"}}]}}})
+    res, _ = call(
+        "POST",
+        f"/{idx}/_search",
+        {
+            "query": {
+                "bool": {
+                    "filter": [
+                        {"terms": {"doc_id": ["d0", "d1"]}},
+                        {"range": {"chunk_index": {"gte": 1}}},
+                        {"range": {"created_at": {"lt": "2024-01-03"}}},
+                        {"term": {"title.raw": "T1"}},
+                    ]
+                }
+            }
+        },
+    )
     _expect([h["_id"] for h in res["hits"]["hits"]] == ["c1"], res)
     done.append("bool terms/range/term filters")
     res, _ = call("POST", f"/{idx}/_mget", {"ids": ["c0", "nope"]})
@@ -509,14 +562,14 @@ def smoke(url: str) -> list[str]:
 # --------------------------------------------------------------------------- CLI
 
 
-def _read_state() -> Optional[dict]:
+def _read_state() -> dict | None:
     try:
         return json.loads(STATE_FILE.read_text())
     except (OSError, ValueError):
         return None
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="node.py", description="Carrag's Elasticsearch test node")
     sub = parser.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build", help="compile the harness and fetch the jars (cached)")
@@ -543,12 +596,20 @@ def main(argv: Optional[list[str]] = None) -> int:
             if state and _pid_alive(state["pid"]):
                 print(f"already running: {state['url']} (pid {state['pid']})")
                 return 1
-            h = start(port=args.port, data_dir=args.data_dir, timeout=args.timeout, heap=args.heap,
-                      tie_to_this_process=False)
+            h = start(
+                port=args.port, data_dir=args.data_dir, timeout=args.timeout, heap=args.heap, tie_to_this_process=False
+            )
             h.process = None  # detach: this CLI exits, the node keeps running
-            state = {"url": h.url, "port": h.port, "pid": h.pid, "version": h.version, "data_dir": str(h.data_dir),
-                     "remove_data_dir": h.remove_data_dir, "log": str(h.log_path),
-                     "startup_seconds": h.startup_seconds}
+            state = {
+                "url": h.url,
+                "port": h.port,
+                "pid": h.pid,
+                "version": h.version,
+                "data_dir": str(h.data_dir),
+                "remove_data_dir": h.remove_data_dir,
+                "log": str(h.log_path),
+                "startup_seconds": h.startup_seconds,
+            }
             STATE_FILE.write_text(json.dumps(state, indent=2) + "\n")
             print(json.dumps(state, indent=2))
             return 0

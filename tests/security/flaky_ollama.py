@@ -74,13 +74,13 @@ class FlakyOllama:
                     return True
                 return False
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 flaky.requests.append(f"GET {self.path}")
                 if self._misbehave():
                     return
                 self._send_recorded_get()
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 payload = self._json_body()
                 flaky.requests.append(f"POST {self.path}")
                 if self._misbehave():

@@ -15,7 +15,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from api.main import create_app
+from carrag.api.main import create_app
 from tests.conftest import close_container, make_settings, open_container
 
 KEY = "k3y-For-Tests_0123456789"
@@ -190,17 +190,22 @@ async def test_cors_allows_configured_origins_only(cors_client: httpx.AsyncClien
     assert refused.status_code == 400
     assert "access-control-allow-origin" not in refused.headers
 
-    lookalike = await cors_client.options("/search", headers={"Origin": "https://app.example.evil.example", **PREFLIGHT})
+    lookalike = await cors_client.options(
+        "/search", headers={"Origin": "https://app.example.evil.example", **PREFLIGHT}
+    )
     assert "access-control-allow-origin" not in lookalike.headers
 
     actual = await cors_client.post(
-        "/search", json={"question": "oil"},
+        "/search",
+        json={"question": "oil"},
         headers={"Origin": "https://admin.example", "Authorization": f"Bearer {KEY}"},
     )
     assert actual.status_code == 200
     assert actual.headers["access-control-allow-origin"] == "https://admin.example"
 
-    unauthorised = await cors_client.post("/search", json={"question": "oil"}, headers={"Origin": "https://app.example"})
+    unauthorised = await cors_client.post(
+        "/search", json={"question": "oil"}, headers={"Origin": "https://app.example"}
+    )
     assert unauthorised.status_code == 401
     assert unauthorised.headers["access-control-allow-origin"] == "https://app.example", "the browser can read the 401"
 

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 import httpx
 import numpy as np
 
-from api.main import create_app
-from services.ids import new_document_id
-from services.models import Chunk, DocumentRecord, SearchFilters
-from services.stores.sqlite import SqliteStore
+from carrag.api.main import create_app
+from carrag.services.ids import new_document_id
+from carrag.services.models import Chunk, DocumentRecord, SearchFilters
+from carrag.services.stores.sqlite import SqliteStore
 from tests.conftest import close_container, make_settings, open_container
 
 TOPICS = ["tire pressure", "oil change", "brake fluid", "coolant level", "wiper blades", "battery terminals"]
@@ -30,8 +30,15 @@ def text_for(i: int) -> bytes:
 
 
 async def test_concurrent_ingests_searches_and_a_second_writer(tmp_path, embedding_backend) -> None:
-    settings = make_settings(tmp_path, max_concurrent_ingests=2, ingest_queue_size=64, max_concurrent_queries=4,
-                             query_queue_timeout=60, rerank_enabled=False, tagger="keywords")
+    settings = make_settings(
+        tmp_path,
+        max_concurrent_ingests=2,
+        ingest_queue_size=64,
+        max_concurrent_queries=4,
+        query_queue_timeout=60,
+        rerank_enabled=False,
+        tagger="keywords",
+    )
     container = await open_container(settings, embedding_backend)
     identity = await container.embedder.embedding_identity()
     other_process = SqliteStore(settings.resolved_sqlite_path)  # its own connections and writer thread
@@ -55,13 +62,21 @@ async def test_concurrent_ingests_searches_and_a_second_writer(tmp_path, embeddi
             return await client.get("/documents", params={"limit": 5})
 
         async def foreign_write(i: int) -> str:
-            chunks = [Chunk(chunk_index=c, text=f"foreign {i} chunk {c} about {TOPICS[c % 6]}", char_start=0, char_end=10)
-                      for c in range(20)]
+            chunks = [
+                Chunk(chunk_index=c, text=f"foreign {i} chunk {c} about {TOPICS[c % 6]}", char_start=0, char_end=10)
+                for c in range(20)
+            ]
             vectors = np.random.default_rng(i).standard_normal((20, identity.dimension)).astype(np.float32)
             vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
             record = DocumentRecord(
-                document_id=new_document_id(), filename=f"foreign-{i}.txt", source_id=f"foreign-{i}.txt",
-                source_type="text", content_hash=str(i), chunk_count=20, tags=[], metadata={},
+                document_id=new_document_id(),
+                filename=f"foreign-{i}.txt",
+                source_id=f"foreign-{i}.txt",
+                source_type="text",
+                content_hash=str(i),
+                chunk_count=20,
+                tags=[],
+                metadata={},
                 created_at=datetime.now(UTC).isoformat(),
             )
             await other_process.write_document(record, chunks, vectors, identity)

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.stores.sqlite import integrity_problems
+from carrag.services.stores.sqlite import integrity_problems
 from tests.server_process import server_process
 
 SETTINGS = {"LLM": "none", "RERANK_ENABLED": "false", "TAGGER": "keywords", "EMBED_BATCH_SIZE": "8"}

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from api.main import create_app
-from services.container import Container
+from carrag.api.main import create_app
+from carrag.services.container import Container
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.fixtures.bad_inputs.make_bad_inputs import CASES, EXTRACTED_LIMIT, UPLOAD_LIMIT, BadInput
 
@@ -92,31 +92,61 @@ GOOD_TEXT = b"The recommended cold tire pressure is 35 psi front and rear."
 MALFORMED_MULTIPART = [
     ("garbage body", MULTIPART, b"this is not multipart at all"),
     ("no boundary parameter", "multipart/form-data", PART_HEAD + GOOD_TEXT + f"\r\n--{BOUNDARY}--\r\n".encode()),
-    ("wrong boundary", "multipart/form-data; boundary=other", PART_HEAD + GOOD_TEXT + f"\r\n--{BOUNDARY}--\r\n".encode()),
+    (
+        "wrong boundary",
+        "multipart/form-data; boundary=other",
+        PART_HEAD + GOOD_TEXT + f"\r\n--{BOUNDARY}--\r\n".encode(),
+    ),
     ("empty body", MULTIPART, b""),
     ("no closing boundary", MULTIPART, PART_HEAD + GOOD_TEXT),
     ("cut inside the part headers", MULTIPART, PART_HEAD[:40]),
-    ("part without headers", MULTIPART, f"--{BOUNDARY}\r\n\r\n".encode() + GOOD_TEXT + f"\r\n--{BOUNDARY}--\r\n".encode()),
-    ("part without a name", MULTIPART,
-     f'--{BOUNDARY}\r\nContent-Disposition: form-data; filename="a.txt"\r\n\r\n'.encode() + GOOD_TEXT
-     + f"\r\n--{BOUNDARY}--\r\n".encode()),
-    ("header line without colon", MULTIPART,
-     f"--{BOUNDARY}\r\nthis header has no colon\r\n\r\n".encode() + GOOD_TEXT + f"\r\n--{BOUNDARY}--\r\n".encode()),
-    ("huge part header", MULTIPART,
-     f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="{"a" * 200_000}.txt"\r\n\r\n'.encode()
-     + GOOD_TEXT + f"\r\n--{BOUNDARY}--\r\n".encode()),
-    ("file field sent as plain text", MULTIPART,
-     f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"\r\n\r\n'.encode() + GOOD_TEXT
-     + f"\r\n--{BOUNDARY}--\r\n".encode()),
-    ("thousands of fields", MULTIPART,
-     b"".join(f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="f{i}"\r\n\r\nx\r\n'.encode() for i in range(5000))
-     + f"--{BOUNDARY}--\r\n".encode()),
+    (
+        "part without headers",
+        MULTIPART,
+        f"--{BOUNDARY}\r\n\r\n".encode() + GOOD_TEXT + f"\r\n--{BOUNDARY}--\r\n".encode(),
+    ),
+    (
+        "part without a name",
+        MULTIPART,
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; filename="a.txt"\r\n\r\n'.encode()
+        + GOOD_TEXT
+        + f"\r\n--{BOUNDARY}--\r\n".encode(),
+    ),
+    (
+        "header line without colon",
+        MULTIPART,
+        f"--{BOUNDARY}\r\nthis header has no colon\r\n\r\n".encode() + GOOD_TEXT + f"\r\n--{BOUNDARY}--\r\n".encode(),
+    ),
+    (
+        "huge part header",
+        MULTIPART,
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="{"a" * 200_000}.txt"\r\n\r\n'.encode()
+        + GOOD_TEXT
+        + f"\r\n--{BOUNDARY}--\r\n".encode(),
+    ),
+    (
+        "file field sent as plain text",
+        MULTIPART,
+        f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"\r\n\r\n'.encode()
+        + GOOD_TEXT
+        + f"\r\n--{BOUNDARY}--\r\n".encode(),
+    ),
+    (
+        "thousands of fields",
+        MULTIPART,
+        b"".join(
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="f{i}"\r\n\r\nx\r\n'.encode() for i in range(5000)
+        )
+        + f"--{BOUNDARY}--\r\n".encode(),
+    ),
     ("JSON instead of a form", "application/json", b'{"file": "notes.txt"}'),
     ("no content type", "", GOOD_TEXT),
 ]
 
 
-@pytest.mark.parametrize(("content_type", "raw"), [c[1:] for c in MALFORMED_MULTIPART], ids=[c[0] for c in MALFORMED_MULTIPART])
+@pytest.mark.parametrize(
+    ("content_type", "raw"), [c[1:] for c in MALFORMED_MULTIPART], ids=[c[0] for c in MALFORMED_MULTIPART]
+)
 async def test_malformed_multipart_is_a_clear_4xx(
     client: httpx.AsyncClient, container: Container, content_type: str, raw: bytes
 ) -> None:

@@ -21,9 +21,9 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.python import asgi as schemathesis_asgi
 
-import api.main
-from services.container import build_container
-from services.fetchers.http import HttpFetcher
+import carrag.api.main
+from carrag.services.container import build_container
+from carrag.services.fetchers.http import HttpFetcher
 from tests.conftest import make_settings
 
 EXAMPLES_PER_OPERATION = 30
@@ -34,19 +34,23 @@ async def answer_everything_offline(host: str, port: int) -> list[str]:
 
 
 def offline_page(request: httpx.Request) -> httpx.Response:
-    return httpx.Response(200, text=f"A fuzzed page at {request.url.path}: the tire pressure is 35 psi.",
-                          headers={"Content-Type": "text/plain"})
+    return httpx.Response(
+        200,
+        text=f"A fuzzed page at {request.url.path}: the tire pressure is 35 psi.",
+        headers={"Content-Type": "text/plain"},
+    )
 
 
 @pytest.fixture(scope="module")
 def fuzzed_app(tmp_path_factory) -> Iterator[object]:
     settings_ = make_settings(tmp_path_factory.mktemp("fuzz"), llm="none", tagger="keywords", log_level="WARNING")
-    fetcher = HttpFetcher(resolver=answer_everything_offline, transport=httpx.MockTransport(offline_page),
-                          per_host_delay=0)
+    fetcher = HttpFetcher(
+        resolver=answer_everything_offline, transport=httpx.MockTransport(offline_page), per_host_delay=0
+    )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(api.main, "build_container", functools.partial(build_container, fetcher=fetcher))
-        patch.setattr(api.main, "configure_logging", lambda *args, **kwargs: None)
-        app = api.main.create_app(settings_)
+        patch.setattr(carrag.api.main, "build_container", functools.partial(build_container, fetcher=fetcher))
+        patch.setattr(carrag.api.main, "configure_logging", lambda *args, **kwargs: None)
+        app = carrag.api.main.create_app(settings_)
         yield app
         schemathesis_asgi.shutdown_lifespans()  # runs the app's shutdown (closes the container)
 

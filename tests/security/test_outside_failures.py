@@ -11,11 +11,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from api.main import create_app
-from services.container import Container
-from services.errors import DependencyUnavailable
-from services.models import ComponentHealth
-from services.stores.sqlite import SqliteStore
+from carrag.api.main import create_app
+from carrag.services.container import Container
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.models import ComponentHealth
+from carrag.services.stores.sqlite import SqliteStore
 from tests.conftest import close_container, make_settings, open_container
 from tests.security.flaky_ollama import MODEL, FlakyOllama
 
@@ -37,7 +37,9 @@ async def serve(container: Container) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://carrag.test", timeout=60)
 
 
-async def shut(container: Container, client: httpx.AsyncClient, *, own_embedder: bool = False, own_llm: bool = False) -> None:
+async def shut(
+    container: Container, client: httpx.AsyncClient, *, own_embedder: bool = False, own_llm: bool = False
+) -> None:
     """Close what this test built (the session-wide local embedder stays open)."""
     await client.aclose()
     if own_embedder:
@@ -59,8 +61,14 @@ async def timed_post(client: httpx.AsyncClient, path: str, **kwargs) -> tuple[ht
 
 async def test_embedder_down_hanging_failing_then_back(tmp_path, ollama: FlakyOllama) -> None:
     settings = make_settings(
-        tmp_path, embedder="ollama", ollama_base_url=ollama.url, ollama_embed_model=MODEL,
-        ollama_timeout=OUTSIDE_TIMEOUT, embed_timeout=3.0, embed_retries=1, tagger="keywords",
+        tmp_path,
+        embedder="ollama",
+        ollama_base_url=ollama.url,
+        ollama_embed_model=MODEL,
+        ollama_timeout=OUTSIDE_TIMEOUT,
+        embed_timeout=3.0,
+        embed_retries=1,
+        tagger="keywords",
     )
     container = await open_container(settings, None)
     client = await serve(container)
@@ -115,8 +123,14 @@ async def test_embedder_down_hanging_failing_then_back(tmp_path, ollama: FlakyOl
 
 async def test_llm_down_hanging_failing_then_back(tmp_path, ollama: FlakyOllama, embedding_backend) -> None:
     settings = make_settings(
-        tmp_path, llm="ollama", ollama_base_url=ollama.url, ollama_llm_model=MODEL,
-        ollama_timeout=OUTSIDE_TIMEOUT, tagger="auto", tagging_timeout=OUTSIDE_TIMEOUT, llm_timeout=5.0,
+        tmp_path,
+        llm="ollama",
+        ollama_base_url=ollama.url,
+        ollama_llm_model=MODEL,
+        ollama_timeout=OUTSIDE_TIMEOUT,
+        tagger="auto",
+        tagging_timeout=OUTSIDE_TIMEOUT,
+        llm_timeout=5.0,
     )
     container = await open_container(settings, embedding_backend, llm=None)
     client = await serve(container)
@@ -241,8 +255,14 @@ async def test_a_slow_llm_gets_a_short_queue_and_clean_429s(tmp_path, ollama: Fl
     """One generation at a time and one waiting (MAX_CONCURRENT_GENERATIONS, GENERATION_QUEUE_SIZE):
     further questions are refused at once with 429 instead of waiting until LLM_TIMEOUT."""
     settings = make_settings(
-        tmp_path, llm="ollama", ollama_base_url=ollama.url, ollama_llm_model=MODEL, ollama_timeout=OUTSIDE_TIMEOUT,
-        tagger="keywords", max_concurrent_generations=1, generation_queue_size=1,
+        tmp_path,
+        llm="ollama",
+        ollama_base_url=ollama.url,
+        ollama_llm_model=MODEL,
+        ollama_timeout=OUTSIDE_TIMEOUT,
+        tagger="keywords",
+        max_concurrent_generations=1,
+        generation_queue_size=1,
     )
     container = await open_container(settings, embedding_backend, llm=None)
     client = await serve(container)

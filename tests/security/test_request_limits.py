@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from api.main import create_app
+from carrag.api.main import create_app
 from tests.conftest import close_container, make_settings, open_container
 
 QUESTION_ROUTES = ["/search", "/query", "/query/stream"]
@@ -17,13 +17,17 @@ async def limited_client(tmp_path_factory, embedding_backend):
     container = await open_container(settings, embedding_backend)
     app = create_app(container=container)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://carrag.test") as client:
-        await client.post("/ingest/file", files={"file": ("tyres.txt", b"The cold tire pressure is 35 psi front and rear.")})
+        await client.post(
+            "/ingest/file", files={"file": ("tyres.txt", b"The cold tire pressure is 35 psi front and rear.")}
+        )
         yield client
     await close_container(container)
 
 
 @pytest.mark.parametrize("route", QUESTION_ROUTES)
-async def test_question_over_max_question_chars_is_400_naming_the_setting(limited_client: httpx.AsyncClient, route: str) -> None:
+async def test_question_over_max_question_chars_is_400_naming_the_setting(
+    limited_client: httpx.AsyncClient, route: str
+) -> None:
     response = await limited_client.post(route, json={"question": "pressure " * 30})
     assert response.status_code == 400, response.text
     assert "MAX_QUESTION_CHARS" in response.json()["detail"]

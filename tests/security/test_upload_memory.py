@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from services.evaluation.bench import PeakRss
+from carrag.bench.bench import PeakRss
 from tests.server_process import ServerProcess, server_process
 
 UPLOAD_LIMIT = 5 * 1024 * 1024
@@ -30,8 +30,10 @@ def test_chunked_upload_of_hundreds_of_megabytes_is_cut_off_with_413(server: Ser
 
     def body() -> Iterator[bytes]:
         nonlocal pushed
-        yield (f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="huge.txt"\r\n'
-               "Content-Type: text/plain\r\n\r\n").encode()
+        yield (
+            f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="huge.txt"\r\n'
+            "Content-Type: text/plain\r\n\r\n"
+        ).encode()
         block = b"lorem ipsum dolor sit amet " * 2427  # ~64 KiB
         while pushed < ATTEMPTED:
             pushed += len(block)
@@ -42,7 +44,9 @@ def test_chunked_upload_of_hundreds_of_megabytes_is_cut_off_with_413(server: Ser
         started = time.monotonic()
         try:
             response = httpx.post(
-                f"{server.url}/ingest/file", content=body(), timeout=60,
+                f"{server.url}/ingest/file",
+                content=body(),
+                timeout=60,
                 headers={"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"},
             )
             status = response.status_code
@@ -52,8 +56,10 @@ def test_chunked_upload_of_hundreds_of_megabytes_is_cut_off_with_413(server: Ser
             # some clients report the broken pipe instead of the answer. The server must still be fine.
             status, detail = None, ""
         took = time.monotonic() - started
-    print(f"chunked upload: status {status}, client pushed {pushed / 2**20:.1f} MiB of {ATTEMPTED / 2**20:.0f} MiB, "
-          f"server RSS {rss.baseline_bytes / 2**20:.0f} MiB -> peak {rss.peak_mb:.0f} MiB, {took:.2f}s")
+    print(
+        f"chunked upload: status {status}, client pushed {pushed / 2**20:.1f} MiB of {ATTEMPTED / 2**20:.0f} MiB, "
+        f"server RSS {rss.baseline_bytes / 2**20:.0f} MiB -> peak {rss.peak_mb:.0f} MiB, {took:.2f}s"
+    )
     assert status in (413, None), (status, detail)
     if status == 413:
         assert "larger than" in detail

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from api.main import create_app
-from services.container import Container
-from services.fetchers.address_policy import system_resolver
-from services.fetchers.http import HttpFetcher
+from carrag.api.main import create_app
+from carrag.services.container import Container
+from carrag.services.fetchers.address_policy import system_resolver
+from carrag.services.fetchers.http import HttpFetcher
 from tests.conftest import close_container, make_settings, open_container
 from tests.services.fetchers.fakes import FakeResolver
 from tests.services.fetchers.loopback_site import LoopbackSite
@@ -28,7 +28,9 @@ def site() -> Iterator[LoopbackSite]:
 async def ssrf_client(tmp_path, embedding_backend) -> AsyncIterator[tuple[httpx.AsyncClient, Container]]:
     settings = make_settings(tmp_path, fetch_timeout=1.0, fetch_max_bytes=100_000)
     fetcher = HttpFetcher(
-        timeout=settings.fetch_timeout, max_bytes=settings.fetch_max_bytes, per_host_delay=0,
+        timeout=settings.fetch_timeout,
+        max_bytes=settings.fetch_max_bytes,
+        per_host_delay=0,
         allowed_hosts=["public.example"],
         resolver=FakeResolver({"public.example": ["127.0.0.1"], "internal.example": ["10.0.0.8"]}, system_resolver),
     )
@@ -88,7 +90,9 @@ async def test_allow_listed_page_is_ingested(ssrf_client, site: LoopbackSite) ->
         ("/error", 502, "HTTP 500"),
     ],
 )
-async def test_hostile_sites_get_clear_errors(ssrf_client, site: LoopbackSite, path: str, status: int, message: str) -> None:
+async def test_hostile_sites_get_clear_errors(
+    ssrf_client, site: LoopbackSite, path: str, status: int, message: str
+) -> None:
     client, container = ssrf_client
     url = site.url(path.format(port=site.port), host="public.example")
     response = await client.post("/ingest/url", json={"url": url})

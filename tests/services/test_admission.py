@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from services.admission import AdmissionGate
-from services.errors import Overloaded
+from carrag.services.admission import AdmissionGate
+from carrag.services.errors import Overloaded
 
 
 async def test_running_then_queued_then_refused_at_once() -> None:

@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from services import agent_tools
-from services.container import Container
-from services.errors import InvalidInput
-from services.ingestion import IngestOptions
-from services.rerankers.flashrank import FlashrankReranker
-from services.retrieval.search import EMPTY_INDEX_MESSAGE, NO_MATCH_MESSAGE
+from carrag.services import agent_tools
+from carrag.services.container import Container
+from carrag.services.errors import InvalidInput
+from carrag.services.ingestion import IngestOptions
+from carrag.services.rerankers.flashrank import FlashrankReranker
+from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, NO_MATCH_MESSAGE
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.tiny_cross_encoder import MODEL_NAME, make_model_folder
 
@@ -30,7 +30,9 @@ def blocks(text: str) -> list[tuple[re.Match, str]]:
 
 async def ingest_corpus(container: Container) -> None:
     for name in ("brakes.txt", "oil_service.txt", "tire_pressure.txt"):
-        await container.ingestion.ingest_file((FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestOptions())
+        await container.ingestion.ingest_file(
+            (FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestOptions()
+        )
     pdf = (FIXTURES / "2019_Ford_F150_Owners_Manual.pdf").read_bytes()
     await container.ingestion.ingest_file(pdf, "f150.pdf", IngestOptions())
 
@@ -74,8 +76,11 @@ async def test_source_filter_takes_an_exact_id_or_a_glob(container: Container) -
     assert {header["source"] for header, _ in exact} == {"manuals/brakes.txt"}
 
     globbed = blocks(await agent_tools.search_documents(container.search, "oil", top_k=10, source="manuals/*"))
-    assert {header["source"] for header, _ in globbed} <= {"manuals/brakes.txt", "manuals/oil_service.txt",
-                                                            "manuals/tire_pressure.txt"}
+    assert {header["source"] for header, _ in globbed} <= {
+        "manuals/brakes.txt",
+        "manuals/oil_service.txt",
+        "manuals/tire_pressure.txt",
+    }
     assert "f150.pdf" not in {header["source"] for header, _ in globbed}
 
     nothing = await agent_tools.search_documents(container.search, "oil", source="*.docx")
@@ -89,13 +94,15 @@ async def test_an_empty_index_says_how_to_ingest(container: Container) -> None:
 
 async def test_list_sources(container: Container) -> None:
     await ingest_corpus(container)
-    assert await agent_tools.list_sources(container.store) == "\n".join([
-        "4 ingested sources (source id, type):",
-        "- f150.pdf (pdf)",
-        "- manuals/brakes.txt (text)",
-        "- manuals/oil_service.txt (text)",
-        "- manuals/tire_pressure.txt (text)",
-    ])
+    assert await agent_tools.list_sources(container.store) == "\n".join(
+        [
+            "4 ingested sources (source id, type):",
+            "- f150.pdf (pdf)",
+            "- manuals/brakes.txt (text)",
+            "- manuals/oil_service.txt (text)",
+            "- manuals/tire_pressure.txt (text)",
+        ]
+    )
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,10 @@ import sqlite3
 import numpy as np
 import pytest
 
-from services.container import Container
-from services.errors import DependencyUnavailable, EmbeddingModelMismatch
-from services.ingestion import IngestOptions
-from services.models import EmbeddingIdentity, SearchFilters
+from carrag.services.container import Container
+from carrag.services.errors import DependencyUnavailable, EmbeddingModelMismatch
+from carrag.services.ingestion import IngestOptions
+from carrag.services.models import EmbeddingIdentity, SearchFilters
 from tests.conftest import close_container, open_container
 
 TEXT = "The snapshot retention period is thirty days. Snapshots are taken nightly. " * 20

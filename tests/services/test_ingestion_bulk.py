@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from services.errors import InvalidInput
-from services.ingestion import BulkDocument, IngestOptions, IngestResult, embedding_input
-from services.models import Chunk, ParsedDocument
+from carrag.services.errors import InvalidInput
+from carrag.services.ingestion import BulkDocument, IngestOptions, IngestResult, embedding_input
+from carrag.services.models import Chunk, ParsedDocument
 from tests.conftest import close_container, make_settings, open_container
 
 SENTENCE = "The coolant must be replaced every two years with the fluid named in the manual. "
@@ -19,13 +19,17 @@ def test_embedding_input_leads_with_title_and_section() -> None:
     assert embedding_input(Chunk(0, "plain", 0, 5), untitled) == "plain"
 
 
-async def test_ingest_many_writes_each_document_and_reports_failures_in_order(tmp_path: Path, embedding_backend) -> None:
-    container = await open_container(make_settings(tmp_path, tagger="off", chunk_size=200, chunk_overlap=20),
-                                     embedding_backend)
+async def test_ingest_many_writes_each_document_and_reports_failures_in_order(
+    tmp_path: Path, embedding_backend
+) -> None:
+    container = await open_container(
+        make_settings(tmp_path, tagger="off", chunk_size=200, chunk_overlap=20), embedding_backend
+    )
     try:
         documents = [
-            BulkDocument(f"doc-{n}.txt", IngestOptions(title=f"Record {n}", external_id=f"r{n}"),
-                         text=SENTENCE * (1 + n % 3))
+            BulkDocument(
+                f"doc-{n}.txt", IngestOptions(title=f"Record {n}", external_id=f"r{n}"), text=SENTENCE * (1 + n % 3)
+            )
             for n in range(20)
         ]
         documents.insert(5, BulkDocument("empty.txt", text="   "))

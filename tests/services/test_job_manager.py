@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from services.container import Container
-from services.errors import Conflict, DependencyUnavailable, NotFound, Overloaded
-from services.ingestion import IngestOptions
-from services.jobs import JobManager
+from carrag.services.container import Container
+from carrag.services.errors import Conflict, DependencyUnavailable, NotFound, Overloaded
+from carrag.services.ingestion import IngestOptions
+from carrag.services.jobs import JobManager
 from tests.conftest import close_container, make_settings, open_container
 from tests.job_helpers import long_document, wait_for
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from services.models import ChatMessage
-from services.prompt import PromptSource, build_messages, format_context
+from carrag.services.models import ChatMessage
+from carrag.services.prompt import PromptSource, build_messages, format_context
 
 
 def test_seed_prompt_layout() -> None:

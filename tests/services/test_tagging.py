@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.llms.base import complete  # noqa: F401  (LLMTagger uses it)
-from services.tagging import KeywordTagger, LLMTagger, auto_tags, clean_tags, merge_tags
+from carrag.services.llms.base import complete  # noqa: F401  (LLMTagger uses it)
+from carrag.services.tagging import KeywordTagger, LLMTagger, auto_tags, clean_tags, merge_tags
 from tests.ollama_replay import OllamaReplay
 
 
@@ -15,10 +15,16 @@ def test_clean_and_merge() -> None:
 @pytest.mark.parametrize(
     ("filename", "text", "expected_prefix"),
     [
-        ("2019_Ford_F150_Owners_Manual.pdf", "This owner's manual covers the Ford F-150. The F-150 is a truck.",
-         ["ford", "f-150", "2019", "owners manual"]),
-        ("camry.pdf", "Toyota Camry service manual. The Toyota Camry 2021 model. Toyota Camry hybrid.",
-         ["toyota", "camry", "2021", "service manual"]),
+        (
+            "2019_Ford_F150_Owners_Manual.pdf",
+            "This owner's manual covers the Ford F-150. The F-150 is a truck.",
+            ["ford", "f-150", "2019", "owners manual"],
+        ),
+        (
+            "camry.pdf",
+            "Toyota Camry service manual. The Toyota Camry 2021 model. Toyota Camry hybrid.",
+            ["toyota", "camry", "2021", "service manual"],
+        ),
     ],
 )
 def test_keyword_tagger_finds_make_model_year(filename: str, text: str, expected_prefix: list[str]) -> None:
@@ -28,15 +34,17 @@ def test_keyword_tagger_finds_make_model_year(filename: str, text: str, expected
 
 
 def test_keyword_tagger_on_non_vehicle_text() -> None:
-    text = ("Abstract. Diffusion tensor imaging of cerebral white matter in newborns shows anisotropy. "
-            "White matter development is measured with diffusion imaging. References follow.")
+    text = (
+        "Abstract. Diffusion tensor imaging of cerebral white matter in newborns shows anisotropy. "
+        "White matter development is measured with diffusion imaging. References follow."
+    )
     tags = KeywordTagger().tags_sync(text, "paper.txt")
     assert "research paper" in tags and "diffusion" in tags
     assert not any(t.isdigit() for t in tags)
 
 
 async def test_llm_tagger_parses_reply_from_ollama() -> None:
-    from services.llms.ollama import OllamaLLM
+    from carrag.services.llms.ollama import OllamaLLM
 
     with OllamaReplay() as replay:
         llm = OllamaLLM(replay.url, "smollm2")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from services.models import Chunk, PageSpan
+from carrag.services.models import Chunk, PageSpan
 
 
 def assert_chunk_invariants(text: str, chunks: Sequence[Chunk], max_size: int) -> None:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from services.chunking.fixed import chunk_fixed, fixed_windows
+from carrag.services.chunking.fixed import chunk_fixed, fixed_windows
 from tests.services.chunking.chunk_checks import assert_chunk_invariants
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz" * 4  # 104 characters, no whitespace

@@ -3,7 +3,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.chunking.markdown import chunk_markdown, find_headers, section_spans
+from carrag.services.chunking.markdown import chunk_markdown, find_headers, section_spans
 from tests.services.chunking.chunk_checks import assert_chunk_invariants
 
 HANDBOOK = """Welcome text before any header.
@@ -32,7 +32,10 @@ Start it.
 
 def test_header_paths_and_fences() -> None:
     assert [(h.level, h.title) for h in find_headers(HANDBOOK)] == [
-        (1, "Install"), (2, "Linux"), (2, "Windows"), (1, "Usage"),
+        (1, "Install"),
+        (2, "Linux"),
+        (2, "Windows"),
+        (1, "Usage"),
     ]
     chunks = chunk_markdown(HANDBOOK, 500, 50)
     assert_chunk_invariants(HANDBOOK, chunks, 500)
@@ -62,7 +65,12 @@ def test_pieces_holding_only_parent_headers_keep_the_parent_path() -> None:
     assert (chunks[0].text, chunks[0].section) == ("# Install\n\n## Linux", "Install > Linux")
     assert {c.section for c in chunks} == {"Install > Linux"}
     tiny = chunk_markdown("# A\n\n## B\n\n### C\n\nbody", 8, 0)
-    assert [(c.text, c.section) for c in tiny] == [("# A", "A"), ("## B", "A > B"), ("### C", "A > B > C"), ("body", "A > B > C")]
+    assert [(c.text, c.section) for c in tiny] == [
+        ("# A", "A"),
+        ("## B", "A > B"),
+        ("### C", "A > B > C"),
+        ("body", "A > B > C"),
+    ]
 
 
 def test_long_section_is_split_and_every_piece_keeps_the_path() -> None:

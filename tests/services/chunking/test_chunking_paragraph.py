@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from services.chunking.paragraph import chunk_paragraph, paragraph_spans
+from carrag.services.chunking.paragraph import chunk_paragraph, paragraph_spans
 from tests.services.chunking.chunk_checks import assert_chunk_invariants
 
 

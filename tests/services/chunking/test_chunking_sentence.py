@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from services.chunking.sentence import chunk_sentence, sentence_spans
+from carrag.services.chunking.sentence import chunk_sentence, sentence_spans
 from tests.services.chunking.chunk_checks import assert_chunk_invariants
 
 SENTENCES = [
@@ -14,7 +14,10 @@ SENTENCES = [
 def test_splits_after_terminal_punctuation_followed_by_whitespace() -> None:
     text = "Version 2.5 is out! Is it stable? Yes.It is.\nNew line here"
     assert [text[s:e] for s, e in sentence_spans(text)] == [
-        "Version 2.5 is out!", "Is it stable?", "Yes.It is.", "New line here",
+        "Version 2.5 is out!",
+        "Is it stable?",
+        "Yes.It is.",
+        "New line here",
     ]
 
 

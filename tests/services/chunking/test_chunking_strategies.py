@@ -6,14 +6,34 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.chunking import STRATEGIES, chunk_document
-from services.errors import InvalidInput
-from services.models import PageSpan, ParsedDocument
+from carrag.services.chunking import STRATEGIES, chunk_document
+from carrag.services.errors import InvalidInput
+from carrag.services.models import PageSpan, ParsedDocument
 from tests.services.chunking.chunk_checks import assert_chunk_invariants, assert_pages_follow_offsets
 
 PIECES = [
-    "abc", "x", " ", ".", "!", "?", "\n", "\t", "\n\n", "\n \n", ". ", "? ", "é", "🙂", "word ",
-    "# ", "## Head\n", "```\n", "~~~\n", "#", "Sentence one. ", "\r\n",
+    "abc",
+    "x",
+    " ",
+    ".",
+    "!",
+    "?",
+    "\n",
+    "\t",
+    "\n\n",
+    "\n \n",
+    ". ",
+    "? ",
+    "é",
+    "🙂",
+    "word ",
+    "# ",
+    "## Head\n",
+    "```\n",
+    "~~~\n",
+    "#",
+    "Sentence one. ",
+    "\r\n",
 ]
 texts = st.lists(st.sampled_from(PIECES), max_size=600).map("".join)
 
@@ -21,7 +41,9 @@ texts = st.lists(st.sampled_from(PIECES), max_size=600).map("".join)
 def paged(text: str, cuts: list[int]) -> list[PageSpan]:
     """Pages that tile the text at the given cut points (the PDF parser's spans never overlap)."""
     bounds = sorted({0, len(text), *(min(cut, len(text)) for cut in cuts)})
-    return [PageSpan(page=index + 1, start=start, end=end) for index, (start, end) in enumerate(zip(bounds, bounds[1:]))]
+    return [
+        PageSpan(page=index + 1, start=start, end=end) for index, (start, end) in enumerate(zip(bounds, bounds[1:]))
+    ]
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -51,7 +73,7 @@ def test_invariants_hold_for_any_text(
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_real_pdf_pages(strategy: str, manual_pdf: bytes) -> None:
-    from services.parsers.pdf import parse_pdf
+    from carrag.services.parsers.pdf import parse_pdf
 
     parsed = parse_pdf(manual_pdf, "manual.pdf")
     chunks = chunk_document(parsed, strategy, 200, 40, 50)
@@ -71,8 +93,8 @@ def test_unknown_strategy_and_bad_overlap_are_invalid_input() -> None:
 def test_api_and_settings_offer_exactly_these_strategies() -> None:
     from typing import get_args
 
-    from api.schemas.ingest import ChunkingStrategy
-    from services.settings import Settings
+    from carrag.api.schemas.ingest import ChunkingStrategy
+    from carrag.services.settings import Settings
 
     assert set(get_args(ChunkingStrategy)) == set(STRATEGIES)
     assert set(get_args(Settings.model_fields["chunking_strategy"].annotation)) == set(STRATEGIES)

@@ -3,8 +3,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.chunking.recursive import chunk_recursive
-from services.models import PageSpan
+from carrag.services.chunking.recursive import chunk_recursive
+from carrag.services.models import PageSpan
 
 PROSE = (
     "Check the engine oil level every time you refuel. Use SAE 5W-30 oil.\n\n"
@@ -78,9 +78,9 @@ def test_pages_follow_offsets() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    text=st.lists(st.sampled_from(["abc", "x", " ", ".", "\n", "\t", "\n\n", ". ", "é", "🙂", "word "]), max_size=800).map(
-        "".join
-    ),
+    text=st.lists(
+        st.sampled_from(["abc", "x", " ", ".", "\n", "\t", "\n\n", ". ", "é", "🙂", "word "]), max_size=800
+    ).map("".join),
     size=st.integers(min_value=20, max_value=600),
     overlap_ratio=st.floats(min_value=0, max_value=0.9),
 )
@@ -95,7 +95,7 @@ def test_invariants_hold_for_any_text(text: str, size: int, overlap_ratio: float
 
 
 def test_real_pdf_text(manual_pdf: bytes) -> None:
-    from services.parsers.pdf import parse_pdf
+    from carrag.services.parsers.pdf import parse_pdf
 
     parsed = parse_pdf(manual_pdf, "manual.pdf")
     chunks = chunk_recursive(parsed.text, 200, 50, parsed.page_spans)

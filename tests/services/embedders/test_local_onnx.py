@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.embedders.local_onnx import DIMENSION, LocalOnnxEmbedder
+from carrag.services.embedders.local_onnx import DIMENSION, LocalOnnxEmbedder
 
 
 async def test_vectors_are_normalised_and_ordered(embedding_backend: LocalOnnxEmbedder) -> None:
@@ -16,8 +16,11 @@ async def test_vectors_are_normalised_and_ordered(embedding_backend: LocalOnnxEm
 
 async def test_semantic_similarity(embedding_backend: LocalOnnxEmbedder) -> None:
     query, related, unrelated = await embedding_backend.embed(
-        ["Which oil filter fits my truck?", "Replace the engine oil filter with the FL-500S.",
-         "The recipe needs two cups of flour and an egg."],
+        [
+            "Which oil filter fits my truck?",
+            "Replace the engine oil filter with the FL-500S.",
+            "The recipe needs two cups of flour and an egg.",
+        ],
         "query",
     )
     assert float(query @ related) > float(query @ unrelated) + 0.2

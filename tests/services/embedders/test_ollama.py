@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from services.embedders.ollama import OllamaEmbedder
-from services.embedders.service import EmbeddingService
-from services.errors import DependencyUnavailable
+from carrag.services.embedders.ollama import OllamaEmbedder
+from carrag.services.embedders.service import EmbeddingService
+from carrag.services.errors import DependencyUnavailable
 from tests.ollama_replay import MISSING_MODEL, RECORDINGS, OllamaReplay
 
 

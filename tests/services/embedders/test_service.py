@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from services.embedders.service import EmbeddingCache, EmbeddingService
+from carrag.services.embedders.service import EmbeddingCache, EmbeddingService
 
 
 class RecordingBackend:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from services.fetchers.address_policy import Resolver
+from carrag.services.fetchers.address_policy import Resolver
 
 
 class NoConnections(httpx.AsyncBaseTransport):

@@ -49,8 +49,13 @@ class LoopbackSite:
             def log_message(self, *args: object) -> None:
                 pass
 
-            def _send(self, status: int, body: bytes, content_type: str | None = "text/html; charset=utf-8",
-                      extra: dict[str, str] | None = None) -> None:
+            def _send(
+                self,
+                status: int,
+                body: bytes,
+                content_type: str | None = "text/html; charset=utf-8",
+                extra: dict[str, str] | None = None,
+            ) -> None:
                 self.send_response(status)
                 if content_type is not None:
                     self.send_header("Content-Type", content_type)
@@ -60,7 +65,7 @@ class LoopbackSite:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 query = {k: v[0] for k, v in parse_qs(parts.query).items()}
                 site.requests.append((parts.path, self.headers.get("Host")))

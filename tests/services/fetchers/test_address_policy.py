@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from services.fetchers.address_policy import AddressPolicy, embedded_ipv4, refusal_reason
+from carrag.services.fetchers.address_policy import AddressPolicy, embedded_ipv4, refusal_reason
 
 REFUSED = [
     ("127.0.0.1", "loopback"),

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.errors import FetchFailed, FetchRefused, PayloadTooLarge
-from services.fetchers.address_policy import system_resolver
-from services.fetchers.http import HttpFetcher
+from carrag.services.errors import FetchFailed, FetchRefused, PayloadTooLarge
+from carrag.services.fetchers.address_policy import system_resolver
+from carrag.services.fetchers.http import HttpFetcher
 from tests.services.fetchers.fakes import FakeResolver, NoConnections, RecordingTransport
 from tests.services.fetchers.loopback_site import LoopbackSite
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from services.errors import DependencyUnavailable
-from services.llms.base import complete
-from services.llms.ollama import OllamaLLM
-from services.models import ChatMessage
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.llms.base import complete
+from carrag.services.llms.ollama import OllamaLLM
+from carrag.services.models import ChatMessage
 from tests.ollama_replay import MISSING_MODEL, RECORDINGS, OllamaReplay
 
 MESSAGES = [ChatMessage("system", "Answer briefly."), ChatMessage("user", "How long are snapshots kept?")]

@@ -10,11 +10,11 @@ import time
 import httpx
 import pytest
 
-from services.errors import DependencyUnavailable
-from services.llms.base import complete
-from services.llms.llama_cpp import default_model_path
-from services.llms.openai_compatible import OpenAICompatibleLLM
-from services.models import ChatMessage
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.llms.base import complete
+from carrag.services.llms.llama_cpp import default_model_path
+from carrag.services.llms.openai_compatible import OpenAICompatibleLLM
+from carrag.services.models import ChatMessage
 from tests.live_server import free_port
 
 
@@ -22,9 +22,23 @@ from tests.live_server import free_port
 def openai_server():
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--model_alias", "smollm2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(default_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "2048",
+            "--model_alias",
+            "smollm2",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 60

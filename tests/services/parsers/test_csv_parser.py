@@ -5,8 +5,8 @@ import io
 
 import pytest
 
-from services.errors import InvalidInput
-from services.parsers import parse_file
+from carrag.services.errors import InvalidInput
+from carrag.services.parsers import parse_file
 from tests.services.parsers.formats import fixture_bytes
 
 

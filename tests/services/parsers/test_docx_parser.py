@@ -5,9 +5,9 @@ import zipfile
 
 import pytest
 
-from services.errors import InvalidInput
-from services.parsers import parse_file
-from services.parsers.archive import check_office_archive
+from carrag.services.errors import InvalidInput
+from carrag.services.parsers import parse_file
+from carrag.services.parsers.archive import check_office_archive
 from tests.services.parsers.formats import REAL, fixture_bytes
 
 

@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from services.errors import InvalidInput
-from services.parsers import parse_file
+from carrag.services.errors import InvalidInput
+from carrag.services.parsers import parse_file
 from tests.services.parsers.formats import REAL, fixture_bytes
 
 

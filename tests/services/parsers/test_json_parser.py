@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from services.errors import InvalidInput
-from services.parsers import parse_file
-from services.parsers.json_document import MAX_JSON_DEPTH
+from carrag.services.errors import InvalidInput
+from carrag.services.parsers import parse_file
+from carrag.services.parsers.json_document import MAX_JSON_DEPTH
 from tests.services.parsers.formats import fixture_bytes
 
 

@@ -6,12 +6,23 @@ import sys
 
 import pytest
 
-from services.errors import MissingDependency, UnsupportedFormat
-from services.parsers import SUPPORTED_EXTENSIONS, parse_file
+from carrag.services.errors import MissingDependency, UnsupportedFormat
+from carrag.services.parsers import SUPPORTED_EXTENSIONS, parse_file
 from tests.services.parsers.formats import REAL, fixture_bytes
 
 EXPECTED = {
-    ".csv", ".docx", ".htm", ".html", ".json", ".markdown", ".md", ".pdf", ".rst", ".text", ".txt", ".xlsx",
+    ".csv",
+    ".docx",
+    ".htm",
+    ".html",
+    ".json",
+    ".markdown",
+    ".md",
+    ".pdf",
+    ".rst",
+    ".text",
+    ".txt",
+    ".xlsx",
 }
 
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.errors import InvalidInput, NoExtractableText
-from services.parsers import parse_file
-from services.parsers.pdf import parse_pdf
+from carrag.services.errors import InvalidInput, NoExtractableText
+from carrag.services.parsers import parse_file
+from carrag.services.parsers.pdf import parse_pdf
 from tests.conftest import FIXTURES
 
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.chunking import chunk_document
-from services.errors import InvalidInput
-from services.parsers import parse_file
+from carrag.services.chunking import chunk_document
+from carrag.services.errors import InvalidInput
+from carrag.services.parsers import parse_file
 from tests.conftest import FIXTURES
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.errors import EmptyDocument, InvalidInput, UnsupportedFormat
-from services.parsers import parse_file
+from carrag.services.errors import EmptyDocument, InvalidInput, UnsupportedFormat
+from carrag.services.parsers import parse_file
 
 
 def test_utf8_with_line_count() -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import trafilatura
 
-from services.parsers.web import extract_main_text, fallback_text, parse_web_page
+from carrag.services.parsers.web import extract_main_text, fallback_text, parse_web_page
 
 ARTICLE = """<!doctype html><html><head><title>Oil change intervals</title>
 <style>body { color: red }</style><script>var tracking = "do not index";</script></head>

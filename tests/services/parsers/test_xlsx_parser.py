@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.errors import InvalidInput, NoExtractableText
-from services.parsers import parse_file
+from carrag.services.errors import InvalidInput, NoExtractableText
+from carrag.services.parsers import parse_file
 from tests.services.parsers.formats import REAL, fixture_bytes
 
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.errors import DependencyUnavailable
-from services.rerankers.flashrank import FlashrankReranker
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.rerankers.flashrank import FlashrankReranker
 from tests.tiny_cross_encoder import MODEL_NAME, make_model_folder
 
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from services.models import StoredChunk
-from services.retrieval.expansion import build_passages, stitch
+from carrag.services.models import StoredChunk
+from carrag.services.retrieval.expansion import build_passages, stitch
 
 TEXT = "".join(f"Sentence number {i:02d} of the document. " for i in range(40))
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.retrieval.fusion import reciprocal_rank_fusion
+from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 
 
 def test_seed_example() -> None:

@@ -6,19 +6,24 @@ import json
 
 import pytest
 
-from services.container import Container
-from services.ingestion import IngestOptions
-from services.models import SearchFilters
-from services.rerankers.flashrank import FlashrankReranker
-from services.retrieval.search import EMPTY_INDEX_MESSAGE, NO_MATCH_MESSAGE
+from carrag.services.container import Container
+from carrag.services.ingestion import IngestOptions
+from carrag.services.models import SearchFilters
+from carrag.services.rerankers.flashrank import FlashrankReranker
+from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, NO_MATCH_MESSAGE
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.tiny_cross_encoder import MODEL_NAME, make_model_folder
 
 CORPUS = FIXTURES / "corpus"
 QUESTIONS = json.loads((CORPUS / "questions.json").read_text())["questions"]
 TAGS = {
-    "oil_service.txt": ["engine"], "coolant.txt": ["engine"], "fuel.txt": ["engine"], "battery.txt": ["engine"],
-    "brakes.txt": ["safety"], "seats.txt": ["safety"], "tire_pressure.txt": ["wheels"],
+    "oil_service.txt": ["engine"],
+    "coolant.txt": ["engine"],
+    "fuel.txt": ["engine"],
+    "battery.txt": ["engine"],
+    "brakes.txt": ["safety"],
+    "seats.txt": ["safety"],
+    "tire_pressure.txt": ["wheels"],
 }
 
 
@@ -47,8 +52,14 @@ async def test_hybrid_beats_or_ties_each_leg(corpus_container: Container) -> Non
     assert mrr["hybrid"] >= mrr["bm25"] and mrr["hybrid"] >= mrr["knn"], mrr
     assert mrr["hybrid"] >= 0.8, mrr
     # each leg has questions only it gets right at rank 1: the legs really are complementary
-    firsts = {mode: {q["question"] for q in QUESTIONS if await reciprocal_rank(corpus_container, q["question"], q["answer"], mode) == 1.0}
-              for mode in ("bm25", "knn")}
+    firsts = {
+        mode: {
+            q["question"]
+            for q in QUESTIONS
+            if await reciprocal_rank(corpus_container, q["question"], q["answer"], mode) == 1.0
+        }
+        for mode in ("bm25", "knn")
+    }
     assert firsts["bm25"] - firsts["knn"] and firsts["knn"] - firsts["bm25"], firsts
 
 
@@ -57,9 +68,7 @@ async def test_legs_return_depth_candidates_and_explain(corpus_container: Contai
     assert len(outcome.hits) == 3
     top = outcome.hits[0]
     assert top.bm25_rank is not None or top.knn_rank is not None
-    assert top.rrf_score == pytest.approx(
-        sum(1 / (60 + r) for r in (top.bm25_rank, top.knn_rank) if r is not None)
-    )
+    assert top.rrf_score == pytest.approx(sum(1 / (60 + r) for r in (top.bm25_rank, top.knn_rank) if r is not None))
     assert set(outcome.timings_ms) >= {"embed_query", "retrieve", "fuse", "total"}
 
 

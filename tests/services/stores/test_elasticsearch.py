@@ -13,11 +13,11 @@ from urllib.parse import urlsplit
 import pytest
 from elasticsearch import AsyncElasticsearch
 
-import services.stores.elasticsearch as es_module
-from services.errors import DependencyUnavailable, UpstreamError
-from services.ids import chunk_id
-from services.models import Chunk, SearchFilters
-from services.stores.elasticsearch import ElasticsearchStore, glob_to_regexp
+import carrag.services.stores.elasticsearch as es_module
+from carrag.services.errors import DependencyUnavailable, UpstreamError
+from carrag.services.ids import chunk_id
+from carrag.services.models import Chunk, SearchFilters
+from carrag.services.stores.elasticsearch import ElasticsearchStore, glob_to_regexp
 from tests.conftest import es_index_name
 from tests.live_server import free_port
 from tests.services.stores.test_store_contract import IDENTITY, chunks_of, record, unit_vectors
@@ -40,11 +40,58 @@ async def es_store(es_url: str, raw: AsyncElasticsearch) -> AsyncIterator[Elasti
 
 
 # --- pure: the glob translation against SQLite's own GLOB ------------------------------------------
-GLOB_PATTERNS = ["*.md", "docs/*", "docs/?otes.md", "[mr]*", "[^mr]*", "[a-c]x", "[]x]*", "[a-]", "a.b", "a+b*",
-                 "(v1)*", "x\\y", "*[0-9][0-9].txt", "[!a]*", "é*", "*", "?", "", "a[b", "{a}|b", "#@&<>~\"", "D*"]
-GLOB_SUBJECTS = ["notes.md", "docs/notes.md", "docs/votes.md", "readme.md", "manual.pdf", "bx", "dx", "]z", "x",
-                 "-", "a", "a.b", "axb", "a+bc", "aab", "(v1).txt", "x\\y", "report 12.txt", "!z", "éa", "", "a[b",
-                 "{a}|b", "#@&<>~\"", "D", "d"]
+GLOB_PATTERNS = [
+    "*.md",
+    "docs/*",
+    "docs/?otes.md",
+    "[mr]*",
+    "[^mr]*",
+    "[a-c]x",
+    "[]x]*",
+    "[a-]",
+    "a.b",
+    "a+b*",
+    "(v1)*",
+    "x\\y",
+    "*[0-9][0-9].txt",
+    "[!a]*",
+    "é*",
+    "*",
+    "?",
+    "",
+    "a[b",
+    "{a}|b",
+    '#@&<>~"',
+    "D*",
+]
+GLOB_SUBJECTS = [
+    "notes.md",
+    "docs/notes.md",
+    "docs/votes.md",
+    "readme.md",
+    "manual.pdf",
+    "bx",
+    "dx",
+    "]z",
+    "x",
+    "-",
+    "a",
+    "a.b",
+    "axb",
+    "a+bc",
+    "aab",
+    "(v1).txt",
+    "x\\y",
+    "report 12.txt",
+    "!z",
+    "éa",
+    "",
+    "a[b",
+    "{a}|b",
+    '#@&<>~"',
+    "D",
+    "d",
+]
 
 
 def test_glob_translation_agrees_with_sqlite_glob() -> None:
@@ -98,8 +145,13 @@ async def test_index_mapping_and_settings(es_store: ElasticsearchStore, raw: Asy
     mapping = (await raw.indices.get_mapping(index=es_store.index))[es_store.index]["mappings"]
     properties = mapping["properties"]
     assert properties["content"] == {"type": "text", "analyzer": "english"}
-    assert properties["embedding"] == {"type": "dense_vector", "dims": IDENTITY.dimension, "index": True,
-                                       "similarity": "cosine", "index_options": es_module.HNSW_OPTIONS}
+    assert properties["embedding"] == {
+        "type": "dense_vector",
+        "dims": IDENTITY.dimension,
+        "index": True,
+        "similarity": "cosine",
+        "index_options": es_module.HNSW_OPTIONS,
+    }
     assert properties["tags"]["fields"]["keyword"]["type"] == "keyword"
     assert properties["document_id"]["type"] == properties["source_id"]["type"] == "keyword"
     assert properties["metadata"] == {"type": "object", "enabled": False}
@@ -116,8 +168,11 @@ async def test_index_mapping_and_settings(es_store: ElasticsearchStore, raw: Asy
 async def test_writes_stay_invisible_until_the_store_refreshes(es_store: ElasticsearchStore, raw) -> None:
     """The premise of atomic visibility: with refresh_interval -1 nothing shows before a refresh."""
     await es_store.write_document(record("a", "a.txt"), chunks_of("visible"), unit_vectors(1, 0), IDENTITY)
-    await raw.index(index=es_store.index, id="sneaky", document={"doc_kind": "chunk", "document_id": "x",
-                                                                 "content": "hidden", "chunk_index": 0})
+    await raw.index(
+        index=es_store.index,
+        id="sneaky",
+        document={"doc_kind": "chunk", "document_id": "x", "content": "hidden", "chunk_index": 0},
+    )
     assert await es_store.count_chunks() == 1
     assert await es_store.lexical_search("hidden", 5, SearchFilters()) == []
     await raw.indices.refresh(index=es_store.index)
@@ -144,16 +199,28 @@ async def test_a_rejected_chunk_fails_the_write_and_leaves_the_old_version(es_st
 
 @pytest.mark.elasticsearch
 async def test_integrity_check_finds_what_a_crash_could_leave(es_store: ElasticsearchStore, raw) -> None:
-    await es_store.write_document(record("a", "a.txt", chunks=3), chunks_of("x", "y", "z"), unit_vectors(3, 0),
-                                  IDENTITY)
+    await es_store.write_document(
+        record("a", "a.txt", chunks=3), chunks_of("x", "y", "z"), unit_vectors(3, 0), IDENTITY
+    )
     assert await es_store.check_integrity() == []
-    chunk = {"doc_kind": "chunk", "document_id": "orphan", "content": "left behind", "chunk_index": 0,
-             "source_id": "o.txt", "filename": "o.txt", "char_start": 0, "char_end": 11}
+    chunk = {
+        "doc_kind": "chunk",
+        "document_id": "orphan",
+        "content": "left behind",
+        "chunk_index": 0,
+        "source_id": "o.txt",
+        "filename": "o.txt",
+        "char_start": 0,
+        "char_end": 11,
+    }
     await raw.index(index=es_store.index, id="orphan-0", document=chunk)
     await raw.delete(index=es_store.index, id=chunk_id("a", 1))
     await raw.indices.refresh(index=es_store.index)
     assert sorted(await es_store.check_integrity()) == [
-        "1 chunks belong to no document", "1 chunks lack a vector", "document a declares 3 chunks but has 2"]
+        "1 chunks belong to no document",
+        "1 chunks lack a vector",
+        "document a declares 3 chunks but has 2",
+    ]
 
 
 @pytest.mark.elasticsearch
@@ -211,15 +278,16 @@ async def test_an_existing_index_is_adopted_or_refused_clearly(es_url: str, raw:
 @pytest.mark.elasticsearch
 async def test_pages_beyond_the_result_window(es_store: ElasticsearchStore, monkeypatch) -> None:
     for n in range(9):
-        await es_store.write_document(record(f"d{n}", f"s{n}.txt", tags=["t"], minutes=n), chunks_of(f"text {n}"),
-                                      unit_vectors(1, n), IDENTITY)
+        await es_store.write_document(
+            record(f"d{n}", f"s{n}.txt", tags=["t"], minutes=n), chunks_of(f"text {n}"), unit_vectors(1, n), IDENTITY
+        )
     chunks = [Chunk(i, f"part {i}", i * 10, i * 10 + 6) for i in range(8)]
     await es_store.write_document(record("big", "big.txt", chunks=8, minutes=99), chunks, unit_vectors(8, 1), IDENTITY)
     expected_documents = [d.document_id for d in (await es_store.list_documents(offset=0, limit=20)).items]
     monkeypatch.setattr(es_module, "MAX_RESULT_WINDOW", 3)  # force the search_after path
     for offset, limit in [(0, 5), (2, 4), (6, 3), (9, 2), (12, 5)]:
         page = await es_store.list_documents(offset=offset, limit=limit)
-        assert [d.document_id for d in page.items] == expected_documents[offset:offset + limit]
+        assert [d.document_id for d in page.items] == expected_documents[offset : offset + limit]
         assert page.total == 10
     listed = await es_store.get_chunks("big", offset=2, limit=5)
     assert [item.chunk.chunk_index for item in listed] == [2, 3, 4, 5, 6]

@@ -8,17 +8,23 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from services.errors import EmbeddingModelMismatch
-from services.models import Chunk, DocumentRecord, EmbeddingIdentity, SearchFilters
-from services.stores.sqlite import SqliteStore
+from carrag.services.errors import EmbeddingModelMismatch
+from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, SearchFilters
+from carrag.services.stores.sqlite import SqliteStore
 
 IDENTITY = EmbeddingIdentity("test:model", 4)
 
 
 def record(document_id: str, source_id: str, *, tags: list[str] | None = None, chunks: int = 2) -> DocumentRecord:
     return DocumentRecord(
-        document_id=document_id, filename=source_id, source_id=source_id, source_type="text",
-        content_hash=document_id, chunk_count=chunks, tags=tags or [], metadata={},
+        document_id=document_id,
+        filename=source_id,
+        source_id=source_id,
+        source_type="text",
+        content_hash=document_id,
+        chunk_count=chunks,
+        tags=tags or [],
+        metadata={},
         created_at=datetime.now(UTC).isoformat(),
     )
 
@@ -49,7 +55,9 @@ def raw(store: SqliteStore, sql: str, *params):
 
 
 async def test_wal_mode_and_fts_in_sync(store: SqliteStore) -> None:
-    await store.write_document(record("d1", "a.txt"), chunks_of("engine oil filter", "tire pressure"), vectors(2), IDENTITY)
+    await store.write_document(
+        record("d1", "a.txt"), chunks_of("engine oil filter", "tire pressure"), vectors(2), IDENTITY
+    )
     assert raw(store, "PRAGMA journal_mode")[0][0] == "wal"
     assert raw(store, "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH 'filter'")[0][0] == 1
     await store.delete_document("d1")
@@ -92,7 +100,9 @@ async def test_model_mismatch_is_refused(store: SqliteStore) -> None:
 
 
 async def test_fts_query_syntax_is_never_user_controlled(store: SqliteStore) -> None:
-    await store.write_document(record("d1", "a.txt"), chunks_of('engine "oil" NEAR(filter) AND *'), vectors(1), IDENTITY)
+    await store.write_document(
+        record("d1", "a.txt"), chunks_of('engine "oil" NEAR(filter) AND *'), vectors(1), IDENTITY
+    )
     for question in ['"unbalanced', "NEAR(", "a AND OR NOT", "*", "col:umn", "()", "^start"]:
         await store.lexical_search(question, 5, SearchFilters())  # must not raise
     hits = await store.lexical_search('oil" OR filter', 5, SearchFilters())
@@ -100,7 +110,9 @@ async def test_fts_query_syntax_is_never_user_controlled(store: SqliteStore) -> 
 
 
 async def test_porter_stemming(store: SqliteStore) -> None:
-    await store.write_document(record("d1", "a.txt"), chunks_of("Replacing the filters regularly"), vectors(1), IDENTITY)
+    await store.write_document(
+        record("d1", "a.txt"), chunks_of("Replacing the filters regularly"), vectors(1), IDENTITY
+    )
     assert await store.lexical_search("replace filter", 5, SearchFilters())
 
 

@@ -1,4 +1,4 @@
-"""The behaviour every store must have (services/stores/base.py), run against each backend:
+"""The behaviour every store must have (carrag/services/stores/base.py), run against each backend:
 SQLite always, Elasticsearch on the session's real node (skipped, with the reason, without one).
 
 Expected results come from the data each test writes: kNN against a brute-force cosine ranking,
@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from services.errors import EmbeddingModelMismatch
-from services.models import Chunk, DocumentRecord, EmbeddingIdentity, SearchFilters
-from services.stores.base import Store
-from services.stores.elasticsearch import ElasticsearchStore
-from services.stores.sqlite import SqliteStore
+from carrag.services.errors import EmbeddingModelMismatch
+from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, SearchFilters
+from carrag.services.stores.base import Store
+from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.sqlite import SqliteStore
 from tests.conftest import es_index_name
 
 DIMENSION = 8
@@ -84,9 +84,16 @@ def record(
 ) -> DocumentRecord:
     created = BASE_TIME + timedelta(minutes=next(_document_counter) if minutes is None else minutes)
     return DocumentRecord(
-        document_id=document_id, filename=source_id.rsplit("/", 1)[-1], source_id=source_id, source_type="text",
-        content_hash=f"hash-{document_id}", chunk_count=chunks, tags=tags or [], metadata=metadata or {},
-        created_at=created.isoformat(), title=title,
+        document_id=document_id,
+        filename=source_id.rsplit("/", 1)[-1],
+        source_id=source_id,
+        source_type="text",
+        content_hash=f"hash-{document_id}",
+        chunk_count=chunks,
+        tags=tags or [],
+        metadata=metadata or {},
+        created_at=created.isoformat(),
+        title=title,
     )
 
 
@@ -133,8 +140,14 @@ async def test_empty_store_answers_every_read(store: Store) -> None:
 
 
 async def test_written_document_reads_back_exactly(store: Store) -> None:
-    document = record("doc-1", "manuals/truck.pdf", tags=["ford", "owners manual"], chunks=3, title="Truck Manual",
-                      metadata={"total_pages": 12, "nested": {"a": [1, 2]}, "when": datetime(2024, 1, 1)})
+    document = record(
+        "doc-1",
+        "manuals/truck.pdf",
+        tags=["ford", "owners manual"],
+        chunks=3,
+        title="Truck Manual",
+        metadata={"total_pages": 12, "nested": {"a": [1, 2]}, "when": datetime(2024, 1, 1)},
+    )
     texts = ["Engine oil and the oil filter.", "Tire pressure is on the door.", "Towing limits by axle."]
     vectors = unit_vectors(3, 0)
     assert await store.write_document(document, chunks_of(*texts, section="Maintenance"), vectors, IDENTITY) is None
@@ -142,7 +155,11 @@ async def test_written_document_reads_back_exactly(store: Store) -> None:
     stored = await store.get_document("doc-1")
     assert stored is not None
     assert (stored.document_id, stored.source_id, stored.filename, stored.source_type) == (
-        "doc-1", "manuals/truck.pdf", "truck.pdf", "text")
+        "doc-1",
+        "manuals/truck.pdf",
+        "truck.pdf",
+        "text",
+    )
     assert stored.tags == ["ford", "owners manual"] and stored.chunk_count == 3 and stored.title == "Truck Manual"
     assert stored.content_hash == "hash-doc-1" and stored.created_at == document.created_at
     assert stored.metadata == {"total_pages": 12, "nested": {"a": [1, 2]}, "when": "2024-01-01 00:00:00"}
@@ -158,16 +175,24 @@ async def test_written_document_reads_back_exactly(store: Store) -> None:
     first = listings[0].chunk
     assert (first.char_start, first.char_end, first.pages, first.section) == (0, len(texts[0]), [1], "Maintenance")
     assert (first.filename, first.source_id, first.tags, first.title) == (
-        "truck.pdf", "manuals/truck.pdf", ["ford", "owners manual"], "Truck Manual")
+        "truck.pdf",
+        "manuals/truck.pdf",
+        ["ford", "owners manual"],
+        "Truck Manual",
+    )
     assert [item.chunk.chunk_index for item in await store.get_chunks("doc-1", offset=1, limit=1)] == [1]
 
 
 async def test_lexical_search_stems_ranks_and_limits(store: Store) -> None:
-    await write(store, record("a", "a.txt", chunks=3), [
-        "Replacing the oil filters regularly keeps the engine healthy.",
-        "The oil level is checked with the dipstick.",
-        "Tire rotation every five thousand miles.",
-    ])
+    await write(
+        store,
+        record("a", "a.txt", chunks=3),
+        [
+            "Replacing the oil filters regularly keeps the engine healthy.",
+            "The oil level is checked with the dipstick.",
+            "Tire rotation every five thousand miles.",
+        ],
+    )
     await write(store, record("b", "b.txt", chunks=1), ["Cabin air filter replacement steps."], seed=1)
 
     hits = await store.lexical_search("How do I replace the oil filter?", 10, SearchFilters())
@@ -191,8 +216,22 @@ async def test_lexical_search_matches_the_heading(store: Store) -> None:
 
 async def test_user_text_is_never_query_syntax(store: Store) -> None:
     await write(store, record("a", "a.txt"), ['engine "oil" NEAR(filter) AND * col:umn [x] {y} /z/ ~1 ^2'])
-    for question in ['"unbalanced', "NEAR(", "a AND OR NOT", "*", "col:umn", "()", "^start", "/regex.*/",
-                     "field:value~2", "[1 TO 5]", "{!lucene}", "\\", "a\x00b", "émile zoë"]:
+    for question in [
+        '"unbalanced',
+        "NEAR(",
+        "a AND OR NOT",
+        "*",
+        "col:umn",
+        "()",
+        "^start",
+        "/regex.*/",
+        "field:value~2",
+        "[1 TO 5]",
+        "{!lucene}",
+        "\\",
+        "a\x00b",
+        "émile zoë",
+    ]:
         await store.lexical_search(question, 5, SearchFilters())  # must not raise
     assert keys(await store.lexical_search('oil" OR (filter', 5, SearchFilters())) == [("a", 0)]
 
@@ -244,8 +283,12 @@ async def test_filters_apply_to_both_legs(store: Store) -> None:
         "report": ("docs/report (v1.2).txt", ["reports", "notes-archive"]),
     }
     for seed, (document_id, (source, tags)) in enumerate(sources.items()):
-        await write(store, record(document_id, source, tags=tags, chunks=2),
-                    [f"shared maintenance words {document_id}", "another shared maintenance passage"], seed=seed)
+        await write(
+            store,
+            record(document_id, source, tags=tags, chunks=2),
+            [f"shared maintenance words {document_id}", "another shared maintenance passage"],
+            seed=seed,
+        )
     query = unit_vectors(1, 42)[0]
     for filters, expected in FILTER_CASES:
         lexical = await store.lexical_search("shared maintenance", 20, filters)
@@ -306,10 +349,14 @@ async def test_same_timestamp_orders_by_document_id(store: Store) -> None:
 
 
 async def test_reingest_replaces_the_old_version(store: Store) -> None:
-    old = await write(store, record("old", "report.txt", tags=["v1"], chunks=3),
-                      ["old walrus one", "old walrus two", "old walrus three"])
-    replaced = await store.write_document(record("new", "report.txt", tags=["v2"], chunks=1),
-                                          chunks_of("new pelican"), unit_vectors(1, 9), IDENTITY)
+    old = await write(
+        store,
+        record("old", "report.txt", tags=["v1"], chunks=3),
+        ["old walrus one", "old walrus two", "old walrus three"],
+    )
+    replaced = await store.write_document(
+        record("new", "report.txt", tags=["v2"], chunks=1), chunks_of("new pelican"), unit_vectors(1, 9), IDENTITY
+    )
     assert replaced == "old"
     assert await store.get_document("old") is None
     assert (await store.find_by_source("report.txt")).document_id == "new"
@@ -338,8 +385,12 @@ async def test_readers_see_the_old_version_or_the_new_never_both_or_neither(stor
     async def writer() -> None:
         try:
             for version in range(1, 5):
-                await write(store, record(f"v{version}", "live.txt", chunks=chunk_count),
-                            [f"heron passage {i} version {version}" for i in range(chunk_count)], seed=version)
+                await write(
+                    store,
+                    record(f"v{version}", "live.txt", chunks=chunk_count),
+                    [f"heron passage {i} version {version}" for i in range(chunk_count)],
+                    seed=version,
+                )
                 await asyncio.sleep(0)
         finally:
             done.set()
@@ -375,8 +426,9 @@ async def test_another_embedding_model_is_refused_and_nothing_is_written(store: 
     await write(store, record("a", "a.txt"), ["first document"])
     for identity in (EmbeddingIdentity("other:model", DIMENSION), EmbeddingIdentity(IDENTITY.model, 4)):
         with pytest.raises(EmbeddingModelMismatch, match="test:contract-model"):
-            await store.write_document(record("b", "b.txt"), chunks_of("second"),
-                                       unit_vectors(1, 1)[:, : identity.dimension], identity)
+            await store.write_document(
+                record("b", "b.txt"), chunks_of("second"), unit_vectors(1, 1)[:, : identity.dimension], identity
+            )
     assert await store.get_document("b") is None
     assert await store.count_chunks() == 1
     assert await store.embedding_identity() == IDENTITY

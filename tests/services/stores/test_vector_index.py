@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from services.stores.vector_index import VectorIndex, VectorSnapshot
+from carrag.services.stores.vector_index import VectorIndex, VectorSnapshot
 
 
 def _unit(rows: int, seed: int) -> np.ndarray:
@@ -17,8 +17,13 @@ def test_appends_do_not_disturb_older_snapshots_and_are_searchable() -> None:
     generation = 0
     added = _unit(2000, 2)  # many small writes: they land in spare capacity, not in copies
     for offset in range(0, 2000, 4):
-        index.apply_write(generation, generation + 1, np.empty(0, dtype=np.int64),
-                          np.arange(100 + offset, 104 + offset, dtype=np.int64), added[offset : offset + 4])
+        index.apply_write(
+            generation,
+            generation + 1,
+            np.empty(0, dtype=np.int64),
+            np.arange(100 + offset, 104 + offset, dtype=np.int64),
+            added[offset : offset + 4],
+        )
         generation += 1
     after = index.snapshot
     assert after.generation == 500 and after.rowids.shape == (2003,)
@@ -36,4 +41,3 @@ def test_removal_then_append() -> None:
     assert held.rowids.tolist() == [1, 2, 3]
     index.apply_write(5, 6, np.empty(0, dtype=np.int64), np.array([9], dtype=np.int64), _unit(1, 5))
     assert index.snapshot.generation == 1, "a write from a stale generation is ignored (the next search reloads)"
-

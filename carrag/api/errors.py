@@ -1,0 +1,58 @@
+"""Domain errors → HTTP responses. Every error body is JSON: ``{"detail": "<what went wrong>"}``."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from carrag.services.errors import (
+    CarragError,
+    Conflict,
+    DependencyUnavailable,
+    IngestCancelled,
+    InvalidInput,
+    NotFound,
+    Overloaded,
+    PayloadTooLarge,
+    UpstreamError,
+)
+
+logger = logging.getLogger(__name__)
+
+STATUS_BY_ERROR: list[tuple[type[CarragError], int]] = [
+    (PayloadTooLarge, 413),
+    (InvalidInput, 400),
+    (NotFound, 404),
+    (Conflict, 409),
+    (IngestCancelled, 409),
+    (Overloaded, 429),
+    (UpstreamError, 502),
+    (DependencyUnavailable, 503),
+]
+
+
+def status_for(error: CarragError) -> int:
+    for error_type, status in STATUS_BY_ERROR:
+        if isinstance(error, error_type):
+            return status
+    return 500
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(CarragError)
+    async def carrag_error(request: Request, error: CarragError) -> JSONResponse:
+        status = status_for(error)
+        headers = {"Retry-After": "1"} if status in (429, 503) else None
+        if status >= 500:
+            logger.warning("request failed", extra={"status": status, "error": error.message, "path": request.url.path})
+        return JSONResponse({"detail": error.message}, status_code=status, headers=headers)
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(request: Request, error: Exception) -> JSONResponse:
+        logger.exception("unhandled error", extra={"path": request.url.path})
+        request_id = getattr(request.state, "request_id", None)
+        return JSONResponse(
+            {"detail": "Internal error; the service logged it.", "request_id": request_id}, status_code=500
+        )

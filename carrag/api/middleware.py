@@ -1,0 +1,226 @@
+"""ASGI middleware: request ids, the request body size limit, access log and HTTP metrics."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from carrag.api.deps import UNAUTHORIZED_DETAIL, api_key_matches
+from carrag.api.log_config import request_id_var
+from carrag.services.errors import PayloadTooLarge
+from carrag.services.metrics import UNMATCHED_ROUTE, Metrics
+
+access_logger = logging.getLogger("carrag.access")
+
+REQUEST_ID_HEADER = "x-request-id"
+_VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
+
+
+async def send_json_error(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    """A whole ``{"detail": ...}`` response from ASGI code that runs outside FastAPI's handlers."""
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def bearer_key_valid(scope: Scope, keys: list[str]) -> bool:
+    """Whether the request's ``Authorization: Bearer <key>`` carries one of ``keys``."""
+    authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+    scheme, _, presented = authorization.partition(" ")
+    return scheme.lower() == "bearer" and api_key_matches(presented.strip(), keys)
+
+
+async def send_unauthorized(send: Send) -> None:
+    await send_json_error(send, 401, UNAUTHORIZED_DETAIL, [(b"www-authenticate", b"Bearer")])
+
+
+class RequestIdMiddleware:
+    """Take a sane ``X-Request-ID`` from the client or make one; log with it; echo it back."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        incoming = dict(scope["headers"]).get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1")
+        request_id = incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        token = request_id_var.set(request_id)
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], (REQUEST_ID_HEADER.encode(), request_id.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            request_id_var.reset(token)
+
+
+class ApiKeyGateMiddleware:
+    """When API_KEYS is set, refuse a request that may carry a body (any method but GET, HEAD and
+    OPTIONS) without a valid ``Authorization: Bearer`` key *before* its body is read.
+
+    The per-route check (`carrag.api.deps.require_api_key`) stays the authority and also covers GET
+    routes, but FastAPI reads and parses a request body before it runs dependencies, so without
+    this gate an anonymous client could make the service spool and parse uploads up to
+    MAX_UPLOAD_BYTES only to be told 401. OPTIONS passes (CORS preflight carries no credentials).
+    """
+
+    SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in self.SAFE_METHODS:
+            await self.app(scope, receive, send)
+            return
+        container = getattr(scope["app"].state, "container", None)
+        keys: list[str] = container.settings.api_keys if container is not None else []
+        if not keys:
+            await self.app(scope, receive, send)
+            return
+        if bearer_key_valid(scope, keys):
+            await self.app(scope, receive, send)
+            return
+        await send_unauthorized(send)
+
+
+class BodySizeLimitMiddleware:
+    """Refuse bodies over the limit with 413 before reading them: at once when Content-Length says
+    so, otherwise as soon as the streamed bytes pass the limit.
+
+    JSON and url-encoded form bodies get the smaller ``max_json_bytes`` limit: they are parsed whole
+    into Python objects, which costs many times their size in memory. Everything else (multipart
+    uploads) gets ``max_bytes``. When a streamed body passes the limit mid-way, the framework's own
+    answer to the interrupted body (FastAPI turns any error while parsing a form into a 400) is
+    dropped and the client gets the 413.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int, max_json_bytes: int | None = None) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+        self.max_json_bytes = max_json_bytes if max_json_bytes is not None else max_bytes
+
+    def limit_for(self, headers: dict[bytes, bytes]) -> int:
+        media_type = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+        if (
+            media_type == b"application/json"
+            or media_type.endswith(b"+json")
+            or (media_type == b"application/x-www-form-urlencoded")
+        ):
+            return self.max_json_bytes
+        return self.max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        limit = self.limit_for(headers)
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._reject(send, limit)
+            return
+        received = 0
+        exceeded = False
+        response_started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received, exceeded
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    exceeded = True
+                    raise PayloadTooLarge(f"Request body is larger than {limit} bytes.")
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal response_started
+            if exceeded and not response_started:
+                return  # whatever the app answers to a body cut short is replaced by the 413 below
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, guarded_send)
+        except Exception:
+            if not exceeded or response_started:
+                raise
+        if exceeded and not response_started:
+            await self._reject(send, limit)
+
+    @staticmethod
+    async def _reject(send: Send, limit: int) -> None:
+        await send_json_error(send, 413, f"Request body is larger than {limit} bytes.", [(b"connection", b"close")])
+
+
+class AccessLogMiddleware:
+    """One log line per request (method, path, status, duration_ms, request_id) and the HTTP metrics.
+
+    Sits inside RequestIdMiddleware, so the line carries the request id. Probe and scrape requests
+    (PROBE_PATHS) are logged at DEBUG so they do not drown the log.
+    """
+
+    PROBE_PATHS = frozenset({"/health/live", "/health/ready", "/metrics"})
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # unless the app answers
+
+        async def send_and_record(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        self.metrics.requests_in_flight.inc()
+        try:
+            await self.app(scope, receive, send_and_record)
+        finally:
+            self.metrics.requests_in_flight.dec()
+            seconds = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", None) or UNMATCHED_ROUTE
+            self.metrics.observe_request(scope["method"], route, status, seconds)
+            path = scope.get("path", "")
+            access_logger.log(
+                logging.DEBUG if path in self.PROBE_PATHS else logging.INFO,
+                "%s %s %s",
+                scope["method"],
+                path,
+                status,
+                extra={
+                    "method": scope["method"],
+                    "path": path,
+                    "route": route,
+                    "status": status,
+                    "duration_ms": round(seconds * 1000, 2),
+                    "request_id": scope.get("state", {}).get("request_id"),
+                    "client": (scope.get("client") or ("",))[0],
+                },
+            )

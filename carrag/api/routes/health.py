@@ -1,0 +1,29 @@
+"""GET /health: each component (store, embedder, LLM, reranker), its backend, model and state."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from carrag.api.deps import ContainerDep
+from carrag.api.schemas.health import ComponentOut, HealthOut
+
+router = APIRouter(tags=["health"])
+
+VERSION = "0.1.0"
+
+
+@router.get("/health", response_model=HealthOut, summary="Component status (never needs an API key)")
+async def health(container: ContainerDep) -> HealthOut:
+    components = await container.health()
+    states = {c.status for c in components.values()}
+    if components["store"].status == "unavailable" or components["embedder"].status == "unavailable":
+        overall = "unavailable"
+    elif states != {"ok"}:
+        overall = "degraded"
+    else:
+        overall = "ok"
+    return HealthOut(
+        status=overall,
+        version=VERSION,
+        components={name: ComponentOut(**c.as_dict()) for name, c in components.items()},
+    )

@@ -1,0 +1,97 @@
+"""POST /ingest/file and POST /ingest/url: validate, hand to the ingestion service, answer.
+
+With ``?async=true`` the validated input becomes an ingest job instead (`carrag/services/jobs.py`): the
+answer is 202 with the job id at once; GET /jobs/{id} follows it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi.responses import JSONResponse
+
+from carrag.api.deps import IngestionDep, SettingsDep
+from carrag.api.routes.jobs import JobsDep, status_url
+from carrag.api.schemas.ingest import ChunkingStrategy, IngestResponse, IngestUrlRequest
+from carrag.api.schemas.jobs import JobAccepted
+from carrag.services.errors import EmptyDocument, InvalidInput, PayloadTooLarge
+from carrag.services.ingestion import IngestOptions
+from carrag.services.jobs import Job
+from carrag.services.parsers import check_supported
+
+router = APIRouter(prefix="/ingest", tags=["ingest"])
+
+
+def split_tags(raw: str | None) -> list[str]:
+    return [tag.strip() for tag in (raw or "").split(",") if tag.strip()]
+
+
+AsyncFlag = Annotated[
+    bool, Query(alias="async", description="Queue as a job and answer 202 at once; follow it at GET /jobs/{id}.")
+]
+ASYNC_RESPONSES: dict[int | str, dict[str, object]] = {
+    202: {"model": JobAccepted, "description": "With ?async=true: queued as an ingest job."}
+}
+
+
+def accepted(job: Job) -> JSONResponse:
+    body = JobAccepted(job_id=job.job_id, state="queued", status_url=status_url(job))
+    return JSONResponse(body.model_dump(), status_code=202, headers={"Location": body.status_url})
+
+
+@router.post("/file", response_model=IngestResponse, summary="Upload and ingest a file", responses=ASYNC_RESPONSES)
+async def ingest_file(
+    ingestion: IngestionDep,
+    settings: SettingsDep,
+    jobs: JobsDep,
+    file: Annotated[UploadFile, File(description="The document (.pdf, .txt, .md, ...)")],
+    tags: Annotated[str | None, Form(description="Comma-separated tags")] = None,
+    source_id: Annotated[str | None, Form(max_length=2048)] = None,
+    chunking: Annotated[ChunkingStrategy | None, Form()] = None,
+    chunk_size: Annotated[int | None, Form(ge=50, le=20000)] = None,
+    chunk_overlap: Annotated[int | None, Form(ge=0, le=10000)] = None,
+    force: Annotated[bool, Form()] = False,
+    run_async: AsyncFlag = False,
+) -> IngestResponse | JSONResponse:
+    filename = (file.filename or "").strip()
+    if not filename:
+        raise InvalidInput("The uploaded file has no filename; the extension decides how it is parsed.")
+    check_supported(filename)
+    data = await file.read(settings.max_upload_bytes + 1)
+    if len(data) > settings.max_upload_bytes:
+        raise PayloadTooLarge(f"{filename} is larger than {settings.max_upload_bytes} bytes (MAX_UPLOAD_BYTES).")
+    if not data:
+        raise EmptyDocument(f"{filename} is empty.")
+    options = IngestOptions(
+        tags=split_tags(tags),
+        source_id=source_id,
+        chunking=chunking,
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        force=force,
+    )
+    if run_async:
+        return accepted(await jobs.submit_file(data, filename, options))
+    async with ingestion.slot():
+        result = await ingestion.ingest_file(data, filename, options)
+    return IngestResponse(**result.as_dict())
+
+
+@router.post("/url", response_model=IngestResponse, summary="Fetch a web page and ingest it", responses=ASYNC_RESPONSES)
+async def ingest_url(
+    ingestion: IngestionDep, jobs: JobsDep, body: IngestUrlRequest, run_async: AsyncFlag = False
+) -> IngestResponse | JSONResponse:
+    options = IngestOptions(
+        tags=body.tags,
+        source_id=body.source_id,
+        chunking=body.chunking,
+        chunk_size=body.chunk_size,
+        chunk_overlap=body.chunk_overlap,
+        force=body.force,
+    )
+    if run_async:
+        return accepted(await jobs.submit_url(body.url.strip(), options))
+    async with ingestion.slot():
+        result = await ingestion.ingest_url(body.url.strip(), options)
+    return IngestResponse(**result.as_dict())

@@ -1,0 +1,51 @@
+"""GET /jobs, GET /jobs/{id}, DELETE /jobs/{id}: asynchronous ingests (see `carrag/services/jobs.py`).
+
+Jobs are created by ``POST /ingest/file?async=true`` and ``POST /ingest/url?async=true``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from carrag.api.deps import ContainerDep
+from carrag.api.schemas.jobs import JobListOut, JobOut
+from carrag.services.jobs import Job, JobManager
+
+router = APIRouter(prefix="/jobs", tags=["jobs"])
+
+
+def get_jobs(container: ContainerDep) -> JobManager:
+    return container.jobs
+
+
+JobsDep = Annotated[JobManager, Depends(get_jobs)]
+
+
+def status_url(job: Job) -> str:
+    return f"/jobs/{job.job_id}"
+
+
+def job_out(job: Job) -> JobOut:
+    return JobOut.model_validate(job.as_dict())
+
+
+@router.get("", response_model=JobListOut, summary="Recent ingest jobs (newest first)")
+async def list_jobs(jobs: JobsDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> JobListOut:
+    return JobListOut(items=[job_out(job) for job in jobs.recent(limit)], total=sum(jobs.counts_by_state().values()))
+
+
+@router.get("/{job_id}", response_model=JobOut, summary="An ingest job's state, progress, timings and result")
+async def get_job(jobs: JobsDep, job_id: str) -> JobOut:
+    return job_out(jobs.get(job_id))
+
+
+@router.delete(
+    "/{job_id}",
+    response_model=JobOut,
+    summary="Cancel an ingest job; nothing of it is stored",
+    responses={409: {"description": "The job has already finished, or is writing its document."}},
+)
+async def cancel_job(jobs: JobsDep, job_id: str) -> JobOut:
+    return job_out(await jobs.cancel(job_id))

@@ -1,0 +1,211 @@
+"""OpenAI-compatible API: ``GET /v1/models`` and ``POST /v1/chat/completions`` (stream and not).
+
+Chat frontends and SDKs can use Carrag as a model named ``carrag`` that answers from the documents.
+The answer comes from the same path as ``/query`` (`AnswerService.stream_answer`):
+
+- the last message must be the user's question; earlier user/assistant messages are the history;
+- system (and developer) messages are ignored: Carrag's SYSTEM_PROMPT, which keeps the answer to
+  the documents and asks for [Source n] citations, always governs;
+- extra body fields ``top_k``, ``tags``, ``source``, ``rerank`` tune retrieval; sampling parameters
+  (temperature, max_tokens, ...) are accepted and ignored (LLM_TEMPERATURE, LLM_MAX_TOKENS apply);
+- the passages used come back in an extra ``sources`` field: on the response, or on the first chunk
+  of a stream; ``carrag`` (generator model, timings_ms, reranked) is on the response or the last
+  chunk. The openai SDK exposes both through ``model_extra``.
+
+Streams are OpenAI's format: ``data: {chat.completion.chunk}`` lines, then ``data: [DONE]``. An
+error after the stream began is sent as ``data: {"error": {...}}`` (the SDK raises it). Error
+answers carry OpenAI's ``{"error": {"message", "type"}}`` next to Carrag's usual ``detail``, so SDKs
+and frontends show the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.routing import APIRoute
+
+from carrag.api.deps import AnswersDep, SettingsDep
+from carrag.api.routes.query import filters_from
+from carrag.api.schemas.openai import (
+    AssistantMessage,
+    ChatCompletionOut,
+    ChatCompletionRequest,
+    ChatMessageIn,
+    Choice,
+    ModelListOut,
+    ModelOut,
+)
+from carrag.api.streaming import opened
+from carrag.services.answering import AnswerEvent, AnswerRequest
+from carrag.services.errors import InvalidInput, NotFound
+from carrag.services.models import ChatMessage
+from carrag.services.settings import Settings
+
+
+class OpenAIErrorRoute(APIRoute):
+    """Answers errors as the app always does, plus OpenAI's ``error`` object in the body."""
+
+    def get_route_handler(self):  # type: ignore[no-untyped-def]
+        handle = super().get_route_handler()
+
+        async def handle_with_openai_errors(request: Request) -> Response:
+            try:
+                return await handle(request)
+            except Exception as exc:
+                answer = _registered_handler(request, exc)
+                if answer is None:
+                    raise
+                return with_openai_error(await answer(request, exc))
+
+        return handle_with_openai_errors
+
+
+def _registered_handler(request: Request, exc: Exception):  # type: ignore[no-untyped-def]
+    handlers = request.app.exception_handlers
+    for cls in type(exc).__mro__:
+        if cls in handlers and cls is not Exception:
+            return handlers[cls]
+    return None
+
+
+def with_openai_error(response: Response) -> Response:
+    try:
+        body = json.loads(bytes(response.body))
+    except ValueError:
+        return response
+    detail = body.get("detail")
+    if not isinstance(detail, str):  # request validation: a list of problems
+        detail = "; ".join(f"{'.'.join(map(str, e.get('loc', [])))}: {e.get('msg')}" for e in detail or [])
+    status = response.status_code
+    kind = {401: "authentication_error", 429: "rate_limit_error"}.get(
+        status, "server_error" if status >= 500 else "invalid_request_error"
+    )
+    body["error"] = {"message": detail, "type": kind, "param": None, "code": None}
+    headers = {k: v for k, v in response.headers.items() if k.lower() not in ("content-length", "content-type")}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+router = APIRouter(prefix="/v1", tags=["openai"], route_class=OpenAIErrorRoute)
+
+MODEL_ID = "carrag"
+MAX_MESSAGE_CHARS = 20_000
+CREATED = int(time.time())
+
+
+@router.get("/models", response_model=ModelListOut, summary="OpenAI-compatible model list (one model: carrag)")
+async def list_models() -> ModelListOut:
+    return ModelListOut(data=[ModelOut(id=MODEL_ID, created=CREATED)])
+
+
+def message_text(message: ChatMessageIn) -> str:
+    if message.content is None:
+        return ""
+    if isinstance(message.content, str):
+        return message.content
+    texts = []
+    for part in message.content:
+        if part.type != "text" or part.text is None:
+            raise InvalidInput(f"Only text message content is supported, not {part.type!r}.")
+        texts.append(part.text)
+    return "\n".join(texts)
+
+
+def answer_request(body: ChatCompletionRequest, settings: Settings) -> AnswerRequest:
+    if body.model != MODEL_ID:
+        raise NotFound(f"The model {body.model!r} does not exist; Carrag serves one model: {MODEL_ID!r}.")
+    if body.n not in (None, 1):
+        raise InvalidInput("Only n=1 is supported.")
+    conversation = [m for m in body.messages if m.role in ("user", "assistant")]
+    if not conversation or conversation[-1].role != "user":
+        raise InvalidInput("The last message must be the user's question (role 'user').")
+    texts = [message_text(m) for m in conversation]
+    if any(len(text) > MAX_MESSAGE_CHARS for text in texts):
+        raise InvalidInput(f"A message is longer than {MAX_MESSAGE_CHARS} characters.")
+    question = texts[-1].strip()
+    if not question:
+        raise InvalidInput("The question (the last user message) is empty.")
+    if len(question) > settings.max_question_chars:
+        raise InvalidInput(
+            f"The question is {len(question)} characters; the limit is {settings.max_question_chars} (MAX_QUESTION_CHARS)."
+        )
+    top_k = body.top_k or settings.default_top_k
+    if top_k > settings.max_top_k:
+        raise InvalidInput(f"top_k must be at most {settings.max_top_k} (MAX_TOP_K).")
+    return AnswerRequest(
+        question=question,
+        top_k=top_k,
+        filters=filters_from(body.tags, body.source),
+        rerank=body.rerank,
+        history=[ChatMessage(m.role, text) for m, text in zip(conversation[:-1], texts[:-1], strict=True)],
+    )
+
+
+@router.post(
+    "/chat/completions",
+    response_model=ChatCompletionOut,
+    summary="OpenAI-compatible chat completion answered from the documents",
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "With stream=true: chat.completion.chunk events."}
+    },
+)
+async def chat_completions(
+    body: ChatCompletionRequest, answers: AnswersDep, settings: SettingsDep
+) -> ChatCompletionOut | StreamingResponse:
+    request = answer_request(body, settings)
+    completion_id = f"chatcmpl-{uuid.uuid4().hex}"
+    created = int(time.time())
+    if not body.stream:
+        answer = await answers.answer(request)
+        return ChatCompletionOut(
+            id=completion_id,
+            created=created,
+            model=MODEL_ID,
+            choices=[Choice(message=AssistantMessage(content=answer.answer))],
+            sources=answer.sources,
+            carrag={
+                "llm": answer.model,
+                "duration_ms": answer.duration_ms,
+                "timings_ms": answer.timings_ms,
+                "reranked": answer.reranked,
+                "rerank_note": answer.rerank_note,
+            },
+        )
+
+    events = await opened(answers.stream_answer(request))
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> str:
+        payload = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": MODEL_ID,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+            **extra,
+        }
+        return f"data: {json.dumps(payload)}\n\n"
+
+    def translate(event: AnswerEvent) -> str:
+        if event.kind == "sources":
+            return chunk({"role": "assistant", "content": ""}, sources=event.data)
+        if event.kind == "token":
+            return chunk({"content": event.data})
+        if event.kind == "done":
+            meta = {"llm": event.data.get("model"), **{k: v for k, v in event.data.items() if k != "model"}}
+            return chunk({}, "stop", carrag=meta) + "data: [DONE]\n\n"
+        return f"data: {json.dumps({'error': {'message': event.data['detail'], 'type': 'server_error'}})}\n\n"
+
+    async def stream() -> AsyncIterator[str]:
+        async with contextlib.aclosing(events):  # closing stops generation when the client has gone
+            async for event in events:
+                yield translate(event)
+
+    return StreamingResponse(
+        stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )

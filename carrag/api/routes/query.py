@@ -1,0 +1,77 @@
+"""POST /query (whole answer) and POST /query/stream (Server-Sent Events).
+
+Stream events, in order: ``sources`` (JSON list), ``token`` (one text delta each, never cumulative),
+then ``done`` (model, duration_ms, timings_ms) — or ``error`` if generation fails after streaming
+began. Failures before the first event are ordinary HTTP errors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from carrag.api.deps import AnswersDep, SettingsDep
+from carrag.api.schemas.query import QueryRequest, QueryResponse
+from carrag.api.streaming import opened
+from carrag.services.answering import AnswerEvent, AnswerRequest
+from carrag.services.models import ChatMessage, SearchFilters
+
+router = APIRouter(tags=["query"])
+
+
+def filters_from(tags: list[str] | None, source: str | None) -> SearchFilters:
+    return SearchFilters(
+        tags=tuple(dict.fromkeys(t.strip().lower() for t in tags or [] if t.strip())),
+        source=source or None,
+    )
+
+
+def answer_request(body: QueryRequest) -> AnswerRequest:
+    return AnswerRequest(
+        question=body.question.strip(),
+        top_k=body.top_k,
+        filters=filters_from(body.tags, body.source),
+        rerank=body.rerank,
+        history=[ChatMessage(m.role, m.content) for m in body.history],
+    )
+
+
+@router.post("/query", response_model=QueryResponse, summary="Answer a question from the documents")
+async def query(body: QueryRequest, answers: AnswersDep) -> QueryResponse:
+    answer = await answers.answer(answer_request(body))
+    return QueryResponse(
+        answer=answer.answer,
+        sources=answer.sources,
+        model=answer.model,
+        duration_ms=answer.duration_ms,
+        timings_ms=answer.timings_ms,
+        reranked=answer.reranked,
+        rerank_note=answer.rerank_note,
+    )
+
+
+def to_sse(event: AnswerEvent) -> ServerSentEvent:
+    if event.kind == "token":
+        return ServerSentEvent(data=json.dumps({"text": event.data}), event="token")
+    return ServerSentEvent(data=json.dumps(event.data), event=event.kind)
+
+
+@router.post(
+    "/query/stream",
+    summary="Answer a question, streamed as Server-Sent Events",
+    response_class=EventSourceResponse,
+    responses={200: {"content": {"text/event-stream": {}}, "description": "sources, token…, done | error"}},
+)
+async def query_stream(body: QueryRequest, answers: AnswersDep, settings: SettingsDep) -> EventSourceResponse:
+    events = await opened(answers.stream_answer(answer_request(body)))
+
+    async def stream() -> AsyncIterator[ServerSentEvent]:
+        async with contextlib.aclosing(events):  # closing stops generation when the client has gone
+            async for event in events:
+                yield to_sse(event)
+
+    return EventSourceResponse(stream(), ping=settings.sse_keepalive_seconds)

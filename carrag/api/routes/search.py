@@ -1,0 +1,29 @@
+"""POST /search: retrieval stages 1–3 without generation (what evaluation and agents call)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from carrag.api.deps import SearchDep
+from carrag.api.routes.query import filters_from
+from carrag.api.schemas.query import SearchRequest, SearchResponse
+
+router = APIRouter(tags=["query"])
+
+
+@router.post("/search", response_model=SearchResponse, summary="Hybrid search with reranking and expansion")
+async def search(body: SearchRequest, search: SearchDep) -> SearchResponse:
+    outcome = await search.search(
+        body.question.strip(),
+        top_k=body.top_k,
+        filters=filters_from(body.tags, body.source),
+        rerank=body.rerank,
+        mode=body.mode,
+    )
+    return SearchResponse(
+        results=[hit.as_source(explain=body.explain) for hit in outcome.hits],
+        timings_ms=outcome.timings_ms,
+        reranked=outcome.reranked,
+        rerank_note=outcome.rerank_note,
+        message=outcome.message,
+    )

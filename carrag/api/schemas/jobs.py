@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from carrag.api.schemas.ingest import IngestResponse
+
+JobStateOut = Literal[
+    "queued", "parsing", "tagging", "chunking", "embedding", "indexing", "done", "failed", "cancelled"
+]
+
+
+class JobAccepted(BaseModel):
+    """The 202 answer to ``POST /ingest/file?async=true`` and ``POST /ingest/url?async=true``."""
+
+    job_id: str
+    state: JobStateOut = "queued"
+    status_url: str = Field(description="Poll this (GET) for the job's state; DELETE it to cancel.")
+
+
+class JobProgress(BaseModel):
+    done: int = Field(description="Chunks embedded so far.")
+    total: int = Field(description="Chunks to embed (0 until the embedding stage starts).")
+
+
+class JobOut(BaseModel):
+    job_id: str
+    kind: Literal["file", "url"]
+    source: str = Field(description="The uploaded filename or the URL.")
+    state: JobStateOut
+    progress: JobProgress
+    timings_ms: dict[str, float] = Field(description="Milliseconds spent in each state so far.")
+    result: IngestResponse | None = Field(None, description="The ingest result, once the job is done.")
+    error: str | None = Field(None, description="Why the job failed (or 'cancelled').")
+    created_at: str
+    updated_at: str
+
+
+class JobListOut(BaseModel):
+    items: list[JobOut]
+    total: int = Field(description="Jobs held in memory (running, queued and recently finished).")

@@ -1,0 +1,82 @@
+"""The subset of OpenAI's Chat Completions and Models API that Carrag speaks (`carrag/api/routes/openai_compat.py`).
+
+Requests accept (and ignore) OpenAI parameters that make no sense for a document-grounded answer
+(tools, logprobs, ...), so frontends that send them still work. Carrag's own knobs ride along as
+extra body fields (``extra_body`` in the openai SDK): ``top_k``, ``tags``, ``source``, ``rerank``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from carrag.api.schemas.query import Source
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    text: str | None = None
+
+
+class ChatMessageIn(BaseModel):
+    model_config = ConfigDict(extra="allow")  # name, tool_call_id, ...
+
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[TextPart] | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")  # temperature, max_tokens, tools, user, ... are accepted and ignored
+
+    model: str = Field(..., max_length=200, examples=["carrag"])
+    messages: list[ChatMessageIn] = Field(..., min_length=1, max_length=200)
+    stream: bool = False
+    n: int | None = Field(None, description="Only 1 is supported.")
+    # Carrag's extras
+    top_k: int | None = Field(None, ge=1, le=100, description="Passages retrieved (default DEFAULT_TOP_K).")
+    tags: list[str] | None = Field(None, max_length=50, description="Only documents with any of these tags.")
+    source: str | None = Field(None, max_length=2048, description="Exact source id or glob (`*.md`).")
+    rerank: bool | None = Field(None, description="Override RERANK_ENABLED for this request.")
+
+
+class ModelOut(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "carrag"
+
+
+class ModelListOut(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelOut]
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+    refusal: str | None = None
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: Literal["stop", "length"] = "stop"
+    logprobs: None = None
+
+
+class ChatCompletionOut(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: None = Field(None, description="Token counts are not tracked.")
+    sources: list[Source] = Field(
+        default_factory=list, description="Carrag extra: the passages the answer was generated from."
+    )
+    carrag: dict[str, Any] = Field(
+        default_factory=dict, description="Carrag extra: generator model, timings_ms, reranked, rerank_note."
+    )

@@ -1,0 +1,1 @@
+"""The `carrag` command line (typer + rich) and the client it talks through."""

@@ -1,0 +1,372 @@
+"""One small client interface over Carrag, with two implementations the CLI commands share:
+
+- `LocalClient` opens the store and models in this process (the same composition root the server
+  uses, `carrag.services.container.build_container`), for use without a server;
+- `HttpClient` talks to a running server (``--url``), ingesting through the async jobs API.
+
+Both return the API's JSON shapes (plain dicts), so every command is written once. Failures of
+either kind surface as `ClientError`, carrying the HTTP status the API would answer with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import httpx
+
+from carrag.services.errors import CarragError, PayloadTooLarge
+
+# (state, done, total): "parsing", "embedding" 32/120, ... as the jobs API reports them.
+ProgressCallback = Callable[[str, int, int], None]
+StreamEvent = tuple[str, Any]  # ("sources", [...]) | ("token", {"text": ...}) | ("done", {...}) | ("error", {...})
+
+JOB_POLL_SECONDS = 0.25
+FINISHED_JOB_STATES = ("done", "failed", "cancelled")
+
+
+class ClientError(Exception):
+    """``status`` is the HTTP status (or the one the API would answer with); ``fatal`` marks failures
+    every later request would repeat: an unreachable server, a missing or refused API key."""
+
+    def __init__(self, detail: str, status: int | None = None, *, fatal: bool = False) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+        self.fatal = fatal
+
+
+@dataclass(slots=True)
+class IngestSettings:
+    """What the user chose for every source of one ``carrag ingest`` run."""
+
+    tags: list[str] = field(default_factory=list)
+    chunking: str | None = None
+    force: bool = False
+
+
+class CarragClient(Protocol):
+    async def ingest_file(
+        self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
+    ) -> dict[str, Any]: ...
+
+    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> dict[str, Any]: ...
+
+    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> dict[str, Any]: ...
+
+    async def get_document(self, document_id: str) -> dict[str, Any]: ...
+
+    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]: ...
+
+    async def delete_document(self, document_id: str) -> dict[str, Any]: ...
+
+    async def search(self, request: dict[str, Any]) -> dict[str, Any]: ...
+
+    def stream_query(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]: ...
+
+    async def aclose(self) -> None: ...
+
+
+async def all_documents(client: CarragClient, page_size: int = 500) -> list[dict[str, Any]]:
+    documents: list[dict[str, Any]] = []
+    while True:
+        page = await client.list_documents(offset=len(documents), limit=page_size)
+        documents.extend(page["items"])
+        if not page["items"] or len(documents) >= page["total"]:
+            return documents
+
+
+# --- in-process --------------------------------------------------------------------------------------
+class _ObserverAdapter:
+    """Turns the ingestion service's observer calls into the jobs API's (state, done, total)."""
+
+    def __init__(self, on_progress: ProgressCallback) -> None:
+        self.on_progress = on_progress
+        self.state = "queued"
+
+    def stage(self, stage: str) -> None:
+        self.state = stage
+        self.on_progress(stage, 0, 0)
+
+    def progress(self, done: int, total: int) -> None:
+        self.on_progress(self.state, done, total)
+
+
+class LocalClient:
+    """Works on the configured store directly; models load on first use."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self._container: Any = None
+
+    async def container(self) -> Any:
+        if self._container is None:
+            from carrag.services.container import build_container
+
+            self._container = await build_container(self.settings)
+        return self._container
+
+    @contextlib.asynccontextmanager
+    async def _errors(self) -> AsyncIterator[None]:
+        from carrag.api.errors import status_for
+
+        try:
+            yield
+        except CarragError as error:
+            raise ClientError(error.message, status_for(error)) from error
+
+    async def ingest_file(
+        self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
+    ) -> dict[str, Any]:
+        from carrag.services.ingestion import IngestOptions
+
+        async with self._errors():
+            container = await self.container()
+            limit = container.settings.max_upload_bytes
+            if path.stat().st_size > limit:
+                raise PayloadTooLarge(f"{path} is larger than {limit} bytes (MAX_UPLOAD_BYTES).")
+            data = await asyncio.to_thread(path.read_bytes)
+            result = await container.ingestion.ingest_file(
+                data,
+                path.name,
+                IngestOptions(tags=options.tags, source_id=source_id, chunking=options.chunking, force=options.force),
+                _ObserverAdapter(on_progress),
+            )
+            return result.as_dict()
+
+    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> dict[str, Any]:
+        from carrag.services.ingestion import IngestOptions
+
+        async with self._errors():
+            container = await self.container()
+            result = await container.ingestion.ingest_url(
+                url,
+                IngestOptions(tags=options.tags, chunking=options.chunking, force=options.force),
+                _ObserverAdapter(on_progress),
+            )
+            return result.as_dict()
+
+    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> dict[str, Any]:
+        from carrag.api.routes.documents import document_out
+
+        async with self._errors():
+            store = (await self.container()).store
+            page = await store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
+            return {
+                "items": [document_out(record).model_dump() for record in page.items],
+                "total": page.total,
+                "offset": offset,
+                "limit": limit,
+            }
+
+    async def _document(self, document_id: str) -> Any:
+        from carrag.services.errors import NotFound
+
+        record = await (await self.container()).store.get_document(document_id)
+        if record is None:
+            raise NotFound(f"No document with id {document_id}.")
+        return record
+
+    async def get_document(self, document_id: str) -> dict[str, Any]:
+        from carrag.api.routes.documents import document_out
+
+        async with self._errors():
+            return document_out(await self._document(document_id)).model_dump()
+
+    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+        async with self._errors():
+            record = await self._document(document_id)
+            listings = await (await self.container()).store.get_chunks(document_id, offset=offset, limit=limit)
+            items = [
+                {
+                    "chunk_index": item.chunk.chunk_index,
+                    "text": item.chunk.text,
+                    "char_start": item.chunk.char_start,
+                    "char_end": item.chunk.char_end,
+                    "pages": item.chunk.pages,
+                    "section": item.chunk.section,
+                    "vector_dimension": item.vector_dimension,
+                }
+                for item in listings
+            ]
+            return {
+                "document_id": document_id,
+                "items": items,
+                "total": record.chunk_count,
+                "offset": offset,
+                "limit": limit,
+            }
+
+    async def delete_document(self, document_id: str) -> dict[str, Any]:
+        from carrag.services.errors import NotFound
+
+        async with self._errors():
+            if not await (await self.container()).store.delete_document(document_id):
+                raise NotFound(f"No document with id {document_id}.")
+            return {"document_id": document_id, "deleted": True}
+
+    async def search(self, request: dict[str, Any]) -> dict[str, Any]:
+        from carrag.api.routes.query import filters_from
+
+        async with self._errors():
+            outcome = await (await self.container()).search.search(
+                request["question"].strip(),
+                top_k=request.get("top_k", self.settings.default_top_k),
+                filters=filters_from(request.get("tags"), request.get("source")),
+                rerank=request.get("rerank"),
+                mode=request.get("mode", "hybrid"),
+            )
+            return {
+                "results": [hit.as_source(explain=request.get("explain", False)) for hit in outcome.hits],
+                "timings_ms": outcome.timings_ms,
+                "reranked": outcome.reranked,
+                "rerank_note": outcome.rerank_note,
+                "message": outcome.message,
+            }
+
+    async def stream_query(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        from carrag.api.routes.query import filters_from
+        from carrag.services.answering import AnswerRequest
+
+        async with self._errors():
+            answers = (await self.container()).answers
+            events = answers.stream_answer(
+                AnswerRequest(
+                    question=request["question"].strip(),
+                    top_k=request.get("top_k", self.settings.default_top_k),
+                    filters=filters_from(request.get("tags"), request.get("source")),
+                    rerank=request.get("rerank"),
+                )
+            )
+            try:
+                async for event in events:
+                    yield (event.kind, {"text": event.data} if event.kind == "token" else event.data)
+            finally:
+                await events.aclose()
+
+    async def aclose(self) -> None:
+        if self._container is not None:
+            await self._container.aclose()
+            self._container = None
+
+
+# --- over HTTP -----------------------------------------------------------------------------------------
+class HttpClient:
+    """A running server at ``base_url``; ``api_key`` is sent as ``Authorization: Bearer``."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 120.0) -> None:
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout, connect=10.0)
+        )
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = await self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as error:
+            raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
+        if response.status_code >= 400:
+            raise ClientError(_detail(response), response.status_code, fatal=response.status_code in (401, 403))
+        return response
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        return (await self._request(method, path, **kwargs)).json()
+
+    async def _ingest(self, path: str, on_progress: ProgressCallback, **kwargs: Any) -> dict[str, Any]:
+        """Start an async ingest job and follow it; a server without jobs answers synchronously."""
+        response = await self._request("POST", path, params={"async": "true"}, **kwargs)
+        body = response.json()
+        if response.status_code != 202:
+            return body
+        job_url = body.get("status_url") or f"/jobs/{body['job_id']}"
+        try:
+            return await self._follow_job(job_url, on_progress)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):  # best effort: the user pressed Ctrl-C
+                await asyncio.shield(self._http.delete(job_url))
+            raise
+
+    async def _follow_job(self, job_url: str, on_progress: ProgressCallback) -> dict[str, Any]:
+        while True:
+            job = await self._json("GET", job_url)
+            progress = job.get("progress") or {}
+            on_progress(job["state"], progress.get("done") or 0, progress.get("total") or 0)
+            if job["state"] == "done":
+                return job["result"]
+            if job["state"] in FINISHED_JOB_STATES:
+                raise ClientError(job.get("error") or f"the ingest job was {job['state']}")
+            await asyncio.sleep(JOB_POLL_SECONDS)
+
+    async def ingest_file(
+        self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
+    ) -> dict[str, Any]:
+        form = {"source_id": source_id, "tags": ",".join(options.tags), "force": str(options.force).lower()}
+        if options.chunking:
+            form["chunking"] = options.chunking
+        with path.open("rb") as handle:
+            return await self._ingest("/ingest/file", on_progress, data=form, files={"file": (path.name, handle)})
+
+    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> dict[str, Any]:
+        body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force}
+        if options.chunking:
+            body["chunking"] = options.chunking
+        return await self._ingest("/ingest/url", on_progress, json=body)
+
+    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> dict[str, Any]:
+        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        if tag:
+            params["tag"] = tag
+        return await self._json("GET", "/documents", params=params)
+
+    async def get_document(self, document_id: str) -> dict[str, Any]:
+        return await self._json("GET", f"/documents/{_segment(document_id)}")
+
+    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+        return await self._json(
+            "GET", f"/documents/{_segment(document_id)}/chunks", params={"offset": offset, "limit": limit}
+        )
+
+    async def delete_document(self, document_id: str) -> dict[str, Any]:
+        return await self._json("DELETE", f"/documents/{_segment(document_id)}")
+
+    async def search(self, request: dict[str, Any]) -> dict[str, Any]:
+        return await self._json("POST", "/search", json=request)
+
+    async def stream_query(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+        from httpx_sse import aconnect_sse
+
+        try:
+            async with aconnect_sse(self._http, "POST", "/query/stream", json=request) as source:
+                if source.response.status_code >= 400:
+                    await source.response.aread()
+                    status = source.response.status_code
+                    raise ClientError(_detail(source.response), status, fatal=status in (401, 403))
+                async for event in source.aiter_sse():
+                    if event.event in ("sources", "token", "done", "error"):
+                        yield (event.event, json.loads(event.data))
+        except httpx.HTTPError as error:
+            raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe="")
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    if isinstance(detail, list):  # FastAPI validation errors
+        detail = "; ".join(f"{'.'.join(str(p) for p in item.get('loc', [])[1:])}: {item.get('msg')}" for item in detail)
+    return str(detail or f"HTTP {response.status_code}: {response.text[:200]}")

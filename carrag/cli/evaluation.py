@@ -1,0 +1,205 @@
+"""What `carrag eval` and `carrag bench` print: rich progress bars and result tables.
+
+The work itself lives in `carrag/bench/`; this module only runs it and renders it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from carrag.bench.beir import load_beir
+from carrag.bench.bench import BenchConfig, BenchReport, run_bench
+from carrag.bench.runner import MEASURES, MODE_LABELS, EvalReport, eval_settings, evaluate, parse_modes
+from carrag.services.container import build_container
+from carrag.services.errors import CarragError
+from carrag.services.llms.extractive import ExtractiveLLM
+from carrag.services.settings import get_settings
+
+console = Console()
+
+PHASE_LABELS = {"ingest": "ingest corpus", **{mode: f"queries: {label}" for mode, label in MODE_LABELS.items()}}
+
+
+class RichEvalProgress:
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[str, TaskID] = {}
+
+    def start(self, phase: str, total: int) -> None:
+        self.tasks[phase] = self.progress.add_task(PHASE_LABELS.get(phase, phase), total=total)
+
+    def advance(self, phase: str, amount: int = 1) -> None:
+        self.progress.advance(self.tasks[phase], amount)
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[red]Error:[/red] {escape(message)}")
+    return typer.Exit(2)
+
+
+def _quiet_logs() -> None:
+    # Component warnings (e.g. "reranker unavailable") would tear through the progress bars; the
+    # table reports them instead.
+    logging.getLogger().setLevel(logging.ERROR)
+
+
+def eval_table(report: EvalReport) -> Table:
+    table = Table(
+        title=f"{report.dataset} ({report.split}): {report.queries} queries, {report.documents} documents, "
+        f"{report.chunks} chunks"
+    )
+    table.add_column("mode")
+    for name in MEASURES:
+        table.add_column(name, justify="right")
+    for result in report.results:
+        if result.metrics is None:
+            table.add_row(result.label, *["n/a"] * len(MEASURES))
+        else:
+            table.add_row(result.label, *[f"{result.metrics[name]:.4f}" for name in MEASURES])
+    return table
+
+
+def run_eval_command(
+    dataset_dir: Path,
+    split: str,
+    json_out: Path | None,
+    modes: str | None,
+    limit_queries: int | None,
+    db: Path | None,
+) -> None:
+    _quiet_logs()
+    try:
+        dataset = load_beir(dataset_dir, split).limit_queries(limit_queries)
+        mode_names = parse_modes(modes)
+    except CarragError as exc:
+        raise _fail(exc.message) from exc
+
+    async def run(store_path: Path) -> EvalReport:
+        settings = eval_settings(get_settings(), store_path)
+        container = await build_container(settings, llm=ExtractiveLLM("eval"))
+        try:
+            existing = await container.store.count_chunks()
+            if existing:
+                console.print(f"{store_path} already holds {existing} chunks: re-running the queries only.")
+            with _progress() as progress:
+                return await evaluate(
+                    container, dataset, mode_names, progress=RichEvalProgress(progress), ingest=not existing
+                )
+        finally:
+            await container.aclose()
+
+    try:
+        if db is not None:
+            report = asyncio.run(run(db))
+        else:
+            with tempfile.TemporaryDirectory(prefix="carrag-eval-") as directory:
+                report = asyncio.run(run(Path(directory) / "eval.db"))
+    except CarragError as exc:
+        raise _fail(exc.message) from exc
+    console.print(eval_table(report))
+    for result in report.results:
+        if result.metrics is None:
+            console.print(f"{result.label}: {escape(result.note or 'n/a')}")
+    console.print(
+        f"Each leg retrieved {report.depth} chunks per query; a document ranks at its best chunk. "
+        f"Ingest {report.ingest_seconds:.0f} s; settings {report.settings}."
+    )
+    if json_out is not None:
+        json_out.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+        console.print(f"Wrote {json_out}.")
+
+
+# --- bench -----------------------------------------------------------------------------------------------
+def _ms(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def bench_tables(report: BenchReport) -> list[Table]:
+    machine = report.machine
+    head = Table(
+        title=f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB; "
+        f"{machine['date']}; load average at start {machine['load_average_at_start']}"
+    )
+    head.add_column("ingestion")
+    head.add_column("figure", justify="right")
+    head.add_column("peak RSS MB", justify="right")
+    pdf, ingest = report.pdf, report.ingest
+    head.add_row(
+        f"PDF extraction ({Path(pdf['file']).name}, {pdf['pages']} pages, {pdf['pdf_mode']})",
+        f"{pdf['pages_per_second']} pages/s",
+        str(pdf["peak_rss_mb"]),
+    )
+    pipeline, raw = ingest["pipeline"], ingest["raw_embedder"]
+    head.add_row(
+        f"pipeline, {ingest['dataset']} ({pipeline['documents']} docs, {pipeline['chunks']} chunks)",
+        f"{pipeline['chunks_per_second']} chunks/s",
+        str(ingest["peak_rss_mb"]),
+    )
+    head.add_row("raw embedder, same chunks (interleaved)", f"{raw['chunks_per_second']} chunks/s", "")
+    head.add_row("pipeline / raw embedder", f"{ingest['pipeline_over_raw']:.2f}", "")
+
+    queries = Table(title="POST /search (top_k 5, hybrid, no generation), ms")
+    for column in (
+        "chunks",
+        "search p50",
+        "search p95",
+        "rerank p50/p95",
+        "query embed p50",
+        "query embed p95",
+        "first query",
+        "peak RSS MB",
+    ):
+        queries.add_column(column, justify="right")
+    for figures in report.queries:
+        rerank = (
+            f"{_ms(figures.search_rerank.p50)} / {_ms(figures.search_rerank.p95)}" if figures.search_rerank else "n/a"
+        )
+        queries.add_row(
+            f"{figures.chunks:,}",
+            _ms(figures.search.p50),
+            _ms(figures.search.p95),
+            rerank,
+            _ms(figures.embed_query.p50),
+            _ms(figures.embed_query.p95),
+            _ms(figures.first_query_ms),
+            f"{figures.peak_rss_mb:.0f}",
+        )
+    return [head, queries]
+
+
+def run_bench_command(config: BenchConfig, json_out: Path | None) -> None:
+    _quiet_logs()
+    try:
+        report = asyncio.run(run_bench(config, get_settings(), report=lambda line: console.print(escape(line))))
+    except CarragError as exc:
+        raise _fail(exc.message) from exc
+    for table in bench_tables(report):
+        console.print(table)
+    notes: list[Any] = sorted({figures.rerank_note for figures in report.queries if figures.rerank_note})
+    for note in notes:
+        console.print(f"Reranking {escape(note)}")
+    if json_out is not None:
+        json_out.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+        console.print(f"Wrote {json_out}.")

@@ -1,0 +1,536 @@
+"""The ``carrag`` command line.
+
+Every command but ``serve`` works either on the local store directly (the default: the same
+composition root as the server, from the same settings) or against a running server (``--url``,
+with ``--api-key`` when the server has API_KEYS). Both go through `carrag.cli.client.CarragClient`, so each
+command is written once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from carrag.cli.client import CarragClient, ClientError, HttpClient, IngestSettings, LocalClient, all_documents
+from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
+from carrag.services.settings import Settings, get_settings
+
+app = typer.Typer(help="Carrag: self-hosted retrieval-augmented generation.", no_args_is_help=True)
+documents_app = typer.Typer(help="List, inspect and delete documents.", no_args_is_help=True)
+app.add_typer(documents_app, name="documents")
+
+console = Console(highlight=False)
+errors = Console(stderr=True, highlight=False)
+T = TypeVar("T")
+
+Url = Annotated[
+    str | None,
+    typer.Option("--url", envvar="CARRAG_URL", help="A running Carrag server; without it, work on the local store."),
+]
+ApiKey = Annotated[
+    str | None, typer.Option("--api-key", envvar="CARRAG_API_KEY", help="Bearer key for a server with API_KEYS.")
+]
+TopK = Annotated[int, typer.Option("--top-k", "-k", min=1, max=100, help="Passages to retrieve.")]
+Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: only documents with any of them.")]
+SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
+Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
+Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown"]
+
+
+@app.command()
+def serve(
+    host: str = typer.Option(None, help="Bind address (default: HOST setting, 127.0.0.1)."),
+    port: int = typer.Option(None, help="Port (default: PORT setting, 8000)."),
+) -> None:
+    """Run the HTTP service."""
+    import uvicorn
+
+    from carrag.api.lifecycle import exit_cleanly_after_sigterm
+
+    settings = get_settings()
+    exit_cleanly_after_sigterm()  # a graceful SIGTERM shutdown exits 0
+    uvicorn.run(
+        "carrag.api.main:app_factory",
+        factory=True,
+        host=host or settings.host,
+        port=port or settings.port,
+        log_config=None,
+        timeout_graceful_shutdown=settings.shutdown_grace_seconds,
+    )
+
+
+# --- shared plumbing ------------------------------------------------------------------------------------
+def open_client(url: str | None, api_key: str | None) -> CarragClient:
+    if url:
+        return HttpClient(url, api_key)
+    # Fresh settings (not the cached ones): the environment may differ between invocations in one process.
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+    return LocalClient(Settings())
+
+
+def run_with_client(url: str | None, api_key: str | None, work: Callable[[CarragClient], Awaitable[T]]) -> T:
+    """Run one command's async work; a client failure becomes a message and exit status 1."""
+
+    async def main() -> T:
+        client = open_client(url, api_key)
+        try:
+            return await work(client)
+        finally:
+            await client.aclose()
+
+    try:
+        return asyncio.run(main())
+    except ClientError as error:
+        errors.print(f"[red]error:[/red] {escape(error.detail)}")
+        raise typer.Exit(1) from None
+
+
+def split_tags(raw: str | None) -> list[str]:
+    return [tag.strip() for tag in (raw or "").split(",") if tag.strip()]
+
+
+def question_request(
+    question: str, top_k: int, tags: str | None, source: str | None, rerank: bool | None
+) -> dict[str, Any]:
+    request: dict[str, Any] = {"question": question, "top_k": top_k}
+    if split_tags(tags):
+        request["tags"] = split_tags(tags)
+    if source:
+        request["source"] = source
+    if rerank is not None:
+        request["rerank"] = rerank
+    return request
+
+
+def one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def pages_label(pages: list[int] | None, page: int | None = None) -> str:
+    shown = pages or ([page] if page else [])
+    if not shown:
+        return ""
+    if len(shown) == 1:
+        return f"p. {shown[0]}"
+    contiguous = all(later == earlier + 1 for earlier, later in itertools.pairwise(shown))
+    return f"pp. {shown[0]}–{shown[-1]}" if contiguous else "pp. " + ", ".join(map(str, shown))
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+# --- ingest -------------------------------------------------------------------------------------------
+@app.command()
+def ingest(
+    sources: Annotated[list[str], typer.Argument(help='Files, globs (quote them: "docs/**/*.md"), directories, URLs.')],
+    tags: Annotated[str | None, typer.Option("--tags", help="Comma-separated tags for every source.")] = None,
+    chunking: Annotated[Chunking | None, typer.Option("--chunking", help="Chunking strategy.")] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Re-ingest unchanged sources; after an embedding-model change, wipe the store."),
+    ] = False,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune", help="Delete stored file documents these sources no longer match (URL documents are kept)."
+        ),
+    ] = False,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Ingest files, globs and URLs; report each source; exit 1 if any failed."""
+    from carrag.services.parsers import SUPPORTED_EXTENSIONS
+
+    resolved = resolve_sources(sources, Path.cwd(), SUPPORTED_EXTENSIONS)
+    options = IngestSettings(tags=split_tags(tags), chunking=chunking, force=force)
+    failed = run_with_client(url, api_key, lambda client: ingest_all(client, resolved, options, prune))
+    if failed:
+        raise typer.Exit(1)
+
+
+async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: IngestSettings, prune: bool) -> int:
+    """Ingest every resolved source, one at a time; returns how many failed."""
+    counts = {"ingested": 0, "unchanged": 0, "failed": len(resolved.missing), "pruned": 0}
+    for missing in resolved.missing:
+        console.print(f"[red]✗ failed[/red]    {escape(missing)}: no such file or directory")
+    for pattern in resolved.unmatched_patterns:
+        console.print(f"[yellow]! no files[/yellow]  {escape(pattern)} matched no file of a supported type")
+    jobs: list[tuple[str, Callable[[Callable[[str, int, int], None]], Awaitable[dict[str, Any]]]]] = [
+        (file.source_id, lambda report, file=file: client.ingest_file(file.path, file.source_id, options, report))
+        for file in resolved.files
+    ] + [(link, lambda report, link=link: client.ingest_url(link, options, report)) for link in resolved.urls]
+
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    ) as progress:
+        overall = progress.add_task("sources", total=len(jobs))
+        for name, start in jobs:
+            current = progress.add_task(f"{one_line(name, 40)}: queued", total=None)
+
+            def report(state: str, done: int, total: int, current: int = current, name: str = name) -> None:
+                progress.update(
+                    current, description=f"{one_line(name, 40)}: {state}", completed=done, total=total or None
+                )
+
+            began = time.perf_counter()
+            try:
+                result = await start(report)
+            except ClientError as error:
+                if error.fatal:
+                    raise  # unreachable server or refused key: every other source would fail the same way
+                counts["failed"] += 1
+                progress.console.print(f"[red]✗ failed[/red]    {escape(name)}: {escape(error.detail)}")
+            else:
+                counts[result["status"]] += 1
+                seconds = time.perf_counter() - began
+                if result["status"] == "unchanged":
+                    progress.console.print(f"[dim]= unchanged[/dim] {escape(name)}")
+                else:
+                    replaced = " (replaced the previous version)" if result.get("replaced_document_id") else ""
+                    progress.console.print(
+                        f"[green]✓ ingested[/green]  {escape(name)}: {plural(result['chunk_count'], 'chunk')}, "
+                        f"tags {escape(', '.join(result['tags']) or '-')}, {seconds:.1f}s{replaced}"
+                    )
+            progress.remove_task(current)
+            progress.advance(overall)
+
+    if prune:
+        for document in documents_to_prune(await all_documents(client), resolved.file_source_ids):
+            await client.delete_document(document["document_id"])
+            counts["pruned"] += 1
+            console.print(f"[magenta]- pruned[/magenta]    {escape(document['source_id'])}")
+
+    summary = (
+        f"{len(jobs) + len(resolved.missing)} sources: {counts['ingested']} ingested, "
+        f"{counts['unchanged']} unchanged, {counts['failed']} failed"
+    )
+    if prune:
+        summary += f", {counts['pruned']} pruned"
+    if resolved.skipped:
+        summary += f", {len(resolved.skipped)} skipped (unsupported type)"
+    console.print(("[red]" if counts["failed"] else "[green]") + escape(summary) + "[/]")
+    return counts["failed"]
+
+
+# --- query and search --------------------------------------------------------------------------------
+@app.command()
+def query(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    top_k: TopK = 5,
+    tags: Tags = None,
+    source: SourceFilter = None,
+    rerank: Rerank = None,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Ask a question: the answer streams in, then its sources are listed."""
+    request = question_request(question, top_k, tags, source, rerank)
+
+    async def work(client: CarragClient) -> bool:
+        sources: list[dict[str, Any]] = []
+        async for kind, data in client.stream_query(request):
+            if kind == "sources":
+                sources = data
+            elif kind == "token":
+                typer.echo(data["text"], nl=False)
+            elif kind == "error":
+                typer.echo("")
+                errors.print(f"[red]error:[/red] {escape(data.get('detail', 'generation failed'))}")
+                return False
+            elif kind == "done":
+                typer.echo("")
+        print_sources(sources)
+        return True
+
+    if not run_with_client(url, api_key, work):
+        raise typer.Exit(1)
+
+
+def print_sources(sources: list[dict[str, Any]]) -> None:
+    if not sources:
+        return
+    console.print("\n[bold]Sources[/bold]")
+    for number, source in enumerate(sources, start=1):
+        where = ", ".join(
+            filter(None, [pages_label(source.get("pages"), source.get("page")), f"chunk {source['chunk_index']}"])
+        )
+        console.print(f"  [{number}] {escape(source['source_id'])} ({where}) score {source['score']:.3f}", markup=False)
+
+
+@app.command()
+def search(
+    question: Annotated[str, typer.Argument(help="What to look for.")],
+    top_k: TopK = 5,
+    tags: Tags = None,
+    source: SourceFilter = None,
+    rerank: Rerank = None,
+    mode: Annotated[Literal["hybrid", "bm25", "knn"], typer.Option("--mode", help="Retrieval legs to use.")] = "hybrid",
+    explain: Annotated[bool, typer.Option("--explain", help="Show BM25 and kNN ranks and the RRF score.")] = False,
+    as_json: AsJson = False,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Search without generating an answer; a table of the best passages."""
+    request = question_request(question, top_k, tags, source, rerank) | {"mode": mode, "explain": explain}
+    outcome = run_with_client(url, api_key, lambda client: client.search(request))
+    if as_json:
+        print_json(outcome)
+        return
+    if not outcome["results"]:
+        console.print(escape(outcome.get("message") or "No results."))
+        return
+    table = Table(title=f"{len(outcome['results'])} results" + (" (reranked)" if outcome["reranked"] else ""))
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("source", overflow="fold")
+    table.add_column("page")
+    if explain:
+        for name in ("bm25", "knn", "rrf"):
+            table.add_column(name, justify="right")
+    table.add_column("text", ratio=1)
+    for number, hit in enumerate(outcome["results"], start=1):
+        row = [str(number), f"{hit['score']:.3f}", hit["source_id"], pages_label(hit.get("pages"), hit.get("page"))]
+        if explain:
+            details = hit.get("explain") or {}
+            row += [
+                _rank(details.get("bm25_rank")),
+                _rank(details.get("knn_rank")),
+                f"{details['rrf_score']:.4f}" if details.get("rrf_score") is not None else "-",
+            ]
+        row.append(one_line(hit["text"], 160))
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+    if outcome.get("rerank_note"):
+        console.print(f"[dim]{escape(outcome['rerank_note'])}[/dim]")
+
+
+def _rank(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+# --- documents ----------------------------------------------------------------------------------------
+@documents_app.command("list")
+def documents_list(
+    tag: Annotated[str | None, typer.Option("--tag", help="Only documents with this tag.")] = None,
+    offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=500)] = 50,
+    as_json: AsJson = False,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """List documents, newest first."""
+    page = run_with_client(url, api_key, lambda client: client.list_documents(offset=offset, limit=limit, tag=tag))
+    if as_json:
+        print_json(page)
+        return
+    if not page["items"]:
+        console.print(
+            "No documents." if not page["total"] else f"No documents at offset {offset} (of {page['total']})."
+        )
+        return
+    table = Table(title=f"Documents {offset + 1}–{offset + len(page['items'])} of {page['total']}")
+    table.add_column("document_id", overflow="fold", no_wrap=True)
+    table.add_column("source", overflow="fold")
+    table.add_column("type")
+    table.add_column("chunks", justify="right")
+    table.add_column("tags", overflow="fold")
+    table.add_column("created")
+    for document in page["items"]:
+        table.add_row(
+            *(
+                escape(cell)
+                for cell in (
+                    document["document_id"],
+                    document["source_id"],
+                    document["source_type"],
+                    str(document["chunk_count"]),
+                    ", ".join(document["tags"]),
+                    document["created_at"][:19].replace("T", " "),
+                )
+            )
+        )
+    console.print(table)
+
+
+@documents_app.command("show")
+def documents_show(
+    document_id: Annotated[str, typer.Argument(help="The document's id.")],
+    chunks: Annotated[int, typer.Option("--chunks", min=0, max=1000, help="How many chunks to list.")] = 20,
+    full: Annotated[bool, typer.Option("--full", help="Print each chunk's whole text.")] = False,
+    as_json: AsJson = False,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """A document's metadata and its chunks, with their pages."""
+
+    async def work(client: CarragClient) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        document = await client.get_document(document_id)
+        listed = await client.get_chunks(document_id, limit=chunks) if chunks else None
+        return document, listed
+
+    document, listed = run_with_client(url, api_key, work)
+    if as_json:
+        print_json({"document": document, "chunks": listed})
+        return
+    details = Table.grid(padding=(0, 2))
+    details.add_column(style="bold")
+    details.add_column(overflow="fold")
+    for key in (
+        "document_id",
+        "filename",
+        "source_id",
+        "source_type",
+        "title",
+        "chunk_count",
+        "tags",
+        "content_hash",
+        "created_at",
+    ):
+        value = document.get(key)
+        details.add_row(
+            key, escape(", ".join(value) if isinstance(value, list) else str(value if value is not None else "-"))
+        )
+    for key, value in document.get("metadata", {}).items():
+        details.add_row(
+            f"metadata.{key}",
+            escape(json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)),
+        )
+    console.print(details)
+    if not listed:
+        return
+    table = Table(title=f"Chunks 1–{len(listed['items'])} of {listed['total']}")
+    table.add_column("#", justify="right")
+    table.add_column("page")
+    table.add_column("chars", no_wrap=True)
+    table.add_column("text", ratio=1)
+    for chunk in listed["items"]:
+        text = chunk["text"] if full else one_line(chunk["text"], 160)
+        table.add_row(
+            str(chunk["chunk_index"]),
+            pages_label(chunk["pages"]),
+            f"{chunk['char_start']}–{chunk['char_end']}",
+            escape(text),
+        )
+    console.print(table)
+
+
+@documents_app.command("delete")
+def documents_delete(
+    document_id: Annotated[str, typer.Argument(help="The document's id.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Delete a document and all its chunks."""
+    if not yes and not typer.confirm(f"Delete document {document_id} and all its chunks?"):
+        raise typer.Exit(1)
+    run_with_client(url, api_key, lambda client: client.delete_document(document_id))
+    console.print(f"Deleted {escape(document_id)}.")
+
+
+SHARED_DATA = Path("../shared/data")  # beside the checkout (docs/benchmarks.md)
+
+
+@app.command("eval")
+def evaluate_retrieval(
+    dataset: Annotated[Path, typer.Option("--dataset", help="BEIR directory: corpus.jsonl, queries.jsonl, qrels/.")],
+    split: Annotated[str, typer.Option("--split", help="Which qrels/<split>.tsv to score.")] = "train",
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the table as JSON to this file.")] = None,
+    modes: Annotated[
+        str | None, typer.Option("--modes", help="Comma-separated subset of bm25,knn,hybrid,hybrid+rerank.")
+    ] = None,
+    limit_queries: Annotated[
+        int | None, typer.Option("--limit-queries", min=1, help="Score only the first N queries.")
+    ] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db",
+            help="Keep the evaluation store in this SQLite file; an existing one is reused without re-ingesting.",
+        ),
+    ] = None,
+) -> None:
+    """Ingest a BEIR dataset into a fresh store and print nDCG@10, Recall@10/100 and MRR@10 per search mode."""
+    from carrag.cli.evaluation import run_eval_command
+
+    run_eval_command(dataset, split, json_out, modes, limit_queries, db)
+
+
+@app.command("bench")
+def benchmark(
+    pdf: Annotated[Path, typer.Option("--pdf", help="PDF whose extraction speed is measured.")] = SHARED_DATA
+    / "corpus/pdf/unstructured/DA-619p.pdf",
+    dataset: Annotated[
+        Path, typer.Option("--dataset", help="BEIR directory ingested for the ingestion and query figures.")
+    ] = SHARED_DATA / "scifact-dev",
+    split: Annotated[str, typer.Option("--split", help="qrels split whose queries are timed.")] = "train",
+    sizes: Annotated[
+        str, typer.Option("--sizes", help="Comma-separated store sizes (chunks) for the query figures.")
+    ] = "20000,100000",
+    queries: Annotated[int, typer.Option("--queries", min=1, help="Timed queries per store size.")] = 200,
+    limit_documents: Annotated[
+        int | None, typer.Option("--limit-documents", min=1, help="Ingest only the first N documents.")
+    ] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Tiny sizes (a few seconds): checks the bench still works.")
+    ] = False,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the figures as JSON to this file.")
+    ] = None,
+) -> None:
+    """Measure PDF pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    from carrag.bench.bench import BenchConfig
+    from carrag.cli.evaluation import run_bench_command
+
+    if quick:
+        config = BenchConfig.quick(pdf, dataset, split)
+    else:
+        config = BenchConfig(
+            pdf, dataset, split, tuple(int(size) for size in sizes.split(",") if size.strip()), queries, limit_documents
+        )
+    run_bench_command(config, json_out)
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the MCP tools (search_documents, list_sources) over stdio, on the local store."""
+    from carrag.api.log_config import configure_logging
+    from carrag.api.mcp_server import run_stdio
+
+    settings = Settings()
+    configure_logging(settings.log_level, settings.log_json)  # to stderr: stdout carries the protocol
+    asyncio.run(run_stdio(settings))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

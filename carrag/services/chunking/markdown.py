@@ -1,0 +1,122 @@
+"""Markdown chunking by headers (seed 004: "split Markdown by headers with a character-based
+fallback; each chunk stores its section title").
+
+ATX headers (``#`` to ``######``, CommonMark rules: up to three leading spaces, a space or the end
+of the line after the hashes, an optional closing ``#`` run) start a new section; lines inside
+fenced code blocks (three or more backticks or tildes, closed by a fence of the same character at
+least as long; an unclosed fence runs to the end) are never headers. Setext headers (underlined
+with ``===``) are not recognised.
+
+Every chunk lies inside one section and carries that section's header path in `Chunk.section`,
+e.g. ``Install > Linux``; text before the first header has no section. A header with no text of
+its own before a deeper header is kept with that subsection (so ``# Install`` is not a chunk on
+its own; if the joined section is split, a piece holding only the parent header carries the
+parent's path). Sections longer than ``size`` are split by the recursive character splitter, with
+overlap inside the section only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from carrag.services.chunking.recursive import atomise
+from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
+from carrag.services.models import Chunk, PageSpan
+
+ATX_HEADER = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?$")
+CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
+PATH_SEPARATOR = " > "
+
+
+@dataclass(slots=True)
+class Header:
+    start: int  # offset of the header line
+    body_start: int  # offset just after the header line
+    level: int
+    title: str
+
+
+def find_headers(text: str) -> list[Header]:
+    headers: list[Header] = []
+    fence: str | None = None  # the opening fence while inside a fenced code block
+    position = 0
+    while position < len(text):
+        newline = text.find("\n", position)
+        line_end = len(text) if newline == -1 else newline + 1
+        line = text[position:line_end].rstrip("\r\n")
+        if fence is not None:
+            stripped = line.strip()
+            if (
+                len(line) - len(line.lstrip(" ")) <= 3
+                and stripped
+                and set(stripped) == {fence[0]}
+                and len(stripped) >= len(fence)
+            ):
+                fence = None
+        elif opening := FENCE_OPEN.match(line):
+            marker, info = opening.groups()
+            if not (marker[0] == "`" and "`" in info):  # a backtick fence's info string has no backticks
+                fence = marker
+        elif header := ATX_HEADER.match(line):
+            title = CLOSING_HASHES.sub("", (header.group(2) or "").strip()).strip()
+            headers.append(Header(position, line_end, len(header.group(1)), title))
+        position = line_end
+    return headers
+
+
+def header_paths(headers: Sequence[Header]) -> list[str | None]:
+    """``Parent > Child`` for each header, from the levels of the headers before it."""
+    stack: list[Header] = []
+    paths: list[str | None] = []
+    for header in headers:
+        while stack and stack[-1].level >= header.level:
+            stack.pop()
+        stack.append(header)
+        path = PATH_SEPARATOR.join(item.title for item in stack if item.title)
+        paths.append(path or None)
+    return paths
+
+
+def section_spans(text: str, headers: Sequence[Header] | None = None) -> list[tuple[Span, str | None]]:
+    """``((start, end), header path)`` of each section, header-only parents joined to their child."""
+    headers = find_headers(text) if headers is None else headers
+    paths = header_paths(headers)
+    sections: list[tuple[Span, str | None]] = []
+    first = headers[0].start if headers else len(text)
+    if text[:first].strip():
+        sections.append(((0, first), None))
+    pending_start: int | None = None
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start if index + 1 < len(headers) else len(text)
+        start = header.start if pending_start is None else pending_start
+        has_body = bool(text[header.body_start : end].strip())
+        next_is_child = index + 1 < len(headers) and headers[index + 1].level > header.level
+        if not has_body and next_is_child:
+            pending_start = start
+            continue
+        pending_start = None
+        sections.append(((start, end), paths[index]))
+    return sections
+
+
+def chunk_markdown(text: str, size: int, overlap: int, page_spans: Sequence[PageSpan] = ()) -> list[Chunk]:
+    headers = find_headers(text)
+    paths = header_paths(headers)
+    header_starts = [header.start for header in headers]
+
+    def path_before(offset: int) -> str | None:
+        """The path of the last header that starts before ``offset``."""
+        count = bisect.bisect_left(header_starts, offset)
+        return paths[count - 1] if count else None
+
+    spans: list[Span] = []
+    for (start, end), _ in section_spans(text, headers):
+        spans.extend(merge_atoms(text, atomise(text, start, end, size), size, overlap))
+    # A section split into pieces gives each piece the same path, except that pieces holding only
+    # the header-only parents joined to it carry those parents' paths.
+    sections = [path_before(trim_span(text, *span)[1]) for span in spans]
+    return spans_to_chunks(text, spans, page_spans, sections)

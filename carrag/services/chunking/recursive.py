@@ -1,0 +1,55 @@
+"""Recursive character chunking (the default strategy, seed 001 step 4).
+
+Split on the coarsest separator that occurs (``\\n\\n``, ``\\n``, ``. ``, `` ``), recurse into
+pieces still longer than the limit with the next separator, hard-split what no separator can
+break, then merge the small pieces back up to the limit with overlap between consecutive chunks.
+Separators stay attached to the piece before them, so the pieces tile the text exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks
+from carrag.services.models import Chunk, PageSpan
+
+SEPARATORS: tuple[str, ...] = ("\n\n", "\n", ". ", " ")
+
+
+def _split_on(text: str, start: int, end: int, separator: str) -> list[Span]:
+    pieces: list[Span] = []
+    position = start
+    while True:
+        found = text.find(separator, position, end)
+        if found == -1:
+            break
+        cut = found + len(separator)
+        if cut >= end:
+            break
+        pieces.append((position, cut))
+        position = cut
+    pieces.append((position, end))
+    return pieces
+
+
+def atomise(text: str, start: int, end: int, size: int, separators: Sequence[str] = SEPARATORS) -> list[Span]:
+    """Spans of at most ``size`` characters that tile ``text[start:end]`` exactly."""
+    if end - start <= size:
+        return [(start, end)]
+    for level, separator in enumerate(separators):
+        pieces = _split_on(text, start, end, separator)
+        if len(pieces) == 1:
+            continue
+        atoms: list[Span] = []
+        for piece_start, piece_end in pieces:
+            if piece_end - piece_start <= size:
+                atoms.append((piece_start, piece_end))
+            else:
+                atoms.extend(atomise(text, piece_start, piece_end, size, separators[level + 1 :]))
+        return atoms
+    return [(position, min(position + size, end)) for position in range(start, end, size)]
+
+
+def chunk_recursive(text: str, size: int, overlap: int, page_spans: Sequence[PageSpan] = ()) -> list[Chunk]:
+    atoms = atomise(text, 0, len(text), size)
+    return spans_to_chunks(text, merge_atoms(text, atoms, size, overlap), page_spans)

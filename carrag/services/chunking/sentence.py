@@ -1,0 +1,54 @@
+"""Sentence chunking (seed 002).
+
+The text is split after ``.``, ``!`` or ``?`` followed by whitespace. Sentences are accumulated
+while the chunk stays within ``size``; the next chunk starts with up to the last ``overlap``
+characters of the previous one (from a word boundary). A sentence longer than ``size`` is split by
+the recursive character splitter.
+
+As in seed 002, a trailing chunk shorter than ``min_chunk_size`` is merged into the previous chunk
+rather than standing alone. That chunk may then exceed ``size``, by less than ``min_chunk_size``
+(the merge is skipped when it would exceed it by more, e.g. across a long run of blank lines).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from carrag.services.chunking.recursive import atomise
+from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
+from carrag.services.models import Chunk, PageSpan
+
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+
+
+def sentence_spans(text: str) -> list[Span]:
+    """Each sentence's span, trimmed of surrounding whitespace; whitespace-only ones left out."""
+    spans: list[Span] = []
+    position = 0
+    for match in SENTENCE_BREAK.finditer(text):
+        spans.append(trim_span(text, position, match.start()))
+        position = match.end()
+    spans.append(trim_span(text, position, len(text)))
+    return [(start, end) for start, end in spans if start < end]
+
+
+def merge_short_tail(text: str, spans: list[Span], size: int, min_chunk_size: int) -> list[Span]:
+    if len(spans) < 2:
+        return spans
+    last_start, last_end = trim_span(text, *spans[-1])
+    previous_start, previous_end = trim_span(text, *spans[-2])
+    merged = (previous_start, max(previous_end, last_end))
+    if last_end - last_start < min_chunk_size and merged[1] - merged[0] < size + min_chunk_size:
+        return [*spans[:-2], merged]
+    return spans
+
+
+def chunk_sentence(
+    text: str, size: int, overlap: int, min_chunk_size: int = 0, page_spans: Sequence[PageSpan] = ()
+) -> list[Chunk]:
+    atoms: list[Span] = []
+    for start, end in sentence_spans(text):
+        atoms.extend(atomise(text, start, end, size) if end - start > size else [(start, end)])
+    spans = merge_short_tail(text, merge_atoms(text, atoms, size, overlap), size, min_chunk_size)
+    return spans_to_chunks(text, spans, page_spans)

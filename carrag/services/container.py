@@ -1,0 +1,221 @@
+"""The composition root: settings in, wired services out. The only place that picks adapters.
+
+A component that cannot start does not stop the service: the store and embedder report
+``unavailable`` in /health and the routes that need them answer 503 with the reason; a missing
+local LLM falls back to the extractive answerer; a missing reranker model disables reranking.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from carrag.services.answering import AnswerService
+from carrag.services.embedders.base import EmbeddingBackend, TextKind
+from carrag.services.embedders.service import EmbeddingService
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.fetchers.base import Fetcher
+from carrag.services.fetchers.http import HttpFetcher
+from carrag.services.ingestion import IngestionService
+from carrag.services.jobs import JobManager
+from carrag.services.llms.base import LLM
+from carrag.services.llms.extractive import ExtractiveLLM
+from carrag.services.models import ComponentHealth
+from carrag.services.rerankers.base import Reranker
+from carrag.services.rerankers.flashrank import FlashrankReranker
+from carrag.services.retrieval.search import SearchService
+from carrag.services.settings import Settings
+from carrag.services.stores.base import Store
+from carrag.services.tagging import KeywordTagger, LLMTagger, NoTagger, Tagger
+
+logger = logging.getLogger(__name__)
+
+
+class UnavailableEmbedder:
+    """Stands in for an embedder that failed to load, so the failure reaches callers as a 503."""
+
+    provider = "unavailable"
+
+    def __init__(self, model: str, reason: str) -> None:
+        self.model = model
+        self.reason = reason
+
+    @property
+    def identity(self) -> str:
+        return f"unavailable:{self.model}"
+
+    async def embed(self, texts: Sequence[str], kind: TextKind) -> np.ndarray:
+        raise DependencyUnavailable("embedder", self.reason)
+
+    async def health(self) -> ComponentHealth:
+        return ComponentHealth("embedder", "unavailable", "none", self.model, self.reason)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def build_store(settings: Settings) -> Store:
+    if settings.store == "elasticsearch":
+        from carrag.services.stores.elasticsearch import ElasticsearchStore
+
+        return ElasticsearchStore.from_settings(settings)
+    from carrag.services.stores.sqlite import SqliteStore
+
+    return SqliteStore(settings.resolved_sqlite_path)
+
+
+def build_embedding_backend(settings: Settings) -> EmbeddingBackend:
+    try:
+        if settings.embedder == "ollama":
+            from carrag.services.embedders.ollama import OllamaEmbedder
+
+            return OllamaEmbedder(
+                settings.ollama_base_url, settings.ollama_embed_model, timeout=settings.ollama_timeout
+            )
+        from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
+
+        return LocalOnnxEmbedder(
+            settings.local_embedding_model_path,
+            settings.local_embedding_tokenizer_path,
+            threads=settings.local_embedding_threads,
+            max_tokens=settings.local_embedding_max_tokens,
+        )
+    except DependencyUnavailable as exc:
+        logger.error("embedder unavailable", extra={"reason": exc.message})
+        return UnavailableEmbedder(settings.embedder, exc.message)
+
+
+def build_llm(settings: Settings) -> LLM:
+    if settings.llm == "ollama":
+        from carrag.services.llms.ollama import OllamaLLM
+
+        return OllamaLLM(settings.ollama_base_url, settings.ollama_llm_model, timeout=settings.ollama_timeout)
+    if settings.llm == "openai":
+        from carrag.services.llms.openai_compatible import OpenAICompatibleLLM
+
+        return OpenAICompatibleLLM(
+            settings.openai_base_url, settings.openai_model, settings.openai_api_key, timeout=settings.llm_timeout
+        )
+    if settings.llm == "none":
+        return ExtractiveLLM("LLM=none")
+    try:
+        from carrag.services.llms.llama_cpp import LlamaCppLLM
+
+        return LlamaCppLLM(
+            settings.local_llm_model_path, context=settings.local_llm_context, threads=settings.local_llm_threads
+        )
+    except DependencyUnavailable as exc:
+        logger.error("local LLM unavailable; answers will be extractive", extra={"reason": exc.message})
+        return ExtractiveLLM(exc.message)
+
+
+def build_tagger(settings: Settings, llm: LLM) -> Tagger:
+    use_llm = settings.tagger == "llm" or (settings.tagger == "auto" and llm.capable)
+    if settings.tagger == "off":
+        return NoTagger()
+    if use_llm:
+        return LLMTagger(
+            llm,
+            settings.tagging_prompt,
+            content_chars=settings.tagging_content_chars,
+            max_tags=settings.max_auto_tags,
+            timeout=settings.tagging_timeout,
+        )
+    return KeywordTagger(content_chars=settings.tagging_content_chars, max_tags=settings.max_auto_tags)
+
+
+def build_fetcher(settings: Settings) -> Fetcher:
+    return HttpFetcher(
+        timeout=settings.fetch_timeout,
+        max_bytes=settings.fetch_max_bytes,
+        max_redirects=settings.fetch_max_redirects,
+        user_agent=settings.fetch_user_agent,
+        allowed_hosts=settings.fetch_allowed_hosts,
+        per_host_delay=settings.per_host_delay,
+    )
+
+
+@dataclass
+class Container:
+    settings: Settings
+    store: Store
+    embedder: EmbeddingService
+    llm: LLM
+    reranker: Reranker
+    fetcher: Fetcher
+    tagger: Tagger
+    ingestion: IngestionService
+    search: SearchService
+    answers: AnswerService
+    jobs: JobManager
+    startup_errors: dict[str, str] = field(default_factory=dict)
+
+    async def health(self) -> dict[str, ComponentHealth]:
+        store, embedder, llm, reranker = await asyncio.gather(
+            self.store.health(), self.embedder.health(), self.llm.health(), self.reranker.health()
+        )
+        return {"store": store, "embedder": embedder, "llm": llm, "reranker": reranker}
+
+    async def aclose(self) -> None:
+        for close in (self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close):
+            try:
+                await close()
+            except Exception:
+                logger.exception("error while closing a component")
+
+
+async def build_container(
+    settings: Settings,
+    *,
+    store: Store | None = None,
+    embedding_backend: EmbeddingBackend | None = None,
+    llm: LLM | None = None,
+    reranker: Reranker | None = None,
+    fetcher: Fetcher | None = None,
+) -> Container:
+    """Wire everything from ``settings``; keyword arguments replace single adapters (tests, eval)."""
+    startup_errors: dict[str, str] = {}
+    store = store or build_store(settings)
+    try:
+        await store.open()
+    except DependencyUnavailable as exc:
+        startup_errors["store"] = exc.message
+        logger.error("store unavailable at startup; requests that need it will get 503", extra={"reason": exc.message})
+    backend = embedding_backend or await asyncio.to_thread(build_embedding_backend, settings)
+    embedder = EmbeddingService(
+        backend,
+        batch_size=settings.embed_batch_size,
+        cache_size=settings.embed_cache_size,
+        retries=settings.embed_retries,
+        backoff=settings.embed_retry_backoff,
+        timeout=settings.embed_timeout,
+    )
+    llm = llm or await asyncio.to_thread(build_llm, settings)
+    reranker = reranker or await asyncio.to_thread(
+        FlashrankReranker,
+        settings.reranker_model,
+        settings.resolved_reranker_cache_dir,
+        max_length=settings.reranker_max_length,
+    )
+    fetcher = fetcher or build_fetcher(settings)
+    tagger = build_tagger(settings, llm)
+    search = SearchService(settings, store, embedder, reranker)
+    ingestion = IngestionService(settings, store, embedder, tagger, fetcher)
+    return Container(
+        settings=settings,
+        store=store,
+        embedder=embedder,
+        llm=llm,
+        reranker=reranker,
+        fetcher=fetcher,
+        tagger=tagger,
+        ingestion=ingestion,
+        search=search,
+        answers=AnswerService(settings, search, llm),
+        jobs=JobManager(settings, ingestion),
+        startup_errors=startup_errors,
+    )

@@ -1,0 +1,85 @@
+"""Domain errors. `carrag/api/errors.py` maps each family onto one HTTP status; services never import HTTP."""
+
+from __future__ import annotations
+
+
+class CarragError(Exception):
+    """Base class. ``message`` is safe to show to API clients."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# --- the caller's fault (4xx) ---------------------------------------------------------------------
+class InvalidInput(CarragError):
+    """Input that can never succeed as given (400)."""
+
+
+class UnsupportedFormat(InvalidInput):
+    pass
+
+
+class EmptyDocument(InvalidInput):
+    pass
+
+
+class NoExtractableText(InvalidInput):
+    pass
+
+
+class MissingDependency(InvalidInput):
+    """A format whose optional parser library is not installed."""
+
+
+class PayloadTooLarge(CarragError):
+    """413."""
+
+
+class NotFound(CarragError):
+    """404."""
+
+
+class FetchRefused(InvalidInput):
+    """A URL the fetcher will not contact (scheme, private address, ...)."""
+
+
+class Conflict(CarragError):
+    """409: the request clashes with the store's state."""
+
+
+class EmbeddingModelMismatch(Conflict):
+    def __init__(self, stored: str, current: str) -> None:
+        super().__init__(
+            f"The store was built with embedding model {stored}, but the configured embedder is "
+            f"{current}. Vectors from different models cannot be compared. Either configure the "
+            f"original model again, or wipe and re-ingest with the new one: `carrag ingest ... "
+            f'--force` (CLI) or "force": true (API).'
+        )
+        self.stored = stored
+        self.current = current
+
+
+class Overloaded(CarragError):
+    """429: too much work queued; retry later."""
+
+
+# --- someone else's fault (5xx) -------------------------------------------------------------------
+class UpstreamError(CarragError):
+    """An outside service answered badly (502)."""
+
+
+class FetchFailed(UpstreamError):
+    """The remote web server could not be reached or answered with an error."""
+
+
+class DependencyUnavailable(CarragError):
+    """A component we need (store, embedder, LLM) is down or timed out (503)."""
+
+    def __init__(self, component: str, message: str) -> None:
+        super().__init__(f"{component} unavailable: {message}")
+        self.component = component
+
+
+class IngestCancelled(CarragError):
+    """An ingest job was cancelled; nothing of it was stored."""

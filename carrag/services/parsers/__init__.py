@@ -1,0 +1,71 @@
+"""Parsers: bytes of a known format → `ParsedDocument`. `parse_file` picks one by extension.
+
+Parsers are synchronous and CPU-bound; the pipeline runs them off the event loop. Each parser
+module imports its format library lazily (see `optional.py`), so a missing library only affects
+its own format, with an install hint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import PurePath
+from typing import Literal
+
+from carrag.services.errors import EmptyDocument, NoExtractableText, UnsupportedFormat
+from carrag.services.models import ParsedDocument
+from carrag.services.parsers.csv_rows import parse_csv
+from carrag.services.parsers.docx_document import parse_docx
+from carrag.services.parsers.html_markdown import parse_html
+from carrag.services.parsers.json_document import parse_json
+from carrag.services.parsers.pdf import parse_pdf
+from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
+from carrag.services.parsers.text import parse_text
+from carrag.services.parsers.xlsx_sheets import parse_xlsx
+
+Parser = Callable[[bytes, str], ParsedDocument]
+PdfMode = Literal["text", "markdown"]
+
+PARSERS: dict[str, Parser] = {
+    ".pdf": parse_pdf,
+    ".txt": parse_text,
+    ".text": parse_text,
+    ".md": parse_text,
+    ".markdown": parse_text,
+    ".rst": parse_text,
+    ".csv": parse_csv,
+    ".json": parse_json,
+    ".html": parse_html,
+    ".htm": parse_html,
+    ".docx": parse_docx,
+    ".xlsx": parse_xlsx,
+}
+
+SUPPORTED_EXTENSIONS = tuple(sorted(PARSERS))
+
+
+def extension_of(filename: str) -> str:
+    return PurePath(filename).suffix.lower()
+
+
+def check_supported(filename: str) -> str:
+    extension = extension_of(filename)
+    if extension not in PARSERS:
+        shown = extension or "no extension"
+        raise UnsupportedFormat(
+            f"Unsupported file type ({shown}) for {filename!r}. Supported: {', '.join(SUPPORTED_EXTENSIONS)}."
+        )
+    return extension
+
+
+def parse_file(data: bytes, filename: str, *, max_pdf_pages: int = 5000, pdf_mode: PdfMode = "text") -> ParsedDocument:
+    extension = check_supported(filename)
+    if not data:
+        raise EmptyDocument(f"{filename} is empty.")
+    if extension == ".pdf":
+        pdf_parser = parse_pdf_markdown if pdf_mode == "markdown" else parse_pdf
+        parsed = pdf_parser(data, filename, max_pages=max_pdf_pages)
+    else:
+        parsed = PARSERS[extension](data, filename)
+    if not parsed.text.strip():
+        raise NoExtractableText(f"{filename} contains no extractable text.")
+    return parsed

@@ -1,0 +1,30 @@
+"""PDF → Markdown with pymupdf4llm (``PDF_MODE=markdown``; seed 000 "PDF → Markdown").
+
+Headings, lists and tables come out as Markdown, which the `markdown` chunking strategy can split
+on. It is several times slower than plain text extraction (a layout analysis per page), so it is
+opt-in. The conversion runs page by page (``page_chunks=True``), so each page's span in the joined
+text is still known exactly and chunks keep their page numbers, as in text mode. No OCR is run.
+"""
+
+from __future__ import annotations
+
+from carrag.services.errors import InvalidInput
+from carrag.services.models import ParsedDocument
+from carrag.services.parsers.optional import import_optional
+from carrag.services.parsers.pdf import join_pages, open_pdf, pdf_document
+
+
+def _page_number(page: dict, index: int) -> int:
+    metadata = page.get("metadata") or {}
+    return int(metadata.get("page_number") or metadata.get("page") or index + 1)  # key differs by version
+
+
+def parse_pdf_markdown(data: bytes, filename: str, *, max_pages: int = 5000) -> ParsedDocument:
+    pymupdf4llm = import_optional("pymupdf4llm", package="pymupdf4llm", extension=".pdf (PDF_MODE=markdown)")
+    with open_pdf(data, filename, max_pages) as document:
+        try:
+            pages = pymupdf4llm.to_markdown(document, page_chunks=True, use_ocr=False, show_progress=False)
+        except Exception as exc:  # the layout analysis can fail on unusual files
+            raise InvalidInput(f"{filename} cannot be converted to Markdown ({exc}); try PDF_MODE=text.") from exc
+        text, spans = join_pages((_page_number(page, index), page["text"].strip()) for index, page in enumerate(pages))
+        return pdf_document(text, spans, filename, document, {"pdf_mode": "markdown"})

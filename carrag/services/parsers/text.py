@@ -1,0 +1,42 @@
+"""Plain text and Markdown: UTF-8 with undecodable bytes replaced (seed 001 step 2)."""
+
+from __future__ import annotations
+
+from carrag.services.errors import InvalidInput
+from carrag.services.models import ParsedDocument
+
+# Share of control characters (other than tab/newline/carriage return/form feed) above which a file
+# is treated as binary data with a text extension rather than text.
+_BINARY_CONTROL_RATIO = 0.10
+
+
+def decode_text(data: bytes, filename: str) -> str:
+    if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InvalidInput(f"{filename} looks like binary data, not text (it contains NUL bytes).")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16", errors="replace")
+    else:
+        text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
+    if looks_binary(text):
+        raise InvalidInput(f"{filename} looks like binary data, not UTF-8 text.")
+    return text
+
+
+def looks_binary(text: str) -> bool:
+    """True when the start of decoded text is mostly control characters or undecodable bytes."""
+    sample = text[:8192]
+    if not sample:
+        return False
+    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
+    replaced = sample.count("\ufffd")
+    return (controls + replaced) / len(sample) > _BINARY_CONTROL_RATIO
+
+
+def parse_text(data: bytes, filename: str) -> ParsedDocument:
+    text = decode_text(data, filename)
+    return ParsedDocument(
+        text=text,
+        filename=filename,
+        source_type="text",
+        metadata={"line_count": len(text.splitlines())},
+    )

@@ -1,0 +1,98 @@
+"""Neighbour expansion (seed 001 stage 3): give each winning chunk the chunks around it.
+
+Windows of winners that overlap or touch in the same document are merged into one passage, and
+the text is stitched by character offsets, so the overlap that consecutive chunks share appears
+once in the merged text instead of twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from carrag.services.models import StoredChunk
+
+
+@dataclass(slots=True)
+class Passage:
+    """One expanded source: the winners it covers (best first) and the stitched window text."""
+
+    winners: list[int]  # positions in the ranked winner list
+    document_id: str
+    first_index: int
+    last_index: int
+    chunks: list[StoredChunk] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return stitch(self.chunks)
+
+
+def stitch(chunks: Sequence[StoredChunk]) -> str:
+    """Join consecutive chunks of one document, dropping the characters they share."""
+    if not chunks:
+        return ""
+    ordered = sorted(chunks, key=lambda c: c.chunk_index)
+    parts = [ordered[0].text]
+    covered_until = ordered[0].char_end
+    for chunk in ordered[1:]:
+        if chunk.char_end <= covered_until:
+            continue  # entirely inside what we already have
+        if chunk.char_start < covered_until:
+            parts.append(chunk.text[covered_until - chunk.char_start :])
+        else:
+            parts.append("\n" + chunk.text)  # the gap between them was whitespace only
+        covered_until = chunk.char_end
+    return "".join(parts)
+
+
+def build_passages(winners: Sequence[StoredChunk], neighbours: Sequence[StoredChunk], radius: int) -> list[Passage]:
+    """Group winners into passages; ``neighbours`` holds every chunk of every window (any order)."""
+    by_key = {chunk.key: chunk for chunk in neighbours}
+    for chunk in winners:
+        by_key.setdefault(chunk.key, chunk)
+    passages: list[Passage] = []
+    for position, winner in enumerate(winners):
+        low, high = winner.chunk_index - radius, winner.chunk_index + radius
+        target = next(
+            (
+                p
+                for p in passages
+                if p.document_id == winner.document_id and low <= p.last_index + 1 and high >= p.first_index - 1
+            ),
+            None,
+        )
+        if target is None:
+            passages.append(Passage([position], winner.document_id, low, high))
+        else:
+            target.winners.append(position)
+            target.first_index = min(target.first_index, low)
+            target.last_index = max(target.last_index, high)
+    # A merge can make a passage reach another one; fold those together too.
+    merged: list[Passage] = []
+    for passage in passages:
+        host = next(
+            (
+                m
+                for m in merged
+                if m.document_id == passage.document_id
+                and passage.first_index <= m.last_index + 1
+                and passage.last_index >= m.first_index - 1
+            ),
+            None,
+        )
+        if host is None:
+            merged.append(passage)
+        else:
+            host.winners.extend(passage.winners)
+            host.first_index = min(host.first_index, passage.first_index)
+            host.last_index = max(host.last_index, passage.last_index)
+    for passage in merged:
+        passage.winners.sort()
+        passage.chunks = [
+            by_key[(passage.document_id, index)]
+            for index in range(passage.first_index, passage.last_index + 1)
+            if (passage.document_id, index) in by_key
+        ]
+    merged.sort(key=lambda p: p.winners[0])
+    return merged

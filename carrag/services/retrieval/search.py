@@ -1,0 +1,277 @@
+"""Stages 1–3 of the query flow (seed 001), the code path behind ``/search``, ``/query``, the
+``search_documents`` tool and ``carrag eval``:
+
+1. retrieve: the BM25 leg and the kNN leg (after embedding the question) run concurrently, each
+   returning ``top_k × RETRIEVAL_K_MULTIPLIER`` candidates; Reciprocal Rank Fusion merges them;
+2. rerank: a cross-encoder scores the fused candidates in one batch and the best ``top_k`` stay
+   (skipped, with the reason reported, when no reranker model is installed);
+3. expand: each winner's neighbours come back in one batched store call and are stitched into
+   one passage per winner (adjacent winners share a passage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from carrag.services.admission import AdmissionGate
+from carrag.services.embedders.service import EmbeddingService
+from carrag.services.errors import CarragError, InvalidInput
+from carrag.services.models import ScoredChunk, SearchFilters, StoredChunk
+from carrag.services.rerankers.base import Reranker
+from carrag.services.retrieval.expansion import build_passages
+from carrag.services.retrieval.fusion import reciprocal_rank_fusion
+from carrag.services.settings import Settings
+from carrag.services.stores.base import Store
+
+Mode = Literal["hybrid", "bm25", "knn"]
+
+EMPTY_INDEX_MESSAGE = (
+    "Nothing has been ingested yet. Add documents with POST /ingest/file or POST /ingest/url "
+    "(or `carrag ingest`), then ask again."
+)
+NO_MATCH_MESSAGE = "No ingested passage matches this question and these filters."
+
+
+@dataclass(slots=True)
+class SearchHit:
+    rank: int
+    chunk: StoredChunk  # the winning chunk
+    text: str  # the expanded passage
+    score: float  # rerank score when reranked, else the fused (or single-leg) score
+    rrf_score: float | None = None
+    rerank_score: float | None = None
+    bm25_rank: int | None = None
+    knn_rank: int | None = None
+    bm25_score: float | None = None
+    knn_score: float | None = None
+    window: tuple[int, int] | None = None  # chunk_index range of the passage
+    merged_chunk_indexes: list[int] = field(default_factory=list)
+
+    @property
+    def page(self) -> int | None:
+        return self.chunk.pages[0] if self.chunk.pages else None
+
+    def as_source(self, explain: bool = False) -> dict[str, Any]:
+        source: dict[str, Any] = {
+            "document_id": self.chunk.document_id,
+            "filename": self.chunk.filename,
+            "source_id": self.chunk.source_id,
+            "chunk_index": self.chunk.chunk_index,
+            "text": self.text,
+            "score": self.score,
+            "rerank_score": self.rerank_score,
+            "page": self.page,
+            "pages": self.chunk.pages,
+            "tags": self.chunk.tags,
+            "title": self.chunk.title,
+            "external_id": self.chunk.external_id,
+            "section": self.chunk.section,
+            "window": list(self.window) if self.window else None,
+            "merged_chunk_indexes": self.merged_chunk_indexes,
+        }
+        if explain:
+            source["explain"] = {
+                "bm25_rank": self.bm25_rank,
+                "knn_rank": self.knn_rank,
+                "bm25_score": self.bm25_score,
+                "knn_score": self.knn_score,
+                "rrf_score": self.rrf_score,
+                "rerank_score": self.rerank_score,
+                "chunk_text": self.chunk.text,
+            }
+        return source
+
+
+@dataclass(slots=True)
+class SearchOutcome:
+    hits: list[SearchHit]
+    timings_ms: dict[str, float]
+    reranked: bool
+    rerank_note: str | None = None
+    empty_index: bool = False
+    message: str | None = None
+
+
+def check_question(question: str, top_k: int, settings: Settings) -> None:
+    """The limits every search entry point (HTTP, MCP, CLI) shares: MAX_QUESTION_CHARS, MAX_TOP_K."""
+    if not question.strip():
+        raise InvalidInput("The question is empty.")
+    if len(question) > settings.max_question_chars:
+        raise InvalidInput(
+            f"The question is {len(question):,} characters long; the limit is {settings.max_question_chars:,} "
+            "(MAX_QUESTION_CHARS)."
+        )
+    if not 1 <= top_k <= settings.max_top_k:
+        raise InvalidInput(f"top_k must be between 1 and {settings.max_top_k} (MAX_TOP_K); got {top_k}.")
+
+
+class SearchService:
+    def __init__(self, settings: Settings, store: Store, embedder: EmbeddingService, reranker: Reranker) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.reranker = reranker
+        # Bounded concurrency for retrieval: wait up to QUERY_QUEUE_TIMEOUT for a slot, then 429.
+        self.admission = AdmissionGate(
+            settings.max_concurrent_queries, None, "search", timeout=settings.query_queue_timeout
+        )
+
+    async def check_embedding_identity(self) -> None:
+        stored = await self.store.embedding_identity()
+        if stored is None:
+            return
+        stored.check_accepts(await self.embedder.embedding_identity())
+
+    async def search(
+        self,
+        question: str,
+        *,
+        top_k: int,
+        filters: SearchFilters = SearchFilters(),
+        rerank: bool | None = None,
+        mode: Mode = "hybrid",
+        expand: bool = True,
+        depth: int | None = None,
+    ) -> SearchOutcome:
+        check_question(question, top_k, self.settings)
+        async with self.admission.admit():
+            return await self._search(question, top_k, filters, rerank, mode, expand, depth)
+
+    async def _search(
+        self,
+        question: str,
+        top_k: int,
+        filters: SearchFilters,
+        rerank: bool | None,
+        mode: Mode,
+        expand: bool,
+        depth: int | None,
+    ) -> SearchOutcome:
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        await self.check_embedding_identity()
+        depth = depth or top_k * self.settings.retrieval_k_multiplier
+
+        lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode)
+        timings["embed_query"] = embed_ms
+        timings["retrieve"] = _ms(started)
+
+        chunks: dict[tuple[str, int], ScoredChunk] = {}
+        bm25_scores: dict[tuple[str, int], float] = {}
+        knn_scores: dict[tuple[str, int], float] = {}
+        for hit in lexical:
+            chunks.setdefault(hit.chunk.key, hit)
+            bm25_scores.setdefault(hit.chunk.key, hit.score)
+        for hit in semantic:
+            chunks.setdefault(hit.chunk.key, hit)
+            knn_scores.setdefault(hit.chunk.key, hit.score)
+        legs = {}
+        if mode in ("hybrid", "bm25"):
+            legs["bm25"] = [hit.chunk.key for hit in lexical]
+        if mode in ("hybrid", "knn"):
+            legs["knn"] = [hit.chunk.key for hit in semantic]
+        step = time.perf_counter()
+        fused = reciprocal_rank_fusion(legs, k=self.settings.rrf_k)[:depth]
+        timings["fuse"] = _ms(step)
+
+        if not fused:
+            empty = await self.store.count_chunks() == 0
+            timings["total"] = _ms(started)
+            return SearchOutcome([], timings, False, None, empty, EMPTY_INDEX_MESSAGE if empty else NO_MATCH_MESSAGE)
+
+        hits = [
+            SearchHit(
+                rank=0,
+                chunk=chunks[item.key].chunk,
+                text=chunks[item.key].chunk.text,
+                score=_primary_score(mode, item.score, bm25_scores.get(item.key), knn_scores.get(item.key)),
+                rrf_score=item.score,
+                bm25_rank=item.ranks.get("bm25"),
+                knn_rank=item.ranks.get("knn"),
+                bm25_score=bm25_scores.get(item.key),
+                knn_score=knn_scores.get(item.key),
+            )
+            for item in fused
+        ]
+
+        reranked, note = False, None
+        wants_rerank = self.settings.rerank_enabled if rerank is None else rerank
+        if wants_rerank:
+            step = time.perf_counter()
+            reranked, note = await self._rerank(question, hits)
+            timings["rerank"] = _ms(step)
+        hits = hits[:top_k]
+
+        if expand and self.settings.neighbour_window > 0:
+            step = time.perf_counter()
+            hits = await self._expand(hits)
+            timings["expand"] = _ms(step)
+        for rank, hit in enumerate(hits, start=1):
+            hit.rank = rank
+        timings["total"] = _ms(started)
+        return SearchOutcome(hits, timings, reranked, note)
+
+    async def _retrieve(
+        self, question: str, depth: int, filters: SearchFilters, mode: Mode
+    ) -> tuple[list[ScoredChunk], list[ScoredChunk], float]:
+        embed_ms = 0.0
+
+        async def bm25_leg() -> list[ScoredChunk]:
+            if mode == "knn":
+                return []
+            return await self.store.lexical_search(question, depth, filters)
+
+        async def knn_leg() -> list[ScoredChunk]:
+            nonlocal embed_ms
+            if mode == "bm25":
+                return []
+            step = time.perf_counter()
+            vector = await self.embedder.embed_query(question)
+            embed_ms = _ms(step)
+            return await self.store.vector_search(vector, depth, filters)
+
+        lexical, semantic = await asyncio.gather(bm25_leg(), knn_leg())
+        return lexical, semantic, embed_ms
+
+    async def _rerank(self, question: str, hits: list[SearchHit]) -> tuple[bool, str | None]:
+        if not self.reranker.available:
+            return False, f"reranking skipped: {self.reranker.unavailable_reason}"
+        try:
+            scores = await self.reranker.scores(question, [hit.chunk.text for hit in hits])
+        except CarragError as exc:
+            return False, f"reranking failed, results are unreranked: {exc.message}"
+        for hit, score in zip(hits, scores, strict=True):
+            hit.rerank_score = score
+            hit.score = score
+        hits.sort(key=lambda hit: hit.rerank_score or 0.0, reverse=True)
+        return True, None
+
+    async def _expand(self, hits: list[SearchHit]) -> list[SearchHit]:
+        radius = self.settings.neighbour_window
+        winners = [hit.chunk for hit in hits]
+        neighbours = await self.store.get_windows([chunk.key for chunk in winners], radius)
+        expanded: list[SearchHit] = []
+        for passage in build_passages(winners, neighbours, radius):
+            best = hits[passage.winners[0]]
+            best.text = passage.text
+            indexes = [chunk.chunk_index for chunk in passage.chunks]
+            best.window = (min(indexes), max(indexes)) if indexes else None
+            best.merged_chunk_indexes = sorted(hits[p].chunk.chunk_index for p in passage.winners)
+            expanded.append(best)
+        return expanded
+
+
+def _primary_score(mode: Mode, rrf: float, bm25: float | None, knn: float | None) -> float:
+    """A single-leg search reports that leg's own score; hybrid reports the fused one."""
+    if mode == "bm25":
+        return bm25 or 0.0
+    if mode == "knn":
+        return knn or 0.0
+    return rrf
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)

@@ -1,0 +1,330 @@
+"""Every tunable of Carrag in one place.
+
+Values come from the environment (case-insensitive, e.g. ``CHUNK_SIZE=800``) or a ``.env`` file in
+the working directory. Defaults are the seed document's numbers; `docs/configuration.md` is generated
+from this class (``python -m carrag.services.settings --markdown``).
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_TAGGING_PROMPT = (
+    "You are a document tagging assistant for a technical document library, mostly vehicle "
+    "manuals. Reply with ONLY a comma-separated list of at most 5 short, lowercase tags.\n"
+    "When the document is about a vehicle, ALWAYS include the vehicle make, the model and the "
+    "model year as separate tags (for example: ford, f-150, 2019). Fill the remaining slots with "
+    "the document type (owners manual, service manual, brochure, ...) and key topics. "
+    "For other documents, give the document type and its key topics."
+)
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a helpful assistant that answers questions using ONLY the provided context. "
+    "Cite the sources you use as [Source n], where n is the number of the source block. "
+    "If the context does not contain the answer, say that you don't know based on the "
+    "available documents. Do not use outside knowledge."
+)
+
+
+def _split_csv(value: object) -> object:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False)
+
+    # --- service ---------------------------------------------------------------------------------
+    host: str = Field("127.0.0.1", description="Address `carrag serve` / `make run` binds to.")
+    port: int = Field(8000, description="Port `carrag serve` / `make run` listens on.")
+    data_dir: Path = Field(Path("data"), description="Directory for the SQLite store and other state.")
+    log_level: str = Field("INFO", description="Root log level.")
+    log_json: bool = Field(True, description="Structured JSON log lines (false: plain text).")
+
+    # --- store -----------------------------------------------------------------------------------
+    store: Literal["sqlite", "elasticsearch"] = Field("sqlite", description="Chunk store backend.")
+    sqlite_path: Path | None = Field(None, description="SQLite database file (default: `<DATA_DIR>/carrag.db`).")
+    elasticsearch_url: str = Field("http://localhost:9200", description="Elasticsearch base URL.")
+    elasticsearch_index: str = Field("carrag_chunks", description="Index holding the chunks.")
+    elasticsearch_api_key: str | None = Field(None, description="Elasticsearch API key, if secured.")
+    elasticsearch_username: str | None = Field(None, description="Elasticsearch basic-auth user.")
+    elasticsearch_password: str | None = Field(None, description="Elasticsearch basic-auth password.")
+    elasticsearch_num_candidates: int = Field(
+        100, ge=1, le=10000, description="kNN `num_candidates` per shard (HNSW search breadth)."
+    )
+    elasticsearch_timeout: float = Field(30.0, gt=0, description="Seconds per Elasticsearch request.")
+
+    # --- ingestion -------------------------------------------------------------------------------
+    chunk_size: int = Field(500, ge=50, le=20000, description="Maximum characters per chunk.")
+    chunk_overlap: int = Field(100, ge=0, description="Characters shared by consecutive chunks.")
+    chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown"] = Field(
+        "recursive", description="Default chunking strategy (overridable per request)."
+    )
+    min_chunk_size: int = Field(
+        100, ge=0, description="`sentence` strategy: a trailing chunk shorter than this is merged."
+    )
+    whole_document_chars: int = Field(
+        0,
+        ge=0,
+        description="A document with at most this many characters of text is kept as one chunk unless "
+        "the request sets `chunk_size` (short records such as abstracts or FAQ entries retrieve "
+        "better whole; see docs/benchmarks.md). 0 always splits by CHUNK_SIZE.",
+    )
+    max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Largest accepted upload; bigger bodies get 413.")
+    max_json_body_bytes: int = Field(
+        2 * 1024 * 1024, ge=1024, description="Largest JSON (or form-urlencoded) request body; bigger get 413."
+    )
+    max_extracted_chars: int = Field(20_000_000, ge=1, description="Largest extracted text accepted from one document.")
+    max_pdf_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused.")
+    pdf_mode: Literal["text", "markdown"] = Field(
+        "text",
+        description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
+        "and tables (several times slower); page numbers are kept in both.",
+    )
+    max_concurrent_ingests: int = Field(
+        2, ge=1, description="Ingests processed at once; further ones wait in the queue."
+    )
+    ingest_queue_size: int = Field(
+        16, ge=0, description="Ingests allowed to wait for a slot; beyond that the API answers 429."
+    )
+
+    # --- auto-tagging ----------------------------------------------------------------------------
+    tagger: Literal["auto", "llm", "keywords", "off"] = Field(
+        "auto",
+        description="`llm` asks the LLM; `keywords` is the deterministic fallback; `auto` uses the "
+        "LLM when it is a capable remote model (Ollama/OpenAI) and keywords otherwise.",
+    )
+    tagging_prompt: str = Field(DEFAULT_TAGGING_PROMPT, description="System prompt for LLM tagging.")
+    tagging_content_chars: int = Field(8000, ge=100, description="Characters sent to the tagger.")
+    max_auto_tags: int = Field(5, ge=0, le=50, description="Auto-generated tags kept per document.")
+    tagging_timeout: float = Field(60.0, gt=0, description="Seconds before LLM tagging gives up.")
+
+    # --- embeddings ------------------------------------------------------------------------------
+    embedder: Literal["local", "ollama"] = Field("local", description="Embedding backend.")
+    local_embedding_model_path: Path | None = Field(
+        None, description="ONNX model file for the local embedder (default: the packaged MiniLM)."
+    )
+    local_embedding_tokenizer_path: Path | None = Field(
+        None, description="tokenizer.json for the local embedder (default: the packaged one)."
+    )
+    local_embedding_threads: int = Field(0, ge=0, description="onnxruntime threads (0 = all cores).")
+    local_embedding_max_tokens: int = Field(256, ge=8, le=512, description="Token limit per text.")
+    embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")
+    embed_timeout: float = Field(120.0, gt=0, description="Seconds per embedding call.")
+    embed_retries: int = Field(3, ge=0, le=10, description="Retries of a failed embedding batch.")
+    embed_retry_backoff: float = Field(0.5, ge=0, description="First retry delay (doubles each time).")
+    embed_cache_size: int = Field(
+        10_000, ge=0, description="Embeddings kept in the in-memory LRU cache (0 disables it)."
+    )
+
+    # --- Ollama / OpenAI-compatible servers --------------------------------------------------------
+    ollama_base_url: str = Field("http://localhost:11434", description="Ollama server URL.")
+    ollama_embed_model: str = Field("nomic-embed-text", description="Ollama embedding model.")
+    ollama_llm_model: str = Field("llama3.2", description="Ollama chat model.")
+    ollama_timeout: float = Field(120.0, gt=0, description="Seconds per Ollama request.")
+    openai_base_url: str = Field("http://localhost:8080/v1", description="Base URL of an OpenAI-compatible server.")
+    openai_api_key: str | None = Field(None, description="API key for the OpenAI-compatible server.")
+    openai_model: str = Field("gpt-4o-mini", description="Model name on the OpenAI-compatible server.")
+
+    # --- generation --------------------------------------------------------------------------------
+    llm: Literal["local", "ollama", "openai", "none"] = Field(
+        "local",
+        description="Answer generator: `local` (GGUF via llama.cpp), `ollama`, `openai` "
+        "(any OpenAI-compatible server) or `none` (extractive fallback, no LLM).",
+    )
+    local_llm_model_path: Path | None = Field(
+        None, description="GGUF file for the local LLM (default: the packaged SmolLM2-135M)."
+    )
+    local_llm_context: int = Field(4096, ge=512, description="Context window of the local LLM.")
+    local_llm_threads: int = Field(
+        0, ge=0, description="llama.cpp threads (0 = all cores but one; see carrag/services/llms/llama_cpp.py)."
+    )
+    llm_max_tokens: int = Field(512, ge=1, le=8192, description="Most tokens generated per answer.")
+    llm_temperature: float = Field(0.1, ge=0, le=2, description="Sampling temperature.")
+    llm_timeout: float = Field(120.0, gt=0, description="Seconds a generation may take in total.")
+    system_prompt: str = Field(DEFAULT_SYSTEM_PROMPT, description="System prompt for answers.")
+    max_context_chars: int | None = Field(
+        None,
+        ge=500,
+        description="Most characters of retrieved context per prompt (default: 12000, or 3000 for the "
+        "local LLM, whose prompt processing runs at ~185 tokens/s on 2 cores).",
+    )
+    max_history_messages: int = Field(20, ge=0, description="Most history messages kept per query.")
+
+    # --- retrieval ---------------------------------------------------------------------------------
+    default_top_k: int = Field(5, ge=1, le=100, description="Results per query when not given.")
+    max_top_k: int = Field(100, ge=1, le=1000, description="Largest `top_k` a request may ask for.")
+    retrieval_k_multiplier: int = Field(3, ge=1, le=50, description="Each leg returns `top_k × multiplier` candidates.")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant k in 1/(k + rank).")
+    neighbour_window: int = Field(1, ge=0, le=10, description="Neighbours fetched on each side.")
+    max_question_chars: int = Field(4000, ge=1, description="Longest question accepted.")
+    sse_keepalive_seconds: float = Field(
+        15.0, gt=0, description="Idle seconds before /query/stream sends a keep-alive comment."
+    )
+
+    # --- reranking ---------------------------------------------------------------------------------
+    rerank_enabled: bool = Field(True, description="Rerank by default (per-request `rerank` wins).")
+    reranker_model: str = Field("ms-marco-MiniLM-L-12-v2", description="flashrank model name.")
+    reranker_cache_dir: Path | None = Field(
+        None, description="Directory holding `<model>/` files (default: `<DATA_DIR>/flashrank`)."
+    )
+    reranker_max_length: int = Field(512, ge=16, description="Token limit per question+passage pair.")
+
+    # --- web fetching ------------------------------------------------------------------------------
+    fetch_timeout: float = Field(30.0, gt=0, description="Seconds for a whole URL fetch.")
+    fetch_max_bytes: int = Field(10 * 1024 * 1024, ge=1, description="Largest fetched body.")
+    fetch_max_redirects: int = Field(5, ge=0, le=20, description="Redirects followed per fetch.")
+    fetch_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Hosts/CIDRs URL ingestion may reach even if private (comma-separated).",
+    )
+    fetch_user_agent: str = Field("Carrag/0.1 (+self-hosted RAG)", description="User-Agent sent.")
+    per_host_delay: float = Field(1.0, ge=0, description="Seconds between requests to one host.")
+
+    # --- security ----------------------------------------------------------------------------------
+    api_keys: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated bearer keys; when set, all routes but health need one.",
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Comma-separated origins allowed by CORS (none by default)."
+    )
+    max_concurrent_queries: int = Field(
+        8, ge=1, description="Searches (retrieval, also inside /query) run at once; more wait briefly, then get 429."
+    )
+    query_queue_timeout: float = Field(
+        10.0, ge=0, description="Seconds a query waits for a slot (search, then generation) before 429."
+    )
+    max_concurrent_generations: int | None = Field(
+        None,
+        ge=1,
+        description="Answers generated at once (default: 1 for the local LLM, which runs one "
+        "generation at a time; 4 for Ollama/OpenAI; MAX_CONCURRENT_QUERIES for LLM=none).",
+    )
+    generation_queue_size: int = Field(
+        2,
+        ge=0,
+        description="Answers allowed to wait (up to QUERY_QUEUE_TIMEOUT) for a generation slot; "
+        "beyond that /query and /query/stream answer 429 at once instead of queueing until LLM_TIMEOUT.",
+    )
+
+    # --- operations: ingest jobs, shutdown, metrics -------------------------------------------------
+    job_retention: int = Field(
+        1000, ge=1, description="Finished ingest jobs kept in memory for GET /jobs (oldest dropped first)."
+    )
+    job_ttl_seconds: float = Field(
+        3600.0, gt=0, description="Seconds a finished ingest job stays visible before it expires."
+    )
+    shutdown_grace_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="On SIGTERM, seconds in-flight ingests get to finish before they are cancelled (and rolled back).",
+    )
+    metrics_public: bool = Field(False, description="Serve /metrics without an API key even when API_KEYS is set.")
+
+    @field_validator("fetch_allowed_hosts", "api_keys", "cors_origins", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return _split_csv(value)
+
+    @model_validator(mode="after")
+    def _check(self) -> Settings:
+        if self.chunk_overlap * 2 > self.chunk_size:
+            raise ValueError(
+                f"CHUNK_OVERLAP ({self.chunk_overlap}) must be at most half of CHUNK_SIZE ({self.chunk_size})"
+            )
+        return self
+
+    @property
+    def resolved_sqlite_path(self) -> Path:
+        return self.sqlite_path or self.data_dir / "carrag.db"
+
+    @property
+    def resolved_max_context_chars(self) -> int:
+        if self.max_context_chars is not None:
+            return self.max_context_chars
+        return 3000 if self.llm == "local" else 12_000
+
+    @property
+    def resolved_max_concurrent_generations(self) -> int:
+        if self.max_concurrent_generations is not None:
+            return self.max_concurrent_generations
+        if self.llm == "local":
+            return 1
+        return self.max_concurrent_queries if self.llm == "none" else 4
+
+    @property
+    def resolved_reranker_cache_dir(self) -> Path:
+        return self.reranker_cache_dir or self.data_dir / "flashrank"
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()
+
+
+def settings_markdown() -> str:
+    """The configuration table of docs/configuration.md, generated from the fields above."""
+    lines = [
+        "| Variable | Default | Description |",
+        "|---|---|---|",
+    ]
+    for name, field in Settings.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        if isinstance(default, bool):
+            shown = str(default).lower()
+        elif isinstance(default, list):
+            shown = ",".join(default) or "(empty)"
+        elif default is None:
+            shown = "(unset)"
+        elif isinstance(default, str) and len(default) > 60:
+            shown = "(see `carrag/services/settings.py`)"
+        else:
+            shown = str(default)
+        description = (field.description or "").replace("|", "\\|")
+        lines.append(f"| `{name.upper()}` | `{shown}` | {description} |")
+    return "\n".join(lines) + "\n"
+
+
+CONFIGURATION_INTRO = """\
+# Configuration
+
+<!-- Generated from carrag/services/settings.py by `make docs` (python -m carrag.services.settings --markdown).
+     Edit the field descriptions there, not this file; tests/test_docs_configuration.py checks it. -->
+
+Every setting is read, case-insensitively, from the environment (`CHUNK_SIZE=800`) or from a `.env`
+file in the working directory (the environment wins). Lists are comma-separated
+(`API_KEYS=key-one,key-two`), booleans are `true`/`false`. A bad value stops the service at start-up
+with a message naming the setting. Both `carrag serve` (`make run`) and the local mode of the other
+`carrag` commands use these settings.
+
+The defaults are the embedded setup: SQLite, the packaged MiniLM embedder and SmolLM2 chat model,
+nothing downloaded. The full stack of [deploy.md](deploy.md) switches three of them:
+
+```bash
+STORE=elasticsearch ELASTICSEARCH_URL=http://localhost:9200
+EMBEDDER=ollama OLLAMA_BASE_URL=http://localhost:11434
+LLM=ollama
+```
+
+Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`) makes the existing vectors
+incomparable: ingestion and queries are refused with a message naming both models until the store
+is re-ingested with `force` (`carrag ingest ... --force`, or `"force": true` in the API).
+"""
+
+
+def configuration_markdown() -> str:
+    """The whole of docs/configuration.md."""
+    return CONFIGURATION_INTRO + "\n## Settings\n\n" + settings_markdown()
+
+
+if __name__ == "__main__":  # pragma: no cover - doc generator
+    if "--markdown" in sys.argv:
+        print(configuration_markdown(), end="")

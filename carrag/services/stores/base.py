@@ -1,0 +1,104 @@
+"""The store port: what every chunk store (SQLite, Elasticsearch) must do, and nothing more.
+
+Search legs return raw ranked lists; fusion, reranking and expansion live above the store
+(`carrag/services/retrieval/`) so every backend behaves the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from carrag.services.models import (
+    Chunk,
+    ComponentHealth,
+    DocumentRecord,
+    EmbeddingIdentity,
+    ScoredChunk,
+    SearchFilters,
+    StoredChunk,
+)
+
+
+@dataclass(slots=True)
+class DocumentPage:
+    items: list[DocumentRecord]
+    total: int
+
+
+@dataclass(slots=True)
+class ChunkListing:
+    chunk: StoredChunk
+    vector_dimension: int
+
+
+def checked_vectors(chunks: Sequence[Chunk], vectors: np.ndarray, identity: EmbeddingIdentity) -> np.ndarray:
+    """The vectors of a `write_document` call as a contiguous float32 matrix, one row per chunk of
+    the identity's dimension; a mismatch is a programming error, not bad input."""
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or (len(chunks) and matrix.shape[1] != identity.dimension):
+        raise ValueError(f"vectors of shape {matrix.shape} do not match dimension {identity.dimension}")
+    return matrix
+
+
+class Store(Protocol):
+    backend: str  # "sqlite", "elasticsearch"
+
+    async def open(self) -> None:
+        """Create tables/indices if missing. Raises DependencyUnavailable when unreachable."""
+
+    async def close(self) -> None: ...
+
+    async def health(self) -> ComponentHealth: ...
+
+    async def embedding_identity(self) -> EmbeddingIdentity | None:
+        """The model the stored vectors came from, or None for an empty store."""
+
+    async def write_document(
+        self,
+        document: DocumentRecord,
+        chunks: Sequence[Chunk],
+        vectors: np.ndarray,
+        identity: EmbeddingIdentity,
+    ) -> str | None:
+        """Store a document and its chunks atomically, replacing any document with the same
+        ``source_id`` in the same step. Readers see the old version or the new one, never both
+        or neither. Raises EmbeddingModelMismatch if the store holds vectors of another model.
+        Returns the replaced document's id, if any."""
+
+    async def delete_document(self, document_id: str) -> bool: ...
+
+    async def wipe(self) -> None:
+        """Remove every document, chunk and the recorded embedding identity."""
+
+    async def get_document(self, document_id: str) -> DocumentRecord | None: ...
+
+    async def find_by_source(self, source_id: str) -> DocumentRecord | None: ...
+
+    async def list_documents(self, *, offset: int, limit: int, tag: str | None = None) -> DocumentPage: ...
+
+    async def list_sources(self) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document."""
+
+    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]: ...
+
+    async def count_chunks(self) -> int: ...
+
+    async def check_integrity(self) -> list[str]:
+        """Readable descriptions of anything inconsistent (chunk counts, orphans, missing vectors,
+        lexical index out of step); empty when the store is consistent."""
+
+    async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+        """The BM25 leg: best ``k`` chunks for the words of ``query``, best first."""
+
+    async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+        """The kNN leg: ``k`` chunks nearest to ``vector`` by cosine, best first."""
+
+    async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
+        """All chunks with ``chunk_index`` within ``radius`` of each (document_id, chunk_index)
+        centre, in one batched call, each chunk once."""

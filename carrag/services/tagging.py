@@ -1,0 +1,364 @@
+"""Auto-tagging (seed 001 step 3.5): up to five short lowercase tags per document.
+
+Two taggers share one contract:
+- `LLMTagger` sends the filename and the first ``TAGGING_CONTENT_CHARS`` characters to the LLM with
+  ``TAGGING_PROMPT`` and parses its comma-separated reply.
+- `KeywordTagger` is the deterministic fallback for the embedded default, where the bundled 135M
+  model cannot follow the prompt: vehicle make, model and year when present (from the filename
+  first, then the text), the document type from telltale phrases, then the most frequent content
+  words. Documented in docs/architecture.md.
+
+Tagging never blocks ingestion: any failure is logged and yields no auto-tags.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import Counter
+from typing import Protocol
+
+from carrag.services.llms.base import LLM, complete
+from carrag.services.models import ChatMessage
+from carrag.services.stores.fts_query import STOPWORDS
+
+logger = logging.getLogger(__name__)
+
+MAX_TAG_LENGTH = 40
+
+
+class Tagger(Protocol):
+    name: str
+
+    async def tags(self, text: str, filename: str) -> list[str]: ...
+
+
+def clean_tags(candidates: list[str], limit: int) -> list[str]:
+    tags: list[str] = []
+    for candidate in candidates:
+        tag = candidate.strip().strip("\"'`#*-•.").strip().lower()
+        tag = re.sub(r"\s+", " ", tag)
+        if tag and len(tag) <= MAX_TAG_LENGTH and tag not in tags:
+            tags.append(tag)
+        if len(tags) >= limit:
+            break
+    return tags
+
+
+def merge_tags(auto_tags: list[str], user_tags: list[str]) -> list[str]:
+    """Auto tags first, then the user's, each once (order kept, unlike the seed's set())."""
+    merged: list[str] = []
+    for tag in [*auto_tags, *user_tags]:
+        normalised = tag.strip().lower()
+        if normalised and normalised not in merged:
+            merged.append(normalised)
+    return merged
+
+
+class LLMTagger:
+    name = "llm"
+
+    def __init__(self, llm: LLM, prompt: str, *, content_chars: int, max_tags: int, timeout: float) -> None:
+        self.llm = llm
+        self.prompt = prompt
+        self.content_chars = content_chars
+        self.max_tags = max_tags
+        self.timeout = timeout
+
+    async def tags(self, text: str, filename: str) -> list[str]:
+        messages = [
+            ChatMessage("system", self.prompt),
+            ChatMessage("user", f"Filename: {filename}\n\nDocument:\n{text[: self.content_chars]}\n\nTags:"),
+        ]
+        reply = await asyncio.wait_for(complete(self.llm, messages, max_tokens=64, temperature=0.0), self.timeout)
+        reply = re.sub(r"^\s*tags\s*:\s*", "", reply.strip(), flags=re.I)
+        return clean_tags(re.split(r"[,\n]", reply), self.max_tags)
+
+
+VEHICLE_MAKES = {
+    "acura",
+    "alfa romeo",
+    "aston martin",
+    "audi",
+    "bentley",
+    "bmw",
+    "buick",
+    "cadillac",
+    "chevrolet",
+    "chevy",
+    "chrysler",
+    "citroen",
+    "dacia",
+    "daewoo",
+    "dodge",
+    "ferrari",
+    "fiat",
+    "ford",
+    "genesis",
+    "gmc",
+    "harley-davidson",
+    "honda",
+    "hummer",
+    "hyundai",
+    "infiniti",
+    "isuzu",
+    "jaguar",
+    "jeep",
+    "kawasaki",
+    "kia",
+    "lamborghini",
+    "land rover",
+    "lexus",
+    "lincoln",
+    "lotus",
+    "maserati",
+    "mazda",
+    "mclaren",
+    "mercedes-benz",
+    "mercedes",
+    "mini",
+    "mitsubishi",
+    "nissan",
+    "opel",
+    "peugeot",
+    "polestar",
+    "porsche",
+    "ram",
+    "renault",
+    "rivian",
+    "rolls-royce",
+    "saab",
+    "seat",
+    "skoda",
+    "smart",
+    "subaru",
+    "suzuki",
+    "tesla",
+    "toyota",
+    "vauxhall",
+    "volkswagen",
+    "vw",
+    "volvo",
+    "yamaha",
+}
+_MAKE_ALIASES = {"chevy": "chevrolet", "vw": "volkswagen", "mercedes": "mercedes-benz"}
+# Words that follow a make without naming a model ("Ford Motor Company", "Toyota dealer").
+_NOT_A_MODEL = {
+    "motor",
+    "motors",
+    "company",
+    "dealer",
+    "dealers",
+    "dealership",
+    "credit",
+    "owner",
+    "owners",
+    "manual",
+    "vehicle",
+    "vehicles",
+    "service",
+    "warranty",
+    "genuine",
+    "parts",
+    "customer",
+    "corporation",
+    "group",
+    "and",
+    "the",
+    "or",
+    "of",
+    "in",
+    "recommends",
+    "authorized",
+    "brand",
+    "north",
+    "america",
+}
+DOCUMENT_TYPES = [
+    (r"owner'?s?\W{0,2}(manual|guide)", "owners manual"),
+    (r"(service|repair|workshop|shop)\s+manual", "service manual"),
+    (r"quick\s+(reference|start)\s+guide", "quick reference guide"),
+    (r"user'?s?\s+(guide|manual)", "user guide"),
+    (r"installation\s+(guide|manual|instructions)", "installation guide"),
+    (r"warranty\s+(guide|booklet|information)", "warranty"),
+    (r"data\s*sheet", "datasheet"),
+    (r"\binvoice\b", "invoice"),
+    (r"\bbrochure\b", "brochure"),
+    (r"\bspecifications?\b", "specification"),
+    (r"\babstract\b.{0,4000}\breferences\b", "research paper"),
+    (r"\bannual\s+report\b|\bform\s+10-k\b", "annual report"),
+    (r"\breport\b", "report"),
+    (r"\bhandbook\b", "handbook"),
+    (r"\btutorial\b", "tutorial"),
+]
+_YEAR = re.compile(r"(?<!\d)(19[5-9]\d|20[0-4]\d)(?!\d)")
+_WORD = re.compile(r"[a-z][a-z'\-]{2,}")
+_GENERIC = STOPWORDS | {
+    "also",
+    "may",
+    "must",
+    "use",
+    "used",
+    "using",
+    "one",
+    "two",
+    "see",
+    "page",
+    "pages",
+    "figure",
+    "table",
+    "shall",
+    "within",
+    "without",
+    "however",
+    "thus",
+    "therefore",
+    "well",
+    "like",
+    "make",
+    "made",
+    "get",
+    "many",
+    "much",
+    "new",
+    "first",
+    "last",
+    "next",
+    "http",
+    "https",
+    "www",
+    "com",
+    "html",
+    "org",
+    "can't",
+    "don't",
+    "it's",
+    "this",
+    "that",
+    "these",
+    "those",
+    "which",
+    "while",
+    "where",
+    "there",
+    "their",
+    "they",
+    "other",
+    "such",
+    "each",
+    "every",
+    "some",
+    "more",
+    "most",
+    "than",
+    "then",
+    "into",
+    "onto",
+    "upon",
+}
+
+
+def _filename_words(filename: str) -> str:
+    stem = re.sub(r"\.[a-z0-9]{1,5}$", "", filename.lower().rsplit("/", 1)[-1])
+    return " " + re.sub(r"[_\W]+", " ", stem) + " "
+
+
+class KeywordTagger:
+    name = "keywords"
+
+    def __init__(self, *, content_chars: int = 8000, max_tags: int = 5) -> None:
+        self.content_chars = content_chars
+        self.max_tags = max_tags
+
+    async def tags(self, text: str, filename: str) -> list[str]:
+        return self.tags_sync(text[: self.content_chars], filename)
+
+    def tags_sync(self, text: str, filename: str) -> list[str]:
+        lowered = text.lower()
+        name = _filename_words(filename)
+        tags: list[str] = []
+
+        make = self._make(name, lowered)
+        if make:
+            tags.append(_MAKE_ALIASES.get(make, make))
+            model = self._model(make, name, text)
+            if model:
+                tags.append(model)
+        year = self._year(name, lowered, vehicle=make is not None)
+        if year:
+            tags.append(year)
+        tags.extend(
+            label for pattern, label in DOCUMENT_TYPES if re.search(pattern, name + " " + lowered[:20000], re.S)
+        )
+        tags = clean_tags(tags, self.max_tags)
+        # Keep one document type, then fill with topic words.
+        types = {label for _, label in DOCUMENT_TYPES}
+        first_type = next((t for t in tags if t in types), None)
+        tags = [t for t in tags if t not in types or t == first_type]
+        for word, _count in self._topics(lowered, exclude=set(tags)):
+            if len(tags) >= self.max_tags:
+                break
+            tags.append(word)
+        return clean_tags(tags, self.max_tags)
+
+    @staticmethod
+    def _make(name: str, lowered: str) -> str | None:
+        in_name = [m for m in VEHICLE_MAKES if f" {m} " in name]
+        if in_name:
+            return max(in_name, key=len)
+        counts = Counter({m: len(re.findall(rf"\b{re.escape(m)}\b", lowered)) for m in VEHICLE_MAKES})
+        make, count = counts.most_common(1)[0]
+        return make if count >= 3 else None
+
+    @staticmethod
+    def _model(make: str, name: str, text: str) -> str | None:
+        after = re.compile(rf"\b{re.escape(make)}[\s_\-]+([a-z0-9][a-z0-9\-]{{0,14}})", re.I)
+        candidates = [m.group(1) for m in after.finditer(name)] or [m.group(1) for m in after.finditer(text)]
+        candidates = [c for c in candidates if c.lower() not in _NOT_A_MODEL and not _YEAR.fullmatch(c)]
+        if not candidates:
+            return None
+        model = Counter(c.lower() for c in candidates).most_common(1)[0][0]
+        # Prefer the text's own spelling: "F150" in a filename is "F-150" in the manual.
+        spelling = re.compile(r"\b" + "-?".join(re.escape(ch) for ch in model.replace("-", "")) + r"\b", re.I)
+        spellings = Counter(m.group(0).lower() for m in spelling.finditer(text))
+        return spellings.most_common(1)[0][0] if spellings else model
+
+    @staticmethod
+    def _year(name: str, lowered: str, *, vehicle: bool) -> str | None:
+        in_name = _YEAR.findall(name)
+        if in_name:
+            return in_name[0]
+        if not vehicle:
+            return None
+        years = Counter(_YEAR.findall(lowered[:3000]))
+        return years.most_common(1)[0][0] if years else None
+
+    @staticmethod
+    def _topics(lowered: str, exclude: set[str]) -> list[tuple[str, int]]:
+        counts = Counter(
+            w.strip("'-") for w in _WORD.findall(lowered) if w.strip("'-") not in _GENERIC and len(w.strip("'-")) >= 4
+        )
+        for word in list(counts):
+            if word in exclude or any(word in tag.split() for tag in exclude):
+                del counts[word]
+        return [(w, c) for w, c in counts.most_common(10) if c >= 2]
+
+
+class NoTagger:
+    name = "off"
+
+    async def tags(self, text: str, filename: str) -> list[str]:
+        return []
+
+
+async def auto_tags(tagger: Tagger, text: str, filename: str) -> list[str]:
+    """Tags from ``tagger``, or [] with a warning if it fails in any way."""
+    try:
+        return await tagger.tags(text, filename)
+    except Exception as exc:  # noqa: BLE001 - tagging must never block ingestion
+        logger.warning(
+            "auto-tagging failed; continuing without auto tags",
+            extra={"tagger": tagger.name, "document": filename, "error": repr(exc)},
+        )
+        return []

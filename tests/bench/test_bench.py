@@ -1,0 +1,37 @@
+import time
+from pathlib import Path
+
+from carrag.bench.bench import BenchConfig, PeakRss, run_bench
+from tests.conftest import FIXTURES, make_settings
+
+
+def test_peak_rss_sees_a_temporary_allocation() -> None:
+    with PeakRss() as idle:
+        time.sleep(0.05)
+    with PeakRss() as during:
+        block = bytearray(128 * 2**20)
+        block[::4096] = b"x" * len(block[::4096])  # touch every page so it is resident
+        time.sleep(0.1)  # several sampling intervals
+        del block
+    assert during.peak_mb >= idle.peak_mb + 100
+
+
+async def test_quick_bench_measures_every_figure(tmp_path: Path, embedding_backend) -> None:
+    config = BenchConfig.quick(FIXTURES / "2019_Ford_F150_Owners_Manual.pdf", FIXTURES / "beir_tiny", "test")
+    lines: list[str] = []
+    report = await run_bench(
+        config, make_settings(tmp_path), report=lines.append, embedding_backend=embedding_backend, work_dir=tmp_path
+    )
+
+    assert report.machine["cores"] >= 1 and report.machine["cpu"]
+    assert report.pdf["pages"] == 4 and report.pdf["pages_per_second"] > 0
+    pipeline, raw = report.ingest["pipeline"], report.ingest["raw_embedder"]
+    assert pipeline["chunks"] == raw["chunks"] == 12, "the raw embedder runs on exactly the pipeline's chunks"
+    assert report.ingest["pipeline_over_raw"] > 0
+    assert [figures.chunks for figures in report.queries] == [config.sizes[0], config.sizes[1]]
+    for figures in report.queries:
+        assert figures.search.p50 > 0 and figures.search.p95 >= figures.search.p50
+        assert figures.embed_query.p50 > 0
+        assert figures.peak_rss_mb > 0
+        assert figures.search_rerank is None and figures.rerank_note.startswith("n/a: ")
+    assert any(line.startswith("Query at 300 chunks") for line in lines)

@@ -1,0 +1,233 @@
+"""The ``carrag`` CLI, through typer's CliRunner: on the local store directly (DATA_DIR in tmp_path)
+and against a real server on loopback (``--url``), with real files, globs and a loopback web page."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from carrag.cli.main import app
+from carrag.services.container import build_container
+from carrag.services.ingestion import IngestOptions
+from carrag.services.llms.extractive import ExtractiveLLM
+from carrag.services.settings import Settings
+from tests.conftest import FIXTURES
+from tests.live_server import served_page
+from tests.server_process import server_process
+
+API_KEY = "cli-test-key"
+PAGE = (
+    b"<html><head><title>Trailer hitch guide</title></head><body><article><h1>Trailer hitch guide</h1>"
+    b"<p>Always cross the safety chains under the trailer tongue. The hitch ball must match the coupler size, "
+    b"usually two inches for small trailers.</p><p>Check the tyre pressure of the trailer before every trip.</p>"
+    b"</article></body></html>"
+)
+
+
+@pytest.fixture(scope="module")
+def web_page() -> Iterator[str]:
+    """A web page on loopback, for URL sources."""
+    with served_page(PAGE) as url:
+        yield f"{url}/hitch.html"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory with a small document tree; globs and source ids are relative to it."""
+    project = tmp_path / "project"
+    (project / "docs" / "sub").mkdir(parents=True)
+    (project / "docs" / "guide.md").write_text("# Guide\n\nThe snapshot retention period is thirty days.\n")
+    (project / "docs" / "sub" / "faq.md").write_text("# FAQ\n\nTo reset a password, open Settings and choose Reset.\n")
+    (project / "docs" / "logo.png").write_bytes(b"\x89PNG not parsed")
+    shutil.copy(FIXTURES / "2019_Ford_F150_Owners_Manual.pdf", project / "manual.pdf")
+    monkeypatch.chdir(project)
+    return project
+
+
+@pytest.fixture
+def local_env(tmp_path: Path) -> dict[str, str | None]:
+    """Settings for local mode; every other Carrag setting is removed from the environment."""
+    env: dict[str, str | None] = {name.upper(): None for name in Settings.model_fields}
+    env.update(
+        {
+            "DATA_DIR": str(tmp_path / "data"),
+            "LLM": "none",
+            "PER_HOST_DELAY": "0",
+            "WHOLE_DOCUMENT_CHARS": "0",
+            "FETCH_ALLOWED_HOSTS": "127.0.0.1",
+            "COLUMNS": "200",
+            "CARRAG_URL": None,
+            "CARRAG_API_KEY": None,
+        }
+    )
+    return env
+
+
+def carrag(env: dict[str, str | None], *args: str, input: str | None = None):
+    return CliRunner().invoke(app, list(args), env=env, input=input)
+
+
+def stored(env: dict[str, str | None], *url_args: str) -> dict[str, dict]:
+    """source_id → document, read back through ``documents list --json``."""
+    result = carrag(env, "documents", "list", "--json", *url_args)
+    assert result.exit_code == 0, result.output
+    return {doc["source_id"]: doc for doc in json.loads(result.stdout)["items"]}
+
+
+# --- local mode ----------------------------------------------------------------------------------------
+def test_ingest_globs_files_and_urls_then_unchanged_then_prune(workdir: Path, local_env, web_page: str) -> None:
+    first = carrag(local_env, "ingest", "./docs/**/*", "manual.pdf", web_page, "--tags", "Demo, handbook")
+    assert first.exit_code == 0, first.output
+    assert "✓ ingested  docs/guide.md" in first.output and "✓ ingested  docs/sub/faq.md" in first.output
+    assert "✓ ingested  manual.pdf" in first.output and f"✓ ingested  {web_page}" in first.output
+    assert "4 sources: 4 ingested, 0 unchanged, 0 failed, 1 skipped (unsupported type)" in first.output
+    documents = stored(local_env)
+    assert set(documents) == {"docs/guide.md", "docs/sub/faq.md", "manual.pdf", web_page}
+    assert all({"demo", "handbook"} <= set(doc["tags"]) for doc in documents.values())
+    assert documents[web_page]["source_type"] == "web"
+
+    again = carrag(local_env, "ingest", "docs/**/*.md", "./manual.pdf")
+    assert again.exit_code == 0, again.output
+    assert "3 sources: 0 ingested, 3 unchanged, 0 failed" in again.output
+
+    (workdir / "docs" / "guide.md").write_text("# Guide\n\nThe snapshot retention period is now ninety days.\n")
+    (workdir / "docs" / "sub" / "faq.md").unlink()
+    pruned = carrag(local_env, "ingest", "./docs/**/*.md", "manual.pdf", "--prune")
+    assert pruned.exit_code == 0, pruned.output
+    assert "✓ ingested  docs/guide.md" in pruned.output and "(replaced the previous version)" in pruned.output
+    assert "- pruned    docs/sub/faq.md" in pruned.output
+    assert "2 sources: 1 ingested, 1 unchanged, 0 failed, 1 pruned" in pruned.output
+    after = stored(local_env)
+    assert set(after) == {"docs/guide.md", "manual.pdf", web_page}, "URL sources are never pruned"
+    assert after["docs/guide.md"]["document_id"] != documents["docs/guide.md"]["document_id"]
+
+
+def test_a_failing_source_does_not_stop_the_others(workdir: Path, local_env) -> None:
+    (workdir / "empty.txt").write_bytes(b"")
+    (workdir / "tool.exe").write_bytes(b"MZ")
+    result = carrag(local_env, "ingest", "missing.md", "empty.txt", "docs/guide.md", "tool.exe", "nothing/*.md")
+    assert result.exit_code == 1, result.output
+    assert "✗ failed    missing.md: no such file or directory" in result.output
+    assert "✗ failed    empty.txt: empty.txt is empty." in result.output
+    assert "✗ failed    tool.exe: Unsupported file type (.exe)" in result.output
+    assert "! no files  nothing/*.md" in result.output
+    assert "✓ ingested  docs/guide.md" in result.output
+    assert "4 sources: 1 ingested, 0 unchanged, 3 failed" in result.output
+    assert set(stored(local_env)) == {"docs/guide.md"}
+
+
+def test_query_search_and_documents(workdir: Path, local_env) -> None:
+    assert carrag(local_env, "ingest", "manual.pdf", "--tags", "trucks").exit_code == 0
+    assert carrag(local_env, "ingest", "docs/guide.md").exit_code == 0
+
+    answer = carrag(local_env, "query", "Which oil filter fits the engine?", "--top-k", "2")
+    assert answer.exit_code == 0, answer.output
+    assert "Motorcraft" in answer.stdout and "[Source 1]" in answer.stdout
+    assert "Sources\n  [1] manual.pdf (p. 1, chunk 0)" in answer.stdout
+
+    table = carrag(local_env, "search", "oil filter FL-500S", "--explain", "--top-k", "3")
+    assert table.exit_code == 0, table.output
+    header = next(line for line in table.stdout.splitlines() if "score" in line)
+    assert all(column in header for column in ("source", "page", "bm25", "knn", "rrf", "text"))
+    first_row = next(line for line in table.stdout.splitlines() if line.startswith("│ 1 "))
+    assert "manual.pdf" in first_row and "p. 1" in first_row
+    as_json = json.loads(carrag(local_env, "search", "oil filter FL-500S", "--json", "--explain").stdout)
+    assert as_json["results"][0]["explain"]["bm25_rank"] == 1
+
+    manual = stored(local_env)["manual.pdf"]
+    listing = carrag(local_env, "documents", "list", "--tag", "Trucks")
+    assert listing.exit_code == 0 and manual["document_id"] in listing.stdout and "guide.md" not in listing.stdout
+    shown = carrag(local_env, "documents", "show", manual["document_id"], "--full")
+    assert shown.exit_code == 0, shown.output
+    assert re.search(r"^source_id +manual\.pdf", shown.stdout, re.M) and "metadata.total_pages" in shown.stdout
+    assert "Chunks 1–3 of 3" in shown.stdout and "pp. 3–4" in shown.stdout and "FL-500S" in shown.stdout
+
+    refused = carrag(local_env, "documents", "delete", manual["document_id"], input="n\n")
+    assert refused.exit_code == 1 and "manual.pdf" in stored(local_env)
+    deleted = carrag(local_env, "documents", "delete", manual["document_id"], "--yes")
+    assert deleted.exit_code == 0 and f"Deleted {manual['document_id']}." in deleted.stdout
+    gone = carrag(local_env, "documents", "show", manual["document_id"])
+    assert gone.exit_code == 1 and f"No document with id {manual['document_id']}" in gone.stderr
+
+
+def test_force_recovers_from_an_embedding_model_change(workdir: Path, local_env, tmp_path: Path) -> None:
+    class OtherModel:
+        provider, model, identity, dimension = "test", "other", "test:other", 8
+
+        async def embed(self, texts, kind):
+            return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
+
+    async def build_store_with_other_model() -> None:
+        settings = Settings(_env_file=None, data_dir=tmp_path / "data", per_host_delay=0)
+        container = await build_container(settings, embedding_backend=OtherModel(), llm=ExtractiveLLM("tests"))
+        await container.ingestion.ingest_text("Built with another model.", "old.txt", IngestOptions())
+        await container.fetcher.aclose()
+        await container.store.close()
+
+    asyncio.run(build_store_with_other_model())
+
+    refused = carrag(local_env, "ingest", "docs/guide.md")
+    assert refused.exit_code == 1
+    message = " ".join(refused.output.split())
+    assert "test:other (8-d)" in message and "local:all-MiniLM-L6-v2 (384-d)" in message and "--force" in message
+
+    forced = carrag(local_env, "ingest", "docs/guide.md", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert set(stored(local_env)) == {"docs/guide.md"}, "the old model's documents were wiped"
+
+
+# --- against a running server (--url) --------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    with server_process(
+        tmp_path_factory.mktemp("cli-server"), LLM="none", API_KEYS=API_KEY, FETCH_ALLOWED_HOSTS="127.0.0.1"
+    ) as running:
+        yield running
+
+
+def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, local_env, server, web_page: str) -> None:
+    remote = local_env | {"CARRAG_URL": server.url, "CARRAG_API_KEY": API_KEY}
+
+    no_key = carrag(local_env, "documents", "list", "--url", server.url)
+    assert no_key.exit_code == 1 and "API key" in no_key.stderr
+
+    (workdir / "blank.md").write_text("   \n\n  \n")
+    ingested = carrag(remote, "ingest", "docs/**/*.md", "manual.pdf", "blank.md", web_page, "--tags", "remote")
+    assert ingested.exit_code == 1, ingested.output
+    assert "✗ failed    blank.md: blank.md contains no extractable text." in ingested.output
+    assert "5 sources: 4 ingested, 0 unchanged, 1 failed" in ingested.output
+    jobs = httpx.get(f"{server.url}/jobs", headers={"Authorization": f"Bearer {API_KEY}"}).json()["items"]
+    assert {job["source"] for job in jobs} >= {"guide.md", "faq.md", "manual.pdf", web_page}, "ingested as jobs"
+    assert {job["source"]: job["state"] for job in jobs}["blank.md"] == "failed"
+    documents = stored(remote)
+    assert set(documents) == {"docs/guide.md", "docs/sub/faq.md", "manual.pdf", web_page}
+
+    (workdir / "docs" / "sub" / "faq.md").unlink()
+    pruned = carrag(remote, "ingest", "docs/**/*.md", "manual.pdf", "--prune")
+    assert pruned.exit_code == 0, pruned.output
+    assert "2 sources: 0 ingested, 2 unchanged, 0 failed, 1 pruned" in pruned.output
+    assert set(stored(remote)) == {"docs/guide.md", "manual.pdf", web_page}
+
+    answer = carrag(remote, "query", "How should the safety chains be attached?")
+    assert answer.exit_code == 0, answer.output
+    assert "safety chains" in answer.stdout and "[Source 1]" in answer.stdout
+    assert f"[1] {web_page}" in answer.stdout
+
+    table = carrag(remote, "search", "snapshot retention")
+    assert table.exit_code == 0 and "docs/guide.md" in table.stdout
+
+    guide = documents["docs/guide.md"]["document_id"]
+    shown = carrag(remote, "documents", "show", guide)
+    assert shown.exit_code == 0 and "thirty days" in shown.stdout
+    assert carrag(remote, "documents", "delete", guide, "--yes").exit_code == 0
+    missing = carrag(remote, "documents", "delete", guide, "--yes")
+    assert missing.exit_code == 1 and "No document with id" in missing.stderr
