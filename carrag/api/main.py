@@ -10,6 +10,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
+from carrag import __version__
 from carrag.api.deps import UNAUTHORIZED_DETAIL, Unauthorized, require_api_key
 from carrag.api.errors import install_error_handlers
 from carrag.api.lifecycle import on_shutdown_signal
@@ -23,8 +24,8 @@ from carrag.api.middleware import (
 )
 from carrag.api.routes import documents, health, ingest, jobs, openai_compat, ops, query, search, ui
 from carrag.services.container import Container, build_container
-from carrag.services.metrics import Metrics, instrument
 from carrag.services.settings import Settings, get_settings
+from carrag.services.telemetry.prometheus import PrometheusTelemetry
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ MULTIPART_OVERHEAD = 64 * 1024
 def create_app(settings: Settings | None = None, container: Container | None = None) -> FastAPI:
     """Build the app. A ready ``container`` (tests) is used as is and not closed on shutdown."""
     settings = settings or (container.settings if container else get_settings())
-    metrics = Metrics()
+    metrics = _metrics_for(container)
     mcp_manager = http_session_manager(build_mcp_server(lambda: app.state.container), settings)
 
     @contextlib.asynccontextmanager
@@ -58,8 +59,7 @@ def create_app(settings: Settings | None = None, container: Container | None = N
                 yield
             return
         configure_logging(settings.log_level, settings.log_json)
-        app.state.container = await build_container(settings)
-        instrument(app.state.container, metrics)
+        app.state.container = await build_container(settings, telemetry=metrics)
         logger.info(
             "carrag started", extra={"store": settings.store, "embedder": settings.embedder, "llm": settings.llm}
         )
@@ -71,14 +71,13 @@ def create_app(settings: Settings | None = None, container: Container | None = N
 
     app = FastAPI(
         title="Carrag",
-        version="0.1.0",
+        version=__version__,
         summary="Self-hosted RAG: hybrid BM25 + kNN search, reranking, streamed cited answers.",
         lifespan=lifespan,
     )
     app.state.metrics = metrics
     if container is not None:
         app.state.container = container
-        instrument(container, metrics)
     install_error_handlers(app)
     ops.count_dependency_errors(app, metrics)
 
@@ -124,6 +123,14 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     app.add_middleware(AccessLogMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
     return app
+
+
+def _metrics_for(container: Container | None) -> PrometheusTelemetry:
+    """The Prometheus telemetry /metrics serves: the one a ready container's services report to, else a
+    new one for the container the app builds (a container reporting elsewhere gets only HTTP metrics)."""
+    if container is not None and isinstance(container.telemetry, PrometheusTelemetry):
+        return container.telemetry
+    return PrometheusTelemetry()
 
 
 def app_factory() -> FastAPI:
