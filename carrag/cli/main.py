@@ -23,8 +23,10 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from carrag import extras
 from carrag.cli.client import CarragClient, ClientError, HttpClient, IngestSettings, LocalClient, all_documents
 from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
+from carrag.extras import MissingExtra
 from carrag.services.settings import Settings, get_settings
 
 app = typer.Typer(help="Carrag: self-hosted retrieval-augmented generation.", no_args_is_help=True)
@@ -477,6 +479,7 @@ def evaluate_retrieval(
     ] = None,
 ) -> None:
     """Ingest a BEIR dataset into a fresh store and print nDCG@10, Recall@10/100 and MRR@10 per search mode."""
+    extras.require("eval", "`carrag eval`")
     from carrag.cli.evaluation import run_eval_command
 
     run_eval_command(dataset, split, json_out, modes, limit_queries, db)
@@ -505,6 +508,7 @@ def benchmark(
     ] = None,
 ) -> None:
     """Measure PDF pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    extras.require("eval", "`carrag bench`")
     from carrag.bench.bench import BenchConfig
     from carrag.cli.evaluation import run_bench_command
 
@@ -520,6 +524,7 @@ def benchmark(
 @app.command()
 def mcp() -> None:
     """Serve the MCP tools (search_documents, list_sources) over stdio, on the local store."""
+    extras.require("mcp", "`carrag mcp`")
     from carrag.api.log_config import configure_logging
     from carrag.api.mcp_server import run_stdio
 
@@ -529,7 +534,10 @@ def mcp() -> None:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except MissingExtra as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from carrag import extras
 from carrag.services.answering import AnswerService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
 from carrag.services.embedders.service import EmbeddingService
@@ -62,6 +63,7 @@ class UnavailableEmbedder:
 
 def build_store(settings: Settings) -> Store:
     if settings.store == "elasticsearch":
+        extras.require("elasticsearch", "STORE=elasticsearch")
         from carrag.services.stores.elasticsearch import ElasticsearchStore
 
         return ElasticsearchStore.from_settings(settings)
