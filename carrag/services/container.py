@@ -16,6 +16,7 @@ import numpy as np
 
 from carrag import extras
 from carrag.services.answering import AnswerService
+from carrag.services.documents import DocumentService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import DependencyUnavailable
@@ -158,6 +159,7 @@ class Container:
     ingestion: IngestionService
     search: SearchService
     answers: AnswerService
+    documents: DocumentService
     jobs: JobManager
     telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
@@ -230,6 +232,7 @@ async def build_container(
         ingestion=ingestion,
         search=search,
         answers=AnswerService(settings, search, llm, telemetry),
+        documents=DocumentService(store),
         jobs=JobManager(settings, ingestion, telemetry),
         telemetry=telemetry,
         startup_errors=startup_errors,

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from carrag import __version__
 from carrag.api.deps import ContainerDep
-from carrag.api.schemas.health import ComponentOut, HealthOut
+from carrag.api.schemas.health import HealthOut
 
 router = APIRouter(tags=["health"])
 
@@ -21,8 +21,4 @@ async def health(container: ContainerDep) -> HealthOut:
         overall = "degraded"
     else:
         overall = "ok"
-    return HealthOut(
-        status=overall,
-        version=__version__,
-        components={name: ComponentOut(**c.as_dict()) for name, c in components.items()},
-    )
+    return HealthOut.model_validate({"status": overall, "version": __version__, "components": components})
