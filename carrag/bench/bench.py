@@ -372,7 +372,8 @@ async def bench_queries(
         for question in questions[1 : 1 + warmup]:
             await timed(question, False)
         measured = list(questions[1 + warmup :]) or list(questions)
-        plain, stages = [], {}
+        plain: list[float] = []
+        stages: dict[str, list[float]] = {}
         for question in measured:
             elapsed, body = await timed(question, False)
             plain.append(elapsed)

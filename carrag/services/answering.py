@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -93,14 +93,14 @@ class AnswerService:
             max_history_messages=self.settings.max_history_messages,
         )
 
-    async def stream_answer(self, request: AnswerRequest) -> AsyncIterator[AnswerEvent]:
+    async def stream_answer(self, request: AnswerRequest) -> AsyncGenerator[AnswerEvent, None]:
         """Errors before the first event raise (the route answers with an HTTP error; Overloaded
         when the generation queue is full); errors after it become an ``error`` event."""
         async with self.generation.admit(), contextlib.aclosing(self._stream_answer(request)) as events:
             async for event in events:
                 yield event
 
-    async def _stream_answer(self, request: AnswerRequest) -> AsyncIterator[AnswerEvent]:
+    async def _stream_answer(self, request: AnswerRequest) -> AsyncGenerator[AnswerEvent, None]:
         started = time.perf_counter()
         outcome = await self.search.search(
             request.question, top_k=request.top_k, filters=request.filters, rerank=request.rerank

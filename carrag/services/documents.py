@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 
 from carrag.services.errors import NotFound
@@ -60,6 +61,6 @@ class DocumentService:
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
 
-    async def sources(self) -> list[tuple[str, str]]:
+    async def sources(self) -> builtins.list[tuple[str, str]]:  # `list` is a method here
         """(source_id, source_type) of every document, sorted."""
         return sorted(await self.store.list_sources())

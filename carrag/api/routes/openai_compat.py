@@ -53,7 +53,7 @@ from carrag.services.settings import Settings
 class OpenAIErrorRoute(APIRoute):
     """Answers errors as the app always does, plus OpenAI's ``error`` object in the body."""
 
-    def get_route_handler(self):  # type: ignore[no-untyped-def]
+    def get_route_handler(self):
         handle = super().get_route_handler()
 
         async def handle_with_openai_errors(request: Request) -> Response:
@@ -68,7 +68,7 @@ class OpenAIErrorRoute(APIRoute):
         return handle_with_openai_errors
 
 
-def _registered_handler(request: Request, exc: Exception):  # type: ignore[no-untyped-def]
+def _registered_handler(request: Request, exc: Exception):
     handlers = request.app.exception_handlers
     for cls in type(exc).__mro__:
         if cls in handlers and cls is not Exception:
@@ -144,7 +144,10 @@ def answer_request(body: ChatCompletionRequest, settings: Settings) -> AnswerReq
         top_k=top_k,
         filters=filters_from(body.tags, body.source),
         rerank=body.rerank,
-        history=[ChatMessage(m.role, text) for m, text in zip(conversation[:-1], texts[:-1], strict=True)],
+        history=[
+            ChatMessage("user" if m.role == "user" else "assistant", text)
+            for m, text in zip(conversation[:-1], texts[:-1], strict=True)
+        ],
     )
 
 

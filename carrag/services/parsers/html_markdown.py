@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
@@ -39,7 +40,7 @@ _LINK_SCHEMES_DROPPED = ("data:", "javascript:")
 
 
 def _converter_class():
-    markdownify = import_optional("markdownify", package="markdownify", extension=".html")
+    markdownify: Any = import_optional("markdownify", package="markdownify", extension=".html")
 
     class Converter(markdownify.MarkdownConverter):
         def convert_img(self, el, text, parent_tags):

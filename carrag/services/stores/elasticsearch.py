@@ -531,7 +531,7 @@ class ElasticsearchStore:
         await self._ready()
         try:
             with self._errors(action):
-                return await self.client.search(index=self.index, **request)
+                return (await self.client.search(index=self.index, **request)).body
         except _IndexMissing:
             return {"hits": {"hits": [], "total": {"value": 0}}}
 
