@@ -33,6 +33,8 @@ class Question:
 
     @staticmethod
     def from_json(record: dict[str, Any], where: str) -> Question:
+        if not isinstance(record.get("question"), str) or not isinstance(record.get("documents"), list):
+            raise InvalidInput(f"{where}: missing or malformed field: question (text) and documents (list) are needed")
         try:
             question = Question(
                 id=str(record["id"]),

@@ -79,7 +79,7 @@ def without_citations(answer: str) -> str:
 
 
 def numbers_in(text: str) -> set[str]:
-    cleaned = LIST_NUMBERING.sub(" ", normalise(without_citations(text)))
+    cleaned = normalise(LIST_NUMBERING.sub(" ", without_citations(text)))
     return {_canonical_number(match) for match in NUMBER.findall(cleaned)}
 
 
@@ -208,9 +208,10 @@ class ModeSummary:
     p95_seconds: float
     served_modes: dict[str, int]
     truncated: int
+    errors: int = 0  # requests that failed (counted as wrong answers)
 
     @staticmethod
-    def of(mode: str, scores: Sequence[AnswerScore]) -> ModeSummary:
+    def of(mode: str, scores: Sequence[AnswerScore], errors: int = 0) -> ModeSummary:
         answerable = [s for s in scores if s.answerable]
         unanswerable = [s for s in scores if not s.answerable]
         answered = [s for s in answerable if not s.refused]
@@ -236,6 +237,7 @@ class ModeSummary:
             p95_seconds=percentile(seconds, 0.95),
             served_modes=served,
             truncated=sum(s.finish_reason == "length" for s in scores),
+            errors=errors,
         )
 
     @property
@@ -271,4 +273,5 @@ class ModeSummary:
             "median_seconds": round(self.median_seconds, 3),
             "p95_seconds": round(self.p95_seconds, 3),
             "served_answer_modes": self.served_modes,
+            "errors": self.errors,
         }
