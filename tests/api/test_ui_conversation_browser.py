@@ -115,7 +115,7 @@ def sse(*events: tuple[str, object]) -> str:
 def graded_answer() -> str:
     """A generated answer with one supported and one unsupported sentence, cut by the token limit."""
     start = PASSAGE.index(HIGHLIGHT)
-    sources = [source(1, PASSAGE, highlights=[{"start": start, "end": start + len(HIGHLIGHT)}])]
+    sources = [source(1, PASSAGE)]
     streamed = "The engine takes the Motorcraft FL-500S filter [Source 1]. It costs twelve dollars [Source 4]. It"
     final = "The engine takes the Motorcraft FL-500S filter [Source 1]. It costs twelve dollars. It"
     first, second = "The engine takes the Motorcraft FL-500S filter [Source 1].", "It costs twelve dollars."
@@ -139,6 +139,8 @@ def graded_answer() -> str:
         "fallback_reason": None,
         "answerable": True,
         "finish_reason": "length",
+        # As in the SSE `done` event: per source position (in /query: sources[*].highlights).
+        "highlights": [[{"start": start, "end": start + len(HIGHLIGHT)}]],
         "grounding": {
             "grounded": False,
             "support": 0.12,
@@ -153,7 +155,10 @@ def graded_answer() -> str:
 
 
 def documents_do_not_say() -> str:
-    closest = [source(1, "Ducks are farmed for their meat, eggs and feathers."), source(2, PASSAGE)]
+    closest = [
+        source(1, "Ducks are farmed for their meat, eggs and feathers.", highlights=[{"start": 0, "end": 5}]),
+        source(2, PASSAGE),
+    ]
     done = {
         "model": None,
         "duration_ms": 40.0,
@@ -216,6 +221,7 @@ def test_grounding_cut_off_highlights_and_documents_do_not_say(browser, tmp_path
         assert "documents don't say" in refused.locator(".notice.no-answer").inner_text()
         assert refused.locator(".sources-title").inner_text() == "Closest passages"
         assert refused.locator(".sources li").count() == 2
+        assert refused.locator(".sources li mark.highlight").inner_text() == "Ducks", "sources[*].highlights, as in /query"
         assert refused.locator(".sentence.unsupported").count() == 0
         assert not refused.locator(".notice.stopped").is_visible()
         # The follow-up went with the first turn's final answer as history.

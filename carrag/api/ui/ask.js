@@ -134,6 +134,7 @@ async function ask() {
         done = data || {};
         if (typeof done.answer === "string") turn.answer = done.answer; // the checked answer, citations fixed
         if (Array.isArray(done.sources)) sources = done.sources;
+        sources = withHighlights(sources, done.highlights);
         turn.finished = true;
         showChecks(view, done, sources);
       } else if (event === "error") {
@@ -152,6 +153,14 @@ async function ask() {
     $("#ask-stop").hidden = true;
     controller = null;
   }
+}
+
+/** The SSE `done` event carries the highlights per source position (the `sources` event came before
+ * the answer was known); /query has them in `sources[*].highlights`. */
+function withHighlights(sources, highlights) {
+  if (!Array.isArray(highlights)) return sources;
+  return sources.map((source, index) =>
+    Array.isArray(highlights[index]) && highlights[index].length ? { ...source, highlights: highlights[index] } : source);
 }
 
 /** What `done` says about the answer: refusal, cut-off, grounding, mode; then the sources again. */
