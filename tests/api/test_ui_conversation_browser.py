@@ -221,7 +221,9 @@ def test_grounding_cut_off_highlights_and_documents_do_not_say(browser, tmp_path
         assert "documents don't say" in refused.locator(".notice.no-answer").inner_text()
         assert refused.locator(".sources-title").inner_text() == "Closest passages"
         assert refused.locator(".sources li").count() == 2
-        assert refused.locator(".sources li mark.highlight").inner_text() == "Ducks", "sources[*].highlights, as in /query"
+        assert refused.locator(".sources li mark.highlight").inner_text() == "Ducks", (
+            "sources[*].highlights, as in /query"
+        )
         assert refused.locator(".sentence.unsupported").count() == 0
         assert not refused.locator(".notice.stopped").is_visible()
         # The follow-up went with the first turn's final answer as history.
