@@ -11,7 +11,8 @@ line breaks or a table's bold cells do not decide the score.
   source *n* was listed and its text contains one of the question's evidence strings.
 - **Refusal**: ``answerable: false`` when the response has that field, else refusal wording.
 - **Invented numbers**: numbers in the answer (citation markers and list numbering aside) that occur
-  in no listed source's text.
+  in no listed source's text; a response flagged ``answerable: false`` is the server's own refusal
+  text and is not checked.
 """
 
 from __future__ import annotations
@@ -166,7 +167,8 @@ def score_answer(question: Any, response: dict[str, Any], seconds: float) -> Ans
         refused=refused,
         correct=question.answerable and not refused and is_correct(answer, question.accepted),
         citations=check_citations(answer, sources, question.evidence) if question.answerable else [],
-        invented=invented_numbers(answer, sources),
+        # A refusal the server flags is its own fixed text ("The 3 closest passages are listed"), not a claim.
+        invented=set() if response.get("answerable") is False else invented_numbers(answer, sources),
         seconds=seconds,
         answer_mode=response.get("answer_mode"),
         finish_reason=response.get("finish_reason"),
@@ -209,6 +211,7 @@ class ModeSummary:
     served_modes: dict[str, int]
     truncated: int
     errors: int = 0  # requests that failed (counted as wrong answers)
+    by_kind: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (correct, asked), answerable only
 
     @staticmethod
     def of(mode: str, scores: Sequence[AnswerScore], errors: int = 0) -> ModeSummary:
@@ -220,6 +223,10 @@ class ModeSummary:
         for score in scores:
             served[score.answer_mode or "-"] = served.get(score.answer_mode or "-", 0) + 1
         seconds = [s.seconds for s in scores]
+        by_kind: dict[str, tuple[int, int]] = {}
+        for score in answerable:
+            correct, asked = by_kind.get(score.kind, (0, 0))
+            by_kind[score.kind] = (correct + score.correct, asked + 1)
         return ModeSummary(
             mode=mode,
             answerable=len(answerable),
@@ -238,6 +245,7 @@ class ModeSummary:
             served_modes=served,
             truncated=sum(s.finish_reason == "length" for s in scores),
             errors=errors,
+            by_kind=dict(sorted(by_kind.items())),
         )
 
     @property
@@ -274,4 +282,5 @@ class ModeSummary:
             "p95_seconds": round(self.p95_seconds, 3),
             "served_answer_modes": self.served_modes,
             "errors": self.errors,
+            "correct_by_kind": {kind: {"correct": c, "asked": n} for kind, (c, n) in self.by_kind.items()},
         }

@@ -90,6 +90,9 @@ def run_eval_answers_command(
     except CarragError as exc:
         raise _fail(exc.message) from exc
     console.print(answers_table(report))
+    for summary in report.summaries:
+        kinds = ", ".join(f"{kind} {correct}/{asked}" for kind, (correct, asked) in summary.by_kind.items())
+        console.print(f"{summary.mode}: correct by kind: {escape(kinds)}")
     errors = sum(summary.errors for summary in report.summaries)
     if errors:
         console.print(f"[red]{errors} requests failed[/red] (counted as wrong answers; see --json).")

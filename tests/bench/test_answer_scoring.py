@@ -105,6 +105,12 @@ def test_score_answer_puts_it_together() -> None:
     )
     refused = score_answer(q, {"answer": "Yes.", "answerable": False, "sources": SOURCES}, 0.1)
     assert refused.refused and not refused.correct, "a refusal is never a correct answer"
+    flagged = score_answer(
+        question(False), {"answer": "The 3 closest passages are listed.", "answerable": False, "sources": SOURCES}, 0
+    )
+    assert flagged.refused and flagged.invented == set(), "the server's refusal text claims nothing"
+    worded = score_answer(question(False), {"answer": "I don't know, maybe 42.", "sources": SOURCES}, 0)
+    assert worded.refused and worded.invented == {"42"}, "without the flag, the text is checked"
     unanswerable = score_answer(
         question(False), {"answer": "It is 42 [Source 1].", "sources": SOURCES, "answer_mode": "generate"}, 1.0
     )
@@ -141,3 +147,4 @@ def test_mode_summary_counts() -> None:
     assert (summary.refused_answerable, summary.answers_with_invented_numbers, summary.cited_answers) == (1, 2, 2)
     assert summary.median_seconds == 3.0 and summary.p95_seconds == 5.0
     assert summary.as_dict()["served_answer_modes"] == {"extract": 5} and summary.errors == 1
+    assert summary.by_kind == {"k": (1, 3)}, "answerable questions only"

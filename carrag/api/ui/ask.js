@@ -181,7 +181,10 @@ function doneText(done) {
   const parts = [];
   const mode = done.answer_mode;
   if (mode === "extract") parts.push("quoted from the sources");
-  if (done.fallback_reason) parts.push(`generated answer replaced: ${done.fallback_reason}`);
+  if (done.fallback_reason) {
+    const replaced = done.answerable !== false && mode === "extract" && done.requested_mode === "auto";
+    parts.push(replaced ? `the generated answer was replaced: ${done.fallback_reason}` : done.fallback_reason);
+  }
   if (done.model && mode !== "extract" && mode !== "none") parts.push(done.model);
   const grounding = done.grounding;
   if (grounding && Array.isArray(grounding.sentences)) {
