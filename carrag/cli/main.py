@@ -503,6 +503,29 @@ def evaluate_retrieval(
     run_eval_command(dataset, split, json_out, modes, limit_queries, db)
 
 
+@app.command("eval-answers")
+def evaluate_answers(
+    questions: Annotated[
+        Path, typer.Option("--questions", help="Question file (JSON Lines, carrag/bench/questions/corpus_dev.jsonl).")
+    ],
+    mode: Annotated[
+        str, typer.Option("--mode", help="Answer mode: generate, extract, auto, a comma-separated list, or all.")
+    ] = "all",
+    documents: Annotated[
+        Path, typer.Option("--documents", help="Directory the question file's document paths are relative to.")
+    ] = SHARED_DATA / "corpus",
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1, max=100, help="Passages per question.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the scores and every answer as JSON to this file.")
+    ] = None,
+) -> None:
+    """Ingest the documents a question file lists into a fresh store, ask every question in each answer
+    mode, and print answerable accuracy, citation validity, refusals, invented numbers and latency."""
+    from carrag.cli.answer_evaluation import run_eval_answers_command
+
+    run_eval_answers_command(questions, mode, documents, top_k, json_out)
+
+
 @app.command("bench")
 def benchmark(
     pdf: Annotated[Path, typer.Option("--pdf", help="PDF whose extraction speed is measured.")] = SHARED_DATA

@@ -167,8 +167,8 @@ def test_answer_streams_from_the_local_llm(browser, tmp_path: Path) -> None:
             """() => {
                 window.answerLengths = [];
                 new MutationObserver(() => window.answerLengths.push(
-                    document.querySelector('#answer-text').textContent.length
-                )).observe(document.querySelector('#answer-text'), {childList: true, subtree: true, characterData: true});
+                    (document.querySelector('#answer-text') || {textContent: ''}).textContent.length
+                )).observe(document.querySelector('#conversation'), {childList: true, subtree: true, characterData: true});
             }"""
         )
         page.click("nav.tabs >> text=Ask")
