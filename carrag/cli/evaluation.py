@@ -168,8 +168,10 @@ def bench_tables(report: BenchReport) -> list[Table]:
         "rerank p50/p95",
         "query embed p50",
         "query embed p95",
-        "first query",
-        "peak RSS MB",
+        "BM25 / kNN leg p50",
+        "open + first query",
+        "disk MB",
+        "peak RSS MB (serving)",
     ):
         queries.add_column(column, justify="right")
     for figures in report.queries:
@@ -183,8 +185,10 @@ def bench_tables(report: BenchReport) -> list[Table]:
             rerank,
             _ms(figures.embed_query.p50),
             _ms(figures.embed_query.p95),
-            _ms(figures.first_query_ms),
-            f"{figures.peak_rss_mb:.0f}",
+            f"{figures.stage_medians_ms.get('bm25_leg', 0):.1f} / {figures.stage_medians_ms.get('knn_leg', 0):.1f}",
+            _ms(figures.open_ms + figures.first_query_ms),
+            f"{figures.disk_mb:.0f}",
+            f"{figures.peak_rss_mb:.0f} ({figures.peak_rss_serving_mb:.0f})",
         )
     return [head, queries]
 

@@ -11,7 +11,8 @@ to it:
   the index and add it back as SQLite has it at the head (gone if deleted) — replaying twice gives
   the same result, so a crash between an index's commit and its watermark is harmless;
 - another epoch, a missing or unreadable index, a head *behind* the watermark (an older copy of
-  the database), or a backlog past `REBUILD_BACKLOG`: rebuild from every chunk row.
+  the database), or a backlog past `REBUILD_BACKLOG` and half the index (a bulk load): rebuild
+  from every chunk row, streamed (the vectors go straight into the graph, never all in RAM).
 
 A committed write therefore means what it meant before: the indexes can only lag, and a search
 catches them up before it runs. Writes never touch the indexes (nothing global is rebuilt per
@@ -34,7 +35,7 @@ import numpy as np
 from carrag.services.stores.lexical_index import LexicalIndex, indexed_text
 from carrag.services.stores.vector_segments import VectorSegments
 
-REBUILD_BACKLOG = 200_000  # changes; past this a full scan is cheaper than row-by-row lookups
+REBUILD_BACKLOG = 20_000  # changes; past this and half the indexed rows, a full scan beats lookups
 SCAN_BATCH = 5_000
 LOOKUP_BATCH = 900  # rowids per IN (...) list
 
@@ -90,7 +91,8 @@ class SearchIndexes:
                     return None
                 backlog = head - lowest if lowest >= 0 else head
                 newest = max(self.lexical_seq, self.vectors.applied_seq)
-                if lowest < 0 or newest > head or backlog > REBUILD_BACKLOG:
+                large = backlog > REBUILD_BACKLOG and backlog > self.lexical.document_count // 2
+                if lowest < 0 or newest > head or large:
                     self._rebuild(connection, epoch, head)
                     report = SyncReport("rebuilt", backlog, time.perf_counter() - started)
                 else:
