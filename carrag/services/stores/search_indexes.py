@@ -26,18 +26,25 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
 from carrag.services.stores.lexical_index import LexicalIndex, indexed_text
 from carrag.services.stores.vector_segments import VectorSegments
 
+R = TypeVar("R")
+T = TypeVar("T")
+
 REBUILD_BACKLOG = 20_000  # changes; past this and half the indexed rows, a full scan beats lookups
 SCAN_BATCH = 5_000
 LOOKUP_BATCH = 900  # rowids per IN (...) list
+# Below this many chunks, a BM25 search that finds tantivy behind runs on FTS5 (milliseconds here)
+# rather than wait for a tantivy commit (100-500 ms); above it FTS5 is the slower of the two.
+FTS5_FALLBACK_BELOW = 200_000
 
 
 @dataclass(slots=True)
@@ -75,35 +82,87 @@ class SearchIndexes:
         return epoch == self.epoch and head == self.lexical_seq == self.vectors.applied_seq
 
     # --- the protocol --------------------------------------------------------------------------
+    def _newest(self) -> int:
+        return max(self.lexical_seq, self.vectors.applied_seq)
+
     def sync(self, connection: sqlite3.Connection) -> SyncReport | None:
         """Bring both indexes to the head of SQLite's change log (no-op when they are there)."""
         if self.is_current(connection):
             return None
         with self._lock:
-            started = time.perf_counter()
             connection.execute("BEGIN")  # one snapshot: the head and the rows it describes
             try:
-                epoch, head = self._head(connection)
-                if epoch != self.epoch:
-                    self._load(epoch)
-                lowest = min(self.lexical_seq, self.vectors.applied_seq)
-                if lowest == head and self.epoch == epoch:
-                    return None
-                backlog = head - lowest if lowest >= 0 else head
-                newest = max(self.lexical_seq, self.vectors.applied_seq)
-                large = backlog > REBUILD_BACKLOG and backlog > self.lexical.document_count // 2
-                if lowest < 0 or newest > head or large:
-                    self._rebuild(connection, epoch, head)
-                    report = SyncReport("rebuilt", backlog, time.perf_counter() - started)
-                else:
-                    self._catch_up(connection, epoch, lowest, head)
-                    report = SyncReport("caught-up", backlog, time.perf_counter() - started)
+                return self._sync_locked(connection)
             finally:
                 connection.execute("COMMIT")
-            if self.vectors.needs_compaction():
-                self.vectors.start_compaction(epoch)
-            self.last_sync = report
-            return report
+
+    def search(
+        self,
+        connection: sqlite3.Connection,
+        in_index: Callable[[], R],
+        in_rows: Callable[[R], T],
+        *,
+        lexical: bool = False,
+        fallback: Callable[[], T] | None = None,
+    ) -> T:
+        """``in_index`` (a search of the indexes) and ``in_rows`` (reading its hits from SQLite) on
+        one consistent state: one read transaction whose snapshot the indexes match exactly, so a
+        reader sees a document's old version or its new one, never both or neither.
+
+        ``lexical``: the search needs the BM25 index. When that is behind and small, ``fallback``
+        (the same search on SQLite's FTS5, in the same snapshot) answers instead of waiting for a
+        tantivy commit; the background catch-up after the writes brings tantivy up to date."""
+        while True:
+            seen = self._newest()  # committed heads only: a later snapshot is at least this new
+            connection.execute("BEGIN")
+            try:
+                epoch, head = self._head(connection)
+                with self._lock:
+                    if epoch == self.epoch and self._newest() > head and seen <= head:
+                        continue  # another search caught the indexes up past this snapshot: take a newer one
+                    use_fallback = (
+                        lexical
+                        and fallback is not None
+                        and epoch == self.epoch
+                        and 0 <= self.lexical_seq < head
+                        and self.lexical.document_count < FTS5_FALLBACK_BELOW
+                    )
+                    self._sync_locked(connection, include_lexical=lexical and not use_fallback)
+                    if use_fallback:
+                        assert fallback is not None
+                        return fallback()
+                    found = in_index()
+                return in_rows(found)
+            finally:
+                connection.execute("COMMIT")
+
+    def _sync_locked(self, connection: sqlite3.Connection, include_lexical: bool = True) -> SyncReport | None:
+        """The caller holds the lock and an open read transaction. ``include_lexical`` False leaves
+        a BM25 index that is merely behind where it is (the vectors always catch up)."""
+        started = time.perf_counter()
+        epoch, head = self._head(connection)
+        if epoch != self.epoch:
+            self._load(epoch)
+        seqs = (
+            [self.vectors.applied_seq, self.lexical_seq]
+            if include_lexical or self.lexical_seq < 0
+            else [self.vectors.applied_seq]
+        )
+        lowest, newest = min(seqs), max(seqs)
+        if lowest == head == newest:
+            return None
+        backlog = head - lowest if lowest >= 0 else head
+        large = backlog > REBUILD_BACKLOG and backlog > self.lexical.document_count // 2
+        if lowest < 0 or newest > head or large:
+            self._rebuild(connection, epoch, head)
+            report = SyncReport("rebuilt", backlog, time.perf_counter() - started)
+        else:
+            self._catch_up(connection, epoch, lowest, head, include_lexical)
+            report = SyncReport("caught-up", backlog, time.perf_counter() - started)
+        if self.vectors.needs_compaction():
+            self.vectors.start_compaction(epoch)
+        self.last_sync = report
+        return report
 
     def _load(self, epoch: str) -> None:
         """Open what is on disk for ``epoch``; a watermark of -1 marks a part to rebuild."""
@@ -139,7 +198,9 @@ class SearchIndexes:
         self.lexical.commit()
         self._save_lexical_state(epoch, head)
 
-    def _catch_up(self, connection: sqlite3.Connection, epoch: str, lowest: int, head: int) -> None:
+    def _catch_up(
+        self, connection: sqlite3.Connection, epoch: str, lowest: int, head: int, include_lexical: bool = True
+    ) -> None:
         changes = connection.execute(
             "SELECT seq, chunk_rowid FROM chunk_changes WHERE seq > ? AND seq <= ? ORDER BY seq", (lowest, head)
         ).fetchall()
@@ -154,7 +215,7 @@ class SearchIndexes:
                 connection.execute(f"SELECT id, heading, text, embedding FROM chunks WHERE id IN ({marks})", part)
             )
         dimension = self._dimension(connection)
-        if self.lexical_seq < head:
+        if include_lexical and self.lexical_seq < head:
             touched = np.unique(rowids[seqs > self.lexical_seq])
             wanted = set(touched.tolist())
             self.lexical.replace(touched.tolist(), ((r[0], indexed_text(r[1], r[2])) for r in rows if r[0] in wanted))

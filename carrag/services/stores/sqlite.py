@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import threading
 import uuid
@@ -45,6 +46,9 @@ from carrag.services.stores.process_lock import ProcessLock
 from carrag.services.stores.search_indexes import SearchIndexes
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+INDEX_SYNC_IDLE_SECONDS = 0.5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -229,6 +233,9 @@ class SqliteStore:
         self._connections_lock = threading.Lock()
         self._process_lock = ProcessLock(self.path)
         self._closed = False
+        self._index_syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-index-sync")
+        self._sync_timer: threading.Timer | None = None
+        self._sync_timer_lock = threading.Lock()
         self.indexes = SearchIndexes(self.path.with_name(self.path.name + ".indexes"))
 
     # --- plumbing ------------------------------------------------------------------------------
@@ -264,6 +271,7 @@ class SqliteStore:
                 connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
+            self._schedule_index_sync()
             return result
 
         loop = asyncio.get_running_loop()
@@ -285,6 +293,7 @@ class SqliteStore:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
             self._readers = ThreadPoolExecutor(max_workers=self._reader_threads, thread_name_prefix="sqlite-reader")
             self._local = threading.local()
+            self._index_syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-index-sync")
             self._closed = False
         self._process_lock.acquire()
 
@@ -309,7 +318,11 @@ class SqliteStore:
     async def close(self) -> None:
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
-        self._closed = True
+        with self._sync_timer_lock:
+            self._closed = True
+            if self._sync_timer is not None:
+                self._sync_timer.cancel()
+        self._index_syncer.shutdown(wait=True)
         self.indexes.close()
         with self._connections_lock:
             for connection in self._connections:
@@ -319,6 +332,30 @@ class SqliteStore:
                     pass
             self._connections.clear()
         self._process_lock.release()
+
+    def _schedule_index_sync(self) -> None:
+        """Catch the indexes up once writes pause for `INDEX_SYNC_IDLE_SECONDS`, so the next search
+        finds them current; during a stream of writes nothing runs (a search would catch up itself)."""
+        with self._sync_timer_lock:
+            if self._closed:
+                return
+            if self._sync_timer is not None:
+                self._sync_timer.cancel()
+            self._sync_timer = threading.Timer(INDEX_SYNC_IDLE_SECONDS, self._sync_in_background)
+            self._sync_timer.daemon = True
+            self._sync_timer.start()
+
+    def _sync_in_background(self) -> None:
+        with self._sync_timer_lock:
+            if self._closed:
+                return
+            self._index_syncer.submit(self._background_sync)
+
+    def _background_sync(self) -> None:
+        try:
+            self.indexes.sync(self._connection())
+        except Exception:  # the next search retries and reports the failure
+            logger.warning("catching up the search indexes failed; the next search retries", exc_info=True)
 
     async def sync_indexes(self) -> None:
         """Bring the search indexes up to the last committed write now (the next search would)."""
@@ -536,19 +573,29 @@ class SqliteStore:
             return []
         if not _filter_sql(filters)[0]:
             terms = query_terms(query)
+            fts5 = self._fts5_search(query, k, filters)
 
             def search(connection: sqlite3.Connection) -> list[ScoredChunk]:
-                self.indexes.sync(connection)
-                hits = self.indexes.lexical.search(terms, k)
-                rows = self._rows_by_id(connection, [rowid for rowid, _ in hits])
-                # a chunk deleted since the sync is simply not returned
-                return [ScoredChunk(_row_to_chunk(rows[rowid]), score) for rowid, score in hits if rowid in rows]
+                def in_rows(hits: list[tuple[int, float]]) -> list[ScoredChunk]:
+                    rows = self._rows_by_id(connection, [rowid for rowid, _ in hits])
+                    return [ScoredChunk(_row_to_chunk(rows[rowid]), score) for rowid, score in hits if rowid in rows]
+
+                return self.indexes.search(
+                    connection,
+                    lambda: self.indexes.lexical.search(terms, k),
+                    in_rows,
+                    lexical=True,
+                    fallback=lambda: fts5(connection),
+                )
 
             return await self._read(search)
-        return await self._filtered_lexical_search(query, k, filters)
+        return await self._read(self._fts5_search(query, k, filters))
 
-    async def _filtered_lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
-        """BM25 within the filtered documents, on SQLite's FTS5 index (bounded by the filter)."""
+    def _fts5_search(
+        self, query: str, k: int, filters: SearchFilters
+    ) -> Callable[[sqlite3.Connection], list[ScoredChunk]]:
+        """BM25 on SQLite's FTS5 index: searches with filters (bounded by the filter), and small
+        stores while the tantivy index catches up."""
         expression = fts_match_expression(query)
         where, params = _filter_sql(filters)
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
@@ -556,6 +603,8 @@ class SqliteStore:
         # its chunk and document row before sorting cost 3-5x more at 100k chunks.
         allowed = (
             f" AND rowid IN (SELECT c.id FROM chunks c JOIN documents d ON d.document_id = c.document_id WHERE {where})"
+            if where
+            else ""
         )
         sql = (
             f"WITH best AS (SELECT rowid, bm25(chunks_fts, {weights}) AS rank FROM chunks_fts"
@@ -569,7 +618,7 @@ class SqliteStore:
             # FTS5's bm25() is negated so that smaller is better; flip it back to a positive score.
             return [ScoredChunk(_row_to_chunk(r), -float(r["rank"])) for r in rows]
 
-        return await self._read(search)
+        return search
 
     async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         if k <= 0:
@@ -590,12 +639,14 @@ class SqliteStore:
                 )
                 rows = self._rows_by_id(connection, [rowid for rowid, _ in scored])
                 return [ScoredChunk(_row_to_chunk(rows[r]), score) for r, score in scored if r in rows]
-            self.indexes.sync(connection)
-            candidates = self.indexes.vectors.candidates(query, k)
-            rows = self._rows_by_id(connection, candidates, vectors=True)
-            # the candidates' exact cosine, from the float32 vectors SQLite holds
-            scored = _exact_top_k(((r["id"], r["embedding"]) for r in rows.values()), query, k)
-            return [ScoredChunk(_row_to_chunk(rows[r]), score) for r, score in scored]
+
+            def in_rows(candidates: list[int]) -> list[ScoredChunk]:
+                rows = self._rows_by_id(connection, candidates, vectors=True)
+                # the candidates' exact cosine, from the float32 vectors SQLite holds
+                scored = _exact_top_k(((r["id"], r["embedding"]) for r in rows.values()), query, k)
+                return [ScoredChunk(_row_to_chunk(rows[r]), score) for r, score in scored]
+
+            return self.indexes.search(connection, lambda: self.indexes.vectors.candidates(query, k), in_rows)
 
         return await self._read(search)
 
