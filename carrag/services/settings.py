@@ -158,6 +158,33 @@ class Settings(BaseSettings):
     )
     max_history_messages: int = Field(20, ge=0, description="Most history messages kept per query.")
 
+    # --- answers (carrag/services/answers/) ---------------------------------------------------------
+    answer_mode: Literal["generate", "extract", "auto"] | None = Field(
+        None,
+        description="`generate` (the LLM writes the answer), `extract` (the best sentences of the passages, "
+        "no LLM) or `auto` (generate, check grounding, fall back to extract). Default: `extract` for the "
+        "local LLM and LLM=none, `auto` for Ollama and OpenAI-compatible servers (docs/configuration.md).",
+    )
+    answer_min_relevance: float = Field(
+        0.45,
+        ge=0,
+        le=1,
+        description="Best sentence relevance (embedder cosine mixed with rare-term overlap) below which the "
+        'answer is "the documents don\'t say" and no LLM runs. 0 never refuses.',
+    )
+    answer_min_rerank_score: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="A top rerank score at least this high makes a question answerable (when reranked).",
+    )
+    answer_min_support: float = Field(
+        0.55,
+        ge=0,
+        le=1,
+        description="Support (0–1) a generated sentence needs from the sources to count as grounded.",
+    )
+
     # --- retrieval ---------------------------------------------------------------------------------
     default_top_k: int = Field(5, ge=1, le=100, description="Results per query when not given.")
     max_top_k: int = Field(100, ge=1, le=1000, description="Largest `top_k` a request may ask for.")
@@ -251,6 +278,12 @@ class Settings(BaseSettings):
         if self.max_context_chars is not None:
             return self.max_context_chars
         return 3000 if self.llm == "local" else 12_000
+
+    @property
+    def resolved_answer_mode(self) -> Literal["generate", "extract", "auto"]:
+        from carrag.services.answers.modes import default_answer_mode
+
+        return self.answer_mode or default_answer_mode(self.llm)
 
     @property
     def resolved_max_concurrent_generations(self) -> int:

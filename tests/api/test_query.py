@@ -62,7 +62,9 @@ class ScriptedLLM:
 async def served(tmp_path, embedding_backend):
     """(server url, container, llm) with the corpus ingested; the LLM is set per test."""
     llm = ScriptedLLM(["The oil filter ", "is the ", "FL-500S ", "[Source 1]."])
-    settings = make_settings(tmp_path, chunk_size=200, chunk_overlap=50, tagger="off", sse_keepalive_seconds=0.2)
+    settings = make_settings(
+        tmp_path, chunk_size=200, chunk_overlap=50, tagger="off", sse_keepalive_seconds=0.2, answer_mode="generate"
+    )
     container = await open_container(settings, embedding_backend, llm=llm)
     await ingest_corpus(container)
     with LiveServer(create_app(container=container)) as server:
@@ -181,7 +183,9 @@ async def test_empty_index_is_a_clear_answer(client: httpx.AsyncClient) -> None:
 
 async def test_real_local_llm_answers_with_citations(tmp_path, embedding_backend, local_llm) -> None:
     """The embedded default end to end: SmolLM2 via llama.cpp generates from retrieved context."""
-    settings = make_settings(tmp_path, chunk_size=200, chunk_overlap=50, tagger="off", llm_max_tokens=48)
+    settings = make_settings(
+        tmp_path, chunk_size=200, chunk_overlap=50, tagger="off", llm_max_tokens=48, answer_mode="generate"
+    )
     container = await open_container(settings, embedding_backend, llm=local_llm)
     await container.ingestion.ingest_file(
         (FIXTURES / "2019_Ford_F150_Owners_Manual.pdf").read_bytes(),
@@ -202,7 +206,14 @@ async def test_a_generating_stream_does_not_hold_a_search_slot(tmp_path, embeddi
     """Regression: /query/stream used to keep its search slot until the answer was complete, so one
     slow generation blocked every /search (429 after QUERY_QUEUE_TIMEOUT)."""
     slow = ScriptedLLM([f"w{i} " for i in range(200)], delay=0.02)
-    settings = make_settings(tmp_path, tagger="off", max_concurrent_queries=1, query_queue_timeout=0.5)
+    settings = make_settings(
+        tmp_path,
+        tagger="off",
+        max_concurrent_queries=1,
+        query_queue_timeout=0.5,
+        answer_mode="generate",
+        answer_min_relevance=0,
+    )
     container = await open_container(settings, embedding_backend, llm=slow)
     await ingest_corpus(container)
     with LiveServer(create_app(container=container)) as server:
