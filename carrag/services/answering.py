@@ -81,6 +81,7 @@ class Answer:
     finish_reason: str = "stop"
     grounding: dict[str, Any] | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    relevance: float | None = None
 
 
 @dataclass(slots=True)
@@ -97,6 +98,7 @@ class _Outcome:
     grounding: Grounding | None = None
     highlights: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
     usage: dict[str, int] = field(default_factory=lambda: _usage(0, 0))
+    relevance: float | None = None
 
 
 class AnswerService:
@@ -170,12 +172,14 @@ class AnswerService:
                 finish_reason="no_answer",
                 fallback_reason=f"no passage is relevant enough ({relevance.explain()} < {min_relevance:.2f})",
             )
+            result.relevance = relevance.relevance
             yield AnswerEvent("done", self._done(started, timings, outcome, result))
             return
 
         mode, reason = effective_mode(requested, self.llm.provider)
         if mode == "extract":
             result = self._extract(scored, requested, reason)
+            result.relevance = relevance.relevance
             yield AnswerEvent("token", result.answer)
             timings["generate"] = 0.0
             yield AnswerEvent("done", self._done(started, timings, outcome, result))
@@ -190,6 +194,7 @@ class AnswerService:
                 if event.kind == "error":
                     return
         assert generated is not None
+        generated.relevance = relevance.relevance
         if not request.live_tokens:
             yield AnswerEvent("token", generated.answer)
         yield AnswerEvent("done", self._done(started, timings, outcome, generated))
@@ -317,6 +322,7 @@ class AnswerService:
             "grounding": result.grounding.as_dict() if result.grounding is not None else None,
             "highlights": highlights,
             "usage": result.usage,
+            "relevance": result.relevance,
         }
 
     async def answer(self, request: AnswerRequest) -> Answer:
@@ -346,6 +352,7 @@ class AnswerService:
             finish_reason=done.get("finish_reason", "stop"),
             grounding=done.get("grounding"),
             usage=done.get("usage", {}),
+            relevance=done.get("relevance"),
         )
 
 

@@ -60,6 +60,7 @@ async def query(body: QueryRequest, answers: AnswersDep) -> QueryResponse:
         answerable=answer.answerable,
         finish_reason=answer.finish_reason,
         grounding=answer.grounding,
+        relevance=answer.relevance,
     )
 
 

@@ -121,6 +121,9 @@ class AnswerCheck(BaseModel):
     answerable: bool = Field(True, description="false: no passage was relevant enough; `sources` are the closest.")
     finish_reason: FinishReason = "stop"
     grounding: Grounding | None = Field(None, description="The grounding check of a generated answer.")
+    relevance: float | None = Field(
+        None, description="The best passage sentence's relevance to the question (compared with min_relevance)."
+    )
 
 
 class QueryResponse(AnswerCheck):

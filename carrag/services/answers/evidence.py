@@ -210,12 +210,29 @@ def terms(text: str) -> list[str]:
     return found
 
 
-def numbers(text: str) -> set[str]:
-    """The numbers in a text, normalised; list markers such as ``1.`` at a line start are left out."""
+_UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+_UNITS += "seventeen eighteen nineteen"
+NUMBER_WORDS = {word: value for value, word in enumerate(_UNITS.split())}
+NUMBER_WORDS.update(
+    {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
+)
+NUMBER_WORDS.update({"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000})
+_NUMBER_WORD = re.compile(
+    r"\b(" + "|".join(NUMBER_WORDS) + r")(?:[- ](" + "|".join(list(NUMBER_WORDS)[1:10]) + r"))?\b", re.I
+)
+
+
+def numbers(text: str, *, spelled: bool = False) -> set[str]:
+    """The numbers written as digits in a text, normalised; with ``spelled`` also the spelled-out
+    ones (``thirty`` → ``30``, ``twenty-one`` → ``21``), so an answer may write a source's words
+    as digits."""
     found: set[str] = set()
     for match in _NUMBER.finditer(text):
         raw = match.group(0).rstrip(".,")
         found.add(normalise_number(raw))
+    for match in _NUMBER_WORD.finditer(text) if spelled else ():
+        value = NUMBER_WORDS[match.group(1).lower()] + (NUMBER_WORDS[match.group(2).lower()] if match.group(2) else 0)
+        found.add(str(value))
     return found
 
 

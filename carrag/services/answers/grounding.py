@@ -161,9 +161,9 @@ async def check_grounding(
     spans = _sentence_spans(text)
     contents = [without_citations(text[start:end]) for start, end in spans]
     vectors = await _embed(embedder, contents)
-    source_terms = [set(terms(source.text)) for source in sources]
+    source_terms = [set(terms(source.text)) | numbers(source.text, spelled=True) for source in sources]
     source_text = " \n ".join(source.text for source in sources).lower()
-    known_numbers = numbers(source_text) | numbers(question)
+    known_numbers = numbers(source_text, spelled=True) | numbers(question, spelled=True)
     known_text = source_text + " " + question.lower()
 
     pieces: list[str] = []

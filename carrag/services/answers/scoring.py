@@ -51,6 +51,16 @@ class ScoredPassages:
         return max(self.sentences, key=lambda s: s.score, default=None)
 
 
+def _bounded(sentences: list[Sentence], query_terms: list[str], limit: int) -> list[Sentence]:
+    """At most ``limit`` sentences of one passage: those sharing most terms with the question, in order."""
+    if len(sentences) <= limit:
+        return sentences
+    wanted = set(query_terms)
+    overlap = [len(wanted & set(terms(sentence.text))) for sentence in sentences]
+    keep = sorted(range(len(sentences)), key=lambda i: (-overlap[i], i))[:limit]
+    return [sentences[i] for i in sorted(keep)]
+
+
 def _unit(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
@@ -59,13 +69,13 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 
 
 async def score_passages(query: str, passages: Sequence[str], embedder: EmbeddingService) -> ScoredPassages:
+    query_terms = terms(query)
+    per_source = max(MAX_SENTENCES // max(len(passages), 1), 1)
     candidates: list[tuple[int, Sentence]] = []
     for source, text in enumerate(passages):
-        candidates.extend((source, sentence) for sentence in split_sentences(text))
-    candidates = candidates[:MAX_SENTENCES]
+        candidates.extend((source, sentence) for sentence in _bounded(split_sentences(text), query_terms, per_source))
     sentence_terms = [terms(sentence.text) for _, sentence in candidates]
     weights = idf(sentence_terms)
-    query_terms = terms(query)
     cosines = np.zeros(len(candidates), dtype=np.float32)
     vectors: np.ndarray | None = None
     if candidates:
