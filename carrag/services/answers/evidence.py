@@ -214,7 +214,7 @@ _UNITS = "zero one two three four five six seven eight nine ten eleven twelve th
 _UNITS += "seventeen eighteen nineteen"
 NUMBER_WORDS = {word: value for value, word in enumerate(_UNITS.split())}
 NUMBER_WORDS.update(
-    {w: 10 * (i + 2) for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
+    {w: 10 * (i + 2) for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"])}
 )
 NUMBER_WORDS.update({"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000})
 _NUMBER_WORD = re.compile(
