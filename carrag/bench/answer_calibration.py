@@ -103,17 +103,26 @@ async def run_questions(
                 history = [ChatMessage(m["role"], m["content"]) for m in question.get("history", [])]
                 started = time.perf_counter()
                 answer = await container.answers.answer(
-                    AnswerRequest(question["question"], 5, history=history, answer_mode=mode, min_relevance=0.0)  # type: ignore[arg-type]
+                    AnswerRequest(question["question"], 5, history=history, answer_mode=mode)  # type: ignore[arg-type]
                 )
                 latencies.append(time.perf_counter() - started)
                 if mode == modes[0]:
                     relevances[bool(question["answerable"])].append(answer.relevance or 0.0)
-                below = (answer.relevance or 0.0) < settings.answer_min_relevance
+                below = not answer.answerable
                 if question["answerable"]:
                     correct += (not below) and accepted_in(answer.answer, question.get("accepted", []))
                 else:
                     refused += below
-                rows.append({"id": question.get("id"), "relevance": answer.relevance, "mode": answer.answer_mode})
+                rows.append(
+                    {
+                        "id": question.get("id"),
+                        "relevance": answer.relevance,
+                        "mode": answer.answer_mode,
+                        "refused": not answer.answerable,
+                        "ok": accepted_in(answer.answer, question.get("accepted", [])) if question["answerable"] else None,
+                        "answer": answer.answer[:160],
+                    }
+                )
             answerable = sum(bool(q["answerable"]) for q in questions)
             per_mode[mode] = {
                 "answerable_accuracy": round(correct / max(answerable, 1), 3),

@@ -159,6 +159,8 @@ class AnswerService:
             min_relevance=min_relevance,
             rerank_scores=[hit.rerank_score for hit in outcome.hits] if outcome.reranked else (),
             min_rerank_score=self.settings.answer_min_rerank_score,
+            question=request.question,
+            passages=passages,
         )
         if not relevance.answerable:
             text = no_answer_text(len(outcome.hits))
@@ -170,7 +172,7 @@ class AnswerService:
                 requested,
                 answerable=False,
                 finish_reason="no_answer",
-                fallback_reason=f"no passage is relevant enough ({relevance.explain()} < {min_relevance:.2f})",
+                fallback_reason=relevance.explain(min_relevance),
             )
             result.relevance = relevance.relevance
             yield AnswerEvent("done", self._done(started, timings, outcome, result))

@@ -98,6 +98,43 @@ async def test_stream_order_sources_tokens_done(served) -> None:
     assert {"retrieve", "generate", "total"} <= set(done["timings_ms"])
 
 
+async def test_done_carries_the_final_answer_and_its_check(served) -> None:
+    url, container, _ = served
+    container.answers.llm = ScriptedLLM(["The correct oil filter ", "is the Motorcraft FL-500S ", "[Source 9]."])
+    events = await read_events(url, {"question": "Which oil filter fits the EcoBoost?", "top_k": 3})
+    done = events[-1][1]
+    assert done["answer_mode"] == "generate" and done["requested_mode"] == "generate" and done["answerable"]
+    assert done["finish_reason"] == "stop" and done["fallback_reason"] is None
+    grounding = done["grounding"]
+    assert grounding["citations_removed"] == [9] and grounding["grounded"] and grounding["citations_added"] == [1]
+    assert done["answer"] == "The correct oil filter is the Motorcraft FL-500S [Source 1]."
+    sentence = grounding["sentences"][0]
+    assert done["answer"][sentence["start"] : sentence["end"]] == sentence["text"] and sentence["source"] == 1
+    sources = events[0][1]
+    assert len(done["highlights"]) == len(sources) and done["highlights"][0]
+    span = done["highlights"][0][0]
+    assert "FL-500S" in sources[0]["text"][span["start"] : span["end"]]
+
+
+async def test_query_json_extract_and_no_answer(served) -> None:
+    url, _container, llm = served
+    async with httpx.AsyncClient(timeout=60) as client:
+        extracted = (
+            await client.post(
+                f"{url}/query", json={"question": "Which oil filter fits the EcoBoost?", "answer_mode": "extract"}
+            )
+        ).json()
+        refused = (await client.post(f"{url}/query", json={"question": "What is the capital of Mongolia?"})).json()
+        invalid = await client.post(f"{url}/query", json={"question": "oil", "answer_mode": "guess"})
+    assert extracted["answer_mode"] == "extract" and extracted["model"] is None and extracted["grounding"] is None
+    assert "FL-500S" in extracted["answer"] and extracted["sources"][0]["highlights"]
+    assert (
+        refused["answerable"] is False and refused["answer_mode"] == "none" and refused["finish_reason"] == "no_answer"
+    )
+    assert refused["model"] is None and refused["sources"] and refused["sources"][0]["highlights"] == []
+    assert invalid.status_code == 422
+
+
 async def test_error_event_when_generation_fails_midway(served) -> None:
     url, container, _ = served
     container.answers.llm = ScriptedLLM(["partial ", "answer ", "never sent"], fail_after=2)

@@ -200,7 +200,7 @@ def terms(text: str) -> list[str]:
     """Content terms, stemmed, in order (repeats kept)."""
     found: list[str] = []
     for match in _WORD.finditer(text):
-        word = match.group(0).lower().strip("'’-")
+        word = re.sub(r"['’]s$", "", match.group(0).lower()).strip("'’-")
         if not word or word in STOP_WORDS:
             continue
         if _YEAR_OR_NUMBER.search(word) and re.fullmatch(r"[\d.,]+", word):
@@ -261,3 +261,21 @@ def weighted_coverage(query_terms: Sequence[str], text_terms: set[str], weights:
     total = sum(weights.get(term, default) for term in unique)
     found = sum(weights.get(term, default) for term in unique if term in text_terms)
     return found / total if total else 0.0
+
+
+_QUESTION_WORDS = frozenset("what which who whom whose when where why how is are was were do does did can could".split())
+
+
+def key_terms(question: str) -> set[str]:
+    """What a question names that its answer must mention: numbers and codes (``2015``, ``F-150``,
+    ``top-5``) and capitalised words after the first (``Bruins``, ``IBM``), as ``terms`` writes them."""
+    found: set[str] = set()
+    for position, match in enumerate(_WORD.finditer(question)):
+        raw = re.sub(r"['’]s$", "", match.group(0)).strip("'’-")
+        if not raw or raw.lower() in STOP_WORDS or raw.lower() in _QUESTION_WORDS:
+            continue
+        if any(ch.isdigit() for ch in raw):
+            found.update(terms(raw))
+        elif position > 0 and raw[0].isupper():
+            found.update(terms(raw.replace("-", " ")))  # January-June: either month may be written apart
+    return found
