@@ -38,7 +38,7 @@ from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.llms.base import LLM
 from carrag.services.models import ChatMessage, SearchFilters
 from carrag.services.prompt import PromptSource, build_messages
-from carrag.services.retrieval.search import SearchOutcome, SearchService
+from carrag.services.retrieval.search import SearchHit, SearchOutcome, SearchService
 from carrag.services.settings import Settings
 
 CHARS_PER_TOKEN = 4  # prompt tokens are estimated; the adapters stream one token per delta
@@ -60,7 +60,34 @@ class AnswerRequest:
 
 
 @dataclass(slots=True)
+class AnswerSummary:
+    """The ``done`` event: how the answer was made and checked. ``model`` is None when no LLM wrote
+    the answer; ``answer`` is the final text (it replaces the streamed tokens); ``highlights`` has
+    one list of {start, end} per source."""
+
+    model: str | None
+    duration_ms: float
+    timings_ms: dict[str, float]
+    reranked: bool
+    rerank_note: str | None
+    empty_index: bool
+    answer: str = ""
+    answer_mode: str = "generate"
+    requested_mode: str = "generate"
+    fallback_reason: str | None = None
+    answerable: bool = True
+    finish_reason: str = "stop"
+    grounding: dict[str, Any] | None = None
+    highlights: list[list[dict[str, int]]] = field(default_factory=list)
+    usage: dict[str, int] | None = None
+    relevance: float | None = None
+
+
+@dataclass(slots=True)
 class AnswerEvent:
+    """``sources``: list[SearchHit]; ``token``: str (a text delta); ``done``: AnswerSummary;
+    ``error``: str (why generation stopped after the stream began)."""
+
     kind: Literal["sources", "token", "done", "error"]
     data: Any
 
@@ -68,7 +95,7 @@ class AnswerEvent:
 @dataclass(slots=True)
 class Answer:
     answer: str
-    sources: list[dict[str, Any]]
+    sources: list[SearchHit]
     model: str | None
     duration_ms: float
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -136,7 +163,7 @@ class AnswerService:
         started = time.perf_counter()
         query = retrieval_query(request.question, request.history)
         outcome = await self.search.search(query, top_k=request.top_k, filters=request.filters, rerank=request.rerank)
-        yield AnswerEvent("sources", [hit.as_source() for hit in outcome.hits])
+        yield AnswerEvent("sources", outcome.hits)
         timings = dict(outcome.timings_ms)
         requested = self.requested_mode(request)
         if not outcome.hits:
@@ -150,7 +177,7 @@ class AnswerService:
         try:
             scored = await score_passages(query, passages, self.embedder)
         except CarragError as exc:
-            yield AnswerEvent("error", {"detail": exc.message})
+            yield AnswerEvent("error", exc.message)
             return
         timings["select"] = _ms(step)
         min_relevance = self.settings.answer_min_relevance if request.min_relevance is None else request.min_relevance
@@ -262,7 +289,7 @@ class AnswerService:
             )
             return
         except CarragError as exc:
-            yield AnswerEvent("error", {"detail": exc.message})
+            yield AnswerEvent("error", exc.message)
             return
         timings["generate"] = _ms(generation_started)
         if first_token_ms is not None:
@@ -281,7 +308,7 @@ class AnswerService:
                 min_support=self.settings.answer_min_support,
             )
         except CarragError as exc:
-            yield AnswerEvent("error", {"detail": exc.message})
+            yield AnswerEvent("error", exc.message)
             return
         timings["check"] = _ms(step)
         problem = _not_trustworthy(grounding, finish)
@@ -301,60 +328,59 @@ class AnswerService:
             usage=usage,
         )
 
-    def _done(
-        self, started: float, timings: dict[str, float], outcome: SearchOutcome, result: _Outcome
-    ) -> dict[str, Any]:
+    def _done(self, started: float, timings: dict[str, float], outcome: SearchOutcome, result: _Outcome) -> AnswerSummary:
         highlights = [
             [{"start": start, "end": end} for start, end in result.highlights.get(position, [])]
             for position in range(len(outcome.hits))
         ]
-        return {
-            "model": result.model,
-            "duration_ms": _ms(started),
-            "timings_ms": timings,
-            "reranked": outcome.reranked,
-            "rerank_note": outcome.rerank_note,
-            "empty_index": outcome.empty_index,
-            "answer": result.answer,
-            "answer_mode": result.answer_mode,
-            "requested_mode": result.requested_mode,
-            "fallback_reason": result.fallback_reason,
-            "answerable": result.answerable,
-            "finish_reason": result.finish_reason,
-            "grounding": result.grounding.as_dict() if result.grounding is not None else None,
-            "highlights": highlights,
-            "usage": result.usage,
-            "relevance": result.relevance,
-        }
+        return AnswerSummary(
+            model=result.model,
+            duration_ms=_ms(started),
+            timings_ms=timings,
+            reranked=outcome.reranked,
+            rerank_note=outcome.rerank_note,
+            empty_index=outcome.empty_index,
+            answer=result.answer,
+            answer_mode=result.answer_mode,
+            requested_mode=result.requested_mode,
+            fallback_reason=result.fallback_reason,
+            answerable=result.answerable,
+            finish_reason=result.finish_reason,
+            grounding=result.grounding.as_dict() if result.grounding is not None else None,
+            highlights=highlights,
+            usage=result.usage,
+            relevance=result.relevance,
+        )
 
     async def answer(self, request: AnswerRequest) -> Answer:
-        sources: list[dict[str, Any]] = []
-        done: dict[str, Any] = {}
+        sources: list[SearchHit] = []
+        done: AnswerSummary | None = None
         async for event in self.stream_answer(request):
             if event.kind == "sources":
                 sources = event.data
             elif event.kind == "error":
-                raise DependencyUnavailable("llm", event.data["detail"])
+                raise DependencyUnavailable("llm", event.data)
             elif event.kind == "done":
                 done = event.data
-        for source, highlights in zip(sources, done.get("highlights", []), strict=False):
-            source["highlights"] = highlights
+        assert done is not None, "a stream that raised no error ends with its done event"
+        for hit, highlights in zip(sources, done.highlights, strict=False):
+            hit.highlights = highlights
         return Answer(
-            answer=done.get("answer", ""),
+            answer=done.answer,
             sources=sources,
-            model=done.get("model"),
-            duration_ms=done.get("duration_ms", 0.0),
-            timings_ms=done.get("timings_ms", {}),
-            reranked=done.get("reranked", False),
-            rerank_note=done.get("rerank_note"),
-            answer_mode=done.get("answer_mode", "generate"),
-            requested_mode=done.get("requested_mode", "generate"),
-            fallback_reason=done.get("fallback_reason"),
-            answerable=done.get("answerable", True),
-            finish_reason=done.get("finish_reason", "stop"),
-            grounding=done.get("grounding"),
-            usage=done.get("usage", {}),
-            relevance=done.get("relevance"),
+            model=done.model,
+            duration_ms=done.duration_ms,
+            timings_ms=done.timings_ms,
+            reranked=done.reranked,
+            rerank_note=done.rerank_note,
+            answer_mode=done.answer_mode,
+            requested_mode=done.requested_mode,
+            fallback_reason=done.fallback_reason,
+            answerable=done.answerable,
+            finish_reason=done.finish_reason,
+            grounding=done.grounding,
+            usage=done.usage or {},
+            relevance=done.relevance,
         )
 
 

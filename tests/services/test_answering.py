@@ -70,8 +70,8 @@ async def test_extract_answers_with_the_sentence_that_answers_and_no_llm(answers
     assert llm.calls == [] and answer.model is None
     assert answer.answer_mode == "extract" and answer.grounding is None and answer.answerable
     assert "Motorcraft FL-500S" in answer.answer and "[Source 1]" in answer.answer
-    highlight = answer.sources[0]["highlights"][0]
-    assert "FL-500S" in answer.sources[0]["text"][highlight["start"] : highlight["end"]]
+    highlight = answer.sources[0].highlights[0]
+    assert "FL-500S" in answer.sources[0].text[highlight["start"] : highlight["end"]]
 
 
 async def test_generate_reports_the_grounding_check_and_fixes_citations(answers_with) -> None:
@@ -88,7 +88,7 @@ async def test_auto_keeps_a_grounded_answer(answers_with) -> None:
     answer = await answers.answer(AnswerRequest(QUESTION, 3, answer_mode="auto"))
     assert answer.answer_mode == "generate" and answer.requested_mode == "auto" and answer.fallback_reason is None
     assert answer.grounding["grounded"] and answer.answer.startswith("The correct oil filter")
-    assert any(source["highlights"] for source in answer.sources)
+    assert any(source.highlights for source in answer.sources)
 
 
 async def test_auto_falls_back_to_extract_when_not_grounded_and_says_so(answers_with) -> None:
@@ -114,7 +114,7 @@ async def test_a_follow_up_is_retrieved_with_the_previous_turn(answers_with) -> 
     answers = await answers_with(RecordingLLM(GROUNDED))
     history = [ChatMessage("user", "How much can the truck tow?"), ChatMessage("assistant", "13,200 lbs [Source 1].")]
     answer = await answers.answer(AnswerRequest("Does it need a special package for that?", 3, history=history))
-    assert answer.sources[0]["filename"] == "towing.txt"
+    assert answer.sources[0].chunk.filename == "towing.txt"
 
 
 async def test_a_loop_is_cut_and_reported(answers_with) -> None:

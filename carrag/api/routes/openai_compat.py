@@ -45,8 +45,8 @@ from carrag.api.schemas.openai import (
     Choice,
     ModelListOut,
     ModelOut,
-    Usage,
 )
+from carrag.api.schemas.query import SOURCE_LIST, Usage, jsonable, stream_payload
 from carrag.api.streaming import opened
 from carrag.services.answering import AnswerEvent, AnswerRequest
 from carrag.services.errors import InvalidInput, NotFound
@@ -159,8 +159,11 @@ def answer_request(body: ChatCompletionRequest, settings: Settings) -> AnswerReq
     )
 
 
+CHECK_FIELDS = ("answer_mode", "requested_mode", "fallback_reason", "answerable", "finish_reason")
+
+
 def carrag_meta(done: dict[str, Any]) -> dict[str, Any]:
-    """The ``carrag`` extra: everything of the ``done`` event but the answer, grounding and highlights."""
+    """The ``carrag`` extra: the ``done`` summary but the answer, grounding, highlights and usage."""
     meta = {"llm": done.get("model")}
     meta.update({k: v for k, v in done.items() if k not in ("model", "answer", "grounding", "highlights", "usage")})
     return meta
@@ -197,16 +200,12 @@ async def chat_completions(
                     finish_reason=openai_finish_reason(answer.finish_reason),  # type: ignore[arg-type]
                 )
             ],
-            usage=Usage(**answer.usage) if answer.usage else None,
-            sources=answer.sources,
+            usage=Usage.model_validate(answer.usage) if answer.usage else None,
+            sources=SOURCE_LIST.validate_python(answer.sources),
             grounding=answer.grounding,
             carrag={
                 "llm": answer.model,
-                "answer_mode": answer.answer_mode,
-                "requested_mode": answer.requested_mode,
-                "fallback_reason": answer.fallback_reason,
-                "answerable": answer.answerable,
-                "finish_reason": answer.finish_reason,
+                **{name: getattr(answer, name) for name in CHECK_FIELDS},
                 "duration_ms": answer.duration_ms,
                 "timings_ms": answer.timings_ms,
                 "reranked": answer.reranked,
@@ -228,23 +227,16 @@ async def chat_completions(
         return f"data: {json.dumps(payload)}\n\n"
 
     def translate(event: AnswerEvent) -> str:
+        payload = jsonable(stream_payload(event.kind, event.data))
         if event.kind == "sources":
-            return chunk({"role": "assistant", "content": ""}, sources=event.data)
+            return chunk({"role": "assistant", "content": ""}, sources=payload)
         if event.kind == "token":
-            return chunk({"content": event.data})
+            return chunk({"content": payload["text"]})
         if event.kind == "done":
-            done = event.data
-            return (
-                chunk(
-                    {},
-                    openai_finish_reason(done.get("finish_reason", "stop")),
-                    grounding=done.get("grounding"),
-                    usage=done.get("usage"),
-                    carrag=carrag_meta(done),
-                )
-                + "data: [DONE]\n\n"
-            )
-        return f"data: {json.dumps({'error': {'message': event.data['detail'], 'type': 'server_error'}})}\n\n"
+            meta = carrag_meta(payload)
+            extra = {"grounding": payload["grounding"], "usage": payload["usage"], "carrag": meta}
+            return chunk({}, openai_finish_reason(payload["finish_reason"]), **extra) + "data: [DONE]\n\n"
+        return f"data: {json.dumps({'error': {'message': payload['detail'], 'type': 'server_error'}})}\n\n"
 
     async def stream() -> AsyncIterator[str]:
         async with contextlib.aclosing(events):  # closing stops generation when the client has gone

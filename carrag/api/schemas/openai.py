@@ -10,19 +10,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from carrag.api.schemas.query import AnswerOptions, Grounding, Source
+from carrag.api.schemas.base import Schema
+from carrag.api.schemas.query import AnswerOptions, Grounding, Source, Usage
 
 
-class TextPart(BaseModel):
+class TextPart(Schema):
     model_config = ConfigDict(extra="allow")
 
     type: str
     text: str | None = None
 
 
-class ChatMessageIn(BaseModel):
+class ChatMessageIn(Schema):
     model_config = ConfigDict(extra="allow")  # name, tool_call_id, ...
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
@@ -46,25 +47,25 @@ class ChatCompletionRequest(AnswerOptions):
     rerank: bool | None = Field(None, description="Override RERANK_ENABLED for this request.")
 
 
-class ModelOut(BaseModel):
+class ModelOut(Schema):
     id: str
     object: Literal["model"] = "model"
     created: int
     owned_by: str = "carrag"
 
 
-class ModelListOut(BaseModel):
+class ModelListOut(Schema):
     object: Literal["list"] = "list"
     data: list[ModelOut]
 
 
-class AssistantMessage(BaseModel):
+class AssistantMessage(Schema):
     role: Literal["assistant"] = "assistant"
     content: str
     refusal: str | None = None
 
 
-class Choice(BaseModel):
+class Choice(Schema):
     index: int = 0
     message: AssistantMessage
     finish_reason: Literal["stop", "length"] = Field(
@@ -73,13 +74,7 @@ class Choice(BaseModel):
     logprobs: None = None
 
 
-class Usage(BaseModel):
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-
-
-class ChatCompletionOut(BaseModel):
+class ChatCompletionOut(Schema):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
     created: int

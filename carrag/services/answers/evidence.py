@@ -263,7 +263,7 @@ def weighted_coverage(query_terms: Sequence[str], text_terms: set[str], weights:
     return found / total if total else 0.0
 
 
-_QUESTION_WORDS = frozenset("what which who whom whose when where why how is are was were do does did can could".split())
+_QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were", "do", "does", "did", "can", "could"])
 
 
 def key_terms(question: str) -> set[str]:
