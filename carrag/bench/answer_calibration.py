@@ -119,7 +119,9 @@ async def run_questions(
                         "relevance": answer.relevance,
                         "mode": answer.answer_mode,
                         "refused": not answer.answerable,
-                        "ok": accepted_in(answer.answer, question.get("accepted", [])) if question["answerable"] else None,
+                        "ok": accepted_in(answer.answer, question.get("accepted", []))
+                        if question["answerable"]
+                        else None,
                         "answer": answer.answer[:160],
                     }
                 )
@@ -168,8 +170,10 @@ async def main() -> None:
     parser.add_argument("--modes", default="extract")
     parser.add_argument("--scifact", type=Path)
     parser.add_argument("--scifact-queries", type=int, default=60)
+    parser.add_argument("--every", type=int, default=1, help="Use every n-th question (a quicker sample).")
     args = parser.parse_args()
     questions = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
+    questions = questions[:: args.every]
     with tempfile.TemporaryDirectory() as tmp:
         result = await run_questions(questions, args.corpus, args.modes.split(","), Path(tmp) / "q")
         print(describe("answerable  ", result["relevances"][True]))
@@ -179,9 +183,8 @@ async def main() -> None:
         for mode, summary in result["modes"].items():
             rows = summary.pop("rows")
             print(mode, json.dumps(summary), "at ANSWER_MIN_RELEVANCE", result["threshold"])
-            if args.modes.count(",") == 0:
-                for row in rows:
-                    print("  ", json.dumps(row))
+            for row in rows:
+                print("  ", mode, json.dumps(row))
         if args.scifact:
             found = await run_scifact(args.scifact, args.scifact_queries, Path(tmp) / "s")
             print(describe("scifact claims", found[True]))

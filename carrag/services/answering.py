@@ -328,7 +328,9 @@ class AnswerService:
             usage=usage,
         )
 
-    def _done(self, started: float, timings: dict[str, float], outcome: SearchOutcome, result: _Outcome) -> AnswerSummary:
+    def _done(
+        self, started: float, timings: dict[str, float], outcome: SearchOutcome, result: _Outcome
+    ) -> AnswerSummary:
         highlights = [
             [{"start": start, "end": end} for start, end in result.highlights.get(position, [])]
             for position in range(len(outcome.hits))

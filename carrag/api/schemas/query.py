@@ -40,7 +40,7 @@ class AnswerOptions(Schema):
         None,
         ge=0,
         le=1,
-        description="Override the \"documents don't say\" threshold for this request (0 never refuses); "
+        description='Override the "documents don\'t say" threshold for this request (0 never refuses); '
         "see ANSWER_MIN_RELEVANCE.",
     )
 

@@ -64,15 +64,15 @@ def fit_context(
         if len(cleaned) <= share:
             fitted.append(FittedSource(filename, cleaned, sentences, whole=True))
         else:
-            fitted.append(_best_sentences(filename, sentences, share))
+            fitted.append(_best_sentences(filename, sentences, share, scored))
         remaining -= len(fitted[-1].text) + HEADER_ALLOWANCE
     return fitted
 
 
-def _best_sentences(filename: str, sentences: list[ScoredSentence], share: int) -> FittedSource:
+def _best_sentences(filename: str, sentences: list[ScoredSentence], share: int, scored: ScoredPassages) -> FittedSource:
     chosen: list[ScoredSentence] = []
     used = 0
-    for candidate in sorted(sentences, key=lambda s: s.score, reverse=True):
+    for candidate in sorted(sentences, key=scored.strength, reverse=True):
         text = clean_for_model(candidate.sentence.text)
         cost = len(text) + len(GAP)
         if used + cost > share:

@@ -214,7 +214,10 @@ _UNITS = "zero one two three four five six seven eight nine ten eleven twelve th
 _UNITS += "seventeen eighteen nineteen"
 NUMBER_WORDS = {word: value for value, word in enumerate(_UNITS.split())}
 NUMBER_WORDS.update(
-    {w: 10 * (i + 2) for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"])}
+    {
+        w: 10 * (i + 2)
+        for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"])
+    }
 )
 NUMBER_WORDS.update({"hundred": 100, "thousand": 1000, "million": 1_000_000, "billion": 1_000_000_000})
 _NUMBER_WORD = re.compile(
@@ -263,7 +266,28 @@ def weighted_coverage(query_terms: Sequence[str], text_terms: set[str], weights:
     return found / total if total else 0.0
 
 
-_QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were", "do", "does", "did", "can", "could"])
+_QUESTION_WORDS = frozenset(
+    [
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+    ]
+)
 
 
 def key_terms(question: str) -> set[str]:

@@ -1,9 +1,9 @@
 """The extractive answer: the best one to three sentences (or table rows) of the retrieved
 passages, each followed by its ``[Source n]`` citation, and the offsets of what was quoted.
 
-The best sentence by score wins; up to two more join it when they score close to it
-(``COMPANION_RATIO``). Very short lines (headings such as "Engine oil") count less than sentences
-that say something. Sentences from one passage keep their document order; from several passages
+The best sentence by ``ScoredPassages.strength`` wins (its score, discounted for sentences that
+only echo the question: headings, header rows, title lines); up to two more join it when they are
+close to it (``COMPANION_RATIO``). Sentences from one passage keep their document order; from several passages
 they are grouped by source, best source first.
 """
 
@@ -17,8 +17,6 @@ from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
 
 MAX_SENTENCES = 3
 COMPANION_RATIO = 0.85
-SHORT_LINE_TERMS = 3
-SHORT_LINE_FACTOR = 0.7
 
 
 @dataclass(slots=True)
@@ -28,12 +26,8 @@ class ExtractiveAnswer:
     highlights: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # 0-based source → offsets
 
 
-def strength(sentence: ScoredSentence) -> float:
-    short = len(sentence.terms) < SHORT_LINE_TERMS and not sentence.sentence.is_table_row
-    return sentence.score * (SHORT_LINE_FACTOR if short else 1.0)
-
-
 def extract_answer(scored: ScoredPassages, max_sentences: int = MAX_SENTENCES) -> ExtractiveAnswer:
+    strength = scored.strength
     ranked = sorted(scored.sentences, key=strength, reverse=True)
     if not ranked:
         return ExtractiveAnswer("", [])
@@ -50,7 +44,7 @@ def extract_answer(scored: ScoredPassages, max_sentences: int = MAX_SENTENCES) -
     source_order = list(dict.fromkeys(s.source for s in chosen))
     ordered = sorted(chosen, key=lambda s: (source_order.index(s.source), s.sentence.start))
     separator = "\n" if any(s.sentence.is_table_row for s in ordered) else " "
-    text = separator.join(f"{clean_for_model(s.sentence.text)} [Source {s.source + 1}]" for s in ordered)
+    text = separator.join(f"{clean_for_model(s.display)} [Source {s.source + 1}]" for s in ordered)
     highlights: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for sentence in ordered:
         highlights[sentence.source].append((sentence.sentence.start, sentence.sentence.end))

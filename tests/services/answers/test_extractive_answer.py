@@ -26,8 +26,10 @@ async def test_the_sentence_that_answers_not_the_first_one(embedder) -> None:
 async def test_table_rows_are_answers_and_cite_their_source(embedder) -> None:
     scored = await score_passages("What colour is the small rubber duck?", [MANUAL, TABLE], embedder)
     answer = extract_answer(scored)
-    assert "rubber duck,small,blue [Source 2]" in answer.text.split("\n")
+    assert "product: rubber duck; size: small; colour: blue [Source 2]" in answer.text.split("\n")
     assert all(sentence.source == 1 for sentence in answer.chosen)
+    start, end = answer.highlights[1][0]
+    assert TABLE[start:end] == "rubber duck,small,blue", "the highlight is the row itself"
 
 
 def scored_by_hand(scores: list[tuple[int, str, float]]) -> ScoredPassages:
