@@ -117,7 +117,7 @@ async def test_done_carries_the_final_answer_and_its_check(served) -> None:
 
 
 async def test_query_json_extract_and_no_answer(served) -> None:
-    url, _container, llm = served
+    url, _container, _llm = served
     async with httpx.AsyncClient(timeout=60) as client:
         extracted = (
             await client.post(
