@@ -3,7 +3,7 @@ passages, each followed by its ``[Source n]`` citation, and the offsets of what 
 
 The best sentence by ``ScoredPassages.strength`` wins (its score, discounted for sentences that
 only echo the question: headings, header rows, title lines); up to two more join it when they are
-close to it (``COMPANION_RATIO``). Sentences from one passage keep their document order; from several passages
+close to it (``COMPANION_RATIO``). A sentence ending in a colon brings the one it announces. Sentences from one passage keep their document order; from several passages
 they are grouped by source, best source first.
 """
 
@@ -41,6 +41,7 @@ def extract_answer(scored: ScoredPassages, max_sentences: int = MAX_SENTENCES) -
             continue  # the same sentence in two passages
         chosen.append(candidate)
         seen_texts.add(candidate.sentence.text.lower())
+    chosen = _with_continuations(scored, chosen)
     source_order = list(dict.fromkeys(s.source for s in chosen))
     ordered = sorted(chosen, key=lambda s: (source_order.index(s.source), s.sentence.start))
     separator = "\n" if any(s.sentence.is_table_row for s in ordered) else " "
@@ -49,3 +50,17 @@ def extract_answer(scored: ScoredPassages, max_sentences: int = MAX_SENTENCES) -
     for sentence in ordered:
         highlights[sentence.source].append((sentence.sentence.start, sentence.sentence.end))
     return ExtractiveAnswer(text, ordered, dict(highlights))
+
+
+def _with_continuations(scored: ScoredPassages, chosen: list[ScoredSentence]) -> list[ScoredSentence]:
+    """A sentence that ends with a colon announces the next one (a command, a list): take it too."""
+    extended = list(chosen)
+    for sentence in chosen:
+        if not sentence.sentence.text.endswith(":"):
+            continue
+        following = [s for s in scored.of_source(sentence.source) if s.sentence.start >= sentence.sentence.end]
+        if following:
+            nearest = min(following, key=lambda s: s.sentence.start)
+            if all(nearest is not s for s in extended):
+                extended.append(nearest)
+    return extended

@@ -39,7 +39,7 @@ _QUANTITY_QUESTION = re.compile(
 _HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*$)")
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # compared by identity: it holds a vector
 class ScoredSentence:
     source: int  # 0-based position in the request's sources
     sentence: Sentence

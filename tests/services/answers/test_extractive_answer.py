@@ -71,3 +71,16 @@ def test_sentences_of_several_passages_are_grouped_best_source_first() -> None:
 async def test_nothing_to_extract_from(embedder) -> None:
     scored = await score_passages("anything", [], embedder)
     assert extract_answer(scored).text == ""
+
+
+def test_a_sentence_ending_in_a_colon_brings_what_it_announces() -> None:
+    scored = scored_by_hand(
+        [
+            (0, "To install the package with pip, run:", 0.9),
+            (0, "pip install docling", 0.1),
+            (0, "Unrelated remark about licensing terms.", 0.1),
+        ]
+    )
+    assert (
+        extract_answer(scored).text == "To install the package with pip, run: [Source 1] pip install docling [Source 1]"
+    )
