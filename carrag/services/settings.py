@@ -350,6 +350,39 @@ LLM=ollama
 Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`) makes the existing vectors
 incomparable: ingestion and queries are refused with a message naming both models until the store
 is re-ingested with `force` (`carrag ingest ... --force`, or `"force": true` in the API).
+
+## Answer modes and thresholds
+
+How an answer is made and checked lives in `carrag/services/answers/` (see
+[architecture.md](architecture.md)). `ANSWER_MODE` chooses who writes it: `extract` (the best
+sentences of the retrieved passages, each cited; no LLM), `generate` (the LLM, with a grounding
+check reported in `grounding`) or `auto` (generate, then fall back to `extract` when the check
+finds an unsupported sentence, a loop or nothing, saying why in `fallback_reason`). Unset, the
+default follows the LLM:
+
+- **embedded SmolLM2-135M (`LLM=local`): `extract`.** On the 73-question development set
+  (`carrag/bench/questions/corpus_dev.jsonl`), extract answered ANSWER_EXTRACT_ACCURACY of the answerable
+  questions with a correct, cited answer in a median ANSWER_EXTRACT_LATENCY; generating with SmolLM2 on a
+  sample of the same set: ANSWER_LOCAL_GENERATE, and `auto` fell back to extract for ANSWER_LOCAL_FALLBACK
+  of its answers while costing ANSWER_LOCAL_AUTO_LATENCY per answer. A 135M model does not write grounded
+  answers often enough to be worth its seconds.
+- **Ollama and OpenAI-compatible servers: `auto`.** A capable model writes better prose than a
+  quote, and the check catches what it invents (tested on recorded Ollama answers); the fallback
+  keeps a wrong generation from reaching the user.
+- **`LLM=none`**: `extract` (every mode answers extractively).
+
+`ANSWER_MIN_RELEVANCE` decides "the documents don't say": the best sentence of the retrieved
+passages is scored against the question (0.55 × the embedder's cosine + 0.45 × the share of the
+question's terms it contains, rarer terms weighing more); below the threshold, or when the question
+names a number, year, code or capitalised name that no passage mentions, the answer says the
+documents do not contain it, lists the closest passages, and no LLM runs. The default,
+ANSWER_THRESHOLD_DEFAULT, was measured on two sets with the embedded MiniLM embedder: the development set
+(answerable vs. unanswerable questions over the same documents; ANSWER_THRESHOLD_DEV) and SciFact
+(claims whose abstract is ingested vs. off-topic questions over the same abstracts;
+ANSWER_THRESHOLD_SCIFACT). Command: `python -m carrag.bench.answer_calibration --questions
+carrag/bench/questions/corpus_dev.jsonl --scifact ../shared/data/scifact-dev`. Another embedder
+(`EMBEDDER=ollama`) has another cosine scale: recalibrate with the same command. A request can
+override it with `min_relevance` (0 never refuses).
 """
 
 
