@@ -40,6 +40,7 @@ from carrag.services.models import ChatMessage, SearchFilters
 from carrag.services.prompt import PromptSource, build_messages
 from carrag.services.retrieval.search import SearchHit, SearchOutcome, SearchService
 from carrag.services.settings import Settings
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 CHARS_PER_TOKEN = 4  # prompt tokens are estimated; the adapters stream one token per delta
 
@@ -128,9 +129,14 @@ class _Outcome:
     relevance: float | None = None
 
 
+# The stages an answer adds to its search's timings.
+GENERATION_STAGES = ("select", "generate", "first_token", "check")
+
+
 class AnswerService:
-    def __init__(self, settings: Settings, search: SearchService, llm: LLM) -> None:
+    def __init__(self, settings: Settings, search: SearchService, llm: LLM, telemetry: Telemetry | None = None) -> None:
         self.settings = settings
+        self.telemetry = telemetry or NullTelemetry()
         self.search = search
         self.llm = llm
         # Admission before any work: a slow generator (the local LLM runs one answer at a time)
@@ -331,6 +337,8 @@ class AnswerService:
     def _done(
         self, started: float, timings: dict[str, float], outcome: SearchOutcome, result: _Outcome
     ) -> AnswerSummary:
+        # The search stages in ``timings`` were reported by SearchService; these are the answer's own.
+        self.telemetry.stages("query", {stage: timings[stage] for stage in GENERATION_STAGES if stage in timings})
         highlights = [
             [{"start": start, "end": end} for start, end in result.highlights.get(position, [])]
             for position in range(len(outcome.hits))
