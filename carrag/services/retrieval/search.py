@@ -51,6 +51,7 @@ class SearchHit:
     window: tuple[int, int] | None = None  # chunk_index range of the passage
     merged_chunk_indexes: list[int] = field(default_factory=list)
     explained: bool = False  # the query asked for the ranks and scores behind this hit
+    highlights: list[dict[str, int]] = field(default_factory=list)  # {start, end} in text the answer relies on
 
     @property
     def page(self) -> int | None:
