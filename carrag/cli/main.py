@@ -47,7 +47,7 @@ Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: 
 SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
 Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
-Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown"]
+Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"]
 
 
 @app.command()

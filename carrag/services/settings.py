@@ -64,8 +64,10 @@ class Settings(BaseSettings):
     # --- ingestion -------------------------------------------------------------------------------
     chunk_size: int = Field(500, ge=50, le=20000, description="Maximum characters per chunk.")
     chunk_overlap: int = Field(100, ge=0, description="Characters shared by consecutive chunks.")
-    chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown"] = Field(
-        "recursive", description="Default chunking strategy (overridable per request)."
+    chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"] = Field(
+        "recursive",
+        description="Default chunking strategy (overridable per request). Source files (.py, .js, .ts, .yaml, "
+        ".toml, .sql) use `code` unless the request names a strategy.",
     )
     min_chunk_size: int = Field(
         100, ge=0, description="`sentence` strategy: a trailing chunk shorter than this is merged."

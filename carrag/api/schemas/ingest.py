@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-ChunkingStrategy = Literal["recursive", "fixed", "paragraph", "sentence", "markdown"]
+ChunkingStrategy = Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"]
 
 
 class IngestUrlRequest(BaseModel):
