@@ -10,10 +10,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from carrag.services.answering import AnswerService
 from carrag.services.container import Container
+from carrag.services.documents import DocumentService
 from carrag.services.ingestion import IngestionService
 from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings
-from carrag.services.stores.base import Store
 
 
 def get_container(request: Request) -> Container:
@@ -27,8 +27,8 @@ def get_settings(container: ContainerDep) -> Settings:
     return container.settings
 
 
-def get_store(container: ContainerDep) -> Store:
-    return container.store
+def get_documents(container: ContainerDep) -> DocumentService:
+    return container.documents
 
 
 def get_ingestion(container: ContainerDep) -> IngestionService:
@@ -44,7 +44,7 @@ def get_answers(container: ContainerDep) -> AnswerService:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-StoreDep = Annotated[Store, Depends(get_store)]
+DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
 IngestionDep = Annotated[IngestionService, Depends(get_ingestion)]
 SearchDep = Annotated[SearchService, Depends(get_search)]
 AnswersDep = Annotated[AnswerService, Depends(get_answers)]

@@ -58,7 +58,7 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
     async def list_sources() -> str:
         """List the ingested sources (source id and type), the values search_documents can filter on."""
         try:
-            return await agent_tools.list_sources(container().store)
+            return await agent_tools.list_sources(container().documents)
         except CarragError as exc:
             raise ToolError(exc.message) from exc
 

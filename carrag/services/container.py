@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from carrag.services.answering import AnswerService
+from carrag.services.documents import DocumentService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import DependencyUnavailable
@@ -151,6 +152,7 @@ class Container:
     ingestion: IngestionService
     search: SearchService
     answers: AnswerService
+    documents: DocumentService
     jobs: JobManager
     startup_errors: dict[str, str] = field(default_factory=dict)
 
@@ -216,6 +218,7 @@ async def build_container(
         ingestion=ingestion,
         search=search,
         answers=AnswerService(settings, search, llm),
+        documents=DocumentService(store),
         jobs=JobManager(settings, ingestion),
         startup_errors=startup_errors,
     )

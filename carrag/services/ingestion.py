@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -46,14 +46,14 @@ class IngestObserver(Protocol):
 
     def stage(self, stage: Stage) -> None: ...
 
-    def progress(self, done: int, total: int) -> None: ...
+    def embedded(self, done: int, total: int) -> None: ...
 
 
 class _SilentObserver:
     def stage(self, stage: Stage) -> None:
         pass
 
-    def progress(self, done: int, total: int) -> None:
+    def embedded(self, done: int, total: int) -> None:
         pass
 
 
@@ -79,18 +79,6 @@ class IngestResult:
     source_id: str
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "document_id": self.document_id,
-            "filename": self.filename,
-            "chunk_count": self.chunk_count,
-            "tags": self.tags,
-            "status": self.status,
-            "source_id": self.source_id,
-            "replaced_document_id": self.replaced_document_id,
-            "timings_ms": self.timings_ms,
-        }
 
 
 def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:
@@ -333,7 +321,7 @@ class IngestionService:
         observer.stage("embedding")
         started = time.perf_counter()
         vectors = await (embed or self.embedder.embed_documents)(
-            [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.progress
+            [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.embedded
         )
         timings["embed"] = _ms(started)
 

@@ -159,7 +159,7 @@ def _observe_answer(stream_answer: Callable[..., Any], metrics: Metrics) -> Call
         async with contextlib.aclosing(stream_answer(*args, **kwargs)) as events:
             async for event in events:
                 if event.kind == "done":
-                    metrics.observe_stages("query", event.data.get("timings_ms", {}), GENERATION_STAGES)
+                    metrics.observe_stages("query", event.data.timings_ms, GENERATION_STAGES)
                 yield event
 
     return observed

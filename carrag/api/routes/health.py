@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from carrag.api.deps import ContainerDep
-from carrag.api.schemas.health import ComponentOut, HealthOut
+from carrag.api.schemas.health import HealthOut
 
 router = APIRouter(tags=["health"])
 
@@ -22,8 +22,4 @@ async def health(container: ContainerDep) -> HealthOut:
         overall = "degraded"
     else:
         overall = "ok"
-    return HealthOut(
-        status=overall,
-        version=VERSION,
-        components={name: ComponentOut(**c.as_dict()) for name, c in components.items()},
-    )
+    return HealthOut.model_validate({"status": overall, "version": VERSION, "components": components})
