@@ -75,8 +75,8 @@ class IngestResult:
     filename: str
     chunk_count: int
     tags: list[str]
-    status: Literal["ingested", "unchanged"]
-    source_id: str
+    status: Literal["ingested", "unchanged", "duplicate"]
+    source_id: str  # for a duplicate: the source id that already holds this content
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
 
@@ -293,6 +293,22 @@ class IngestionService:
                 source_id=source_id,
                 timings_ms=timings,
             )
+        if not settings.allow_duplicates:
+            twin = await self.store.find_by_content_hash(digest)
+            if twin is not None and twin.source_id != source_id:
+                logger.info(
+                    "duplicate content; nothing stored",
+                    extra={"source_id": source_id, "duplicate_of": twin.source_id, "document_id": twin.document_id},
+                )
+                return IngestResult(
+                    document_id=twin.document_id,
+                    filename=twin.filename,
+                    chunk_count=twin.chunk_count,
+                    tags=twin.tags,
+                    status="duplicate",
+                    source_id=twin.source_id,
+                    timings_ms=timings,
+                )
         identity = await self._check_embedding_identity(options.force)
 
         observer.stage("tagging")

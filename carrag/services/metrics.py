@@ -74,7 +74,7 @@ class Metrics:
         self.chunks_indexed = Counter("carrag_chunks_indexed", "Chunks written to the store.", registry=r)
         self.documents_ingested = Counter(
             "carrag_documents_ingested",
-            "Ingests that completed, by outcome (ingested, unchanged).",
+            "Ingests that completed, by outcome (ingested, unchanged, duplicate).",
             ["status"],
             registry=r,
         )

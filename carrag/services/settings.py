@@ -85,6 +85,11 @@ class Settings(BaseSettings):
     )
     max_extracted_chars: int = Field(20_000_000, ge=1, description="Largest extracted text accepted from one document.")
     max_pdf_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused.")
+    allow_duplicates: bool = Field(
+        False,
+        description="Store a document whose text (normalised) equals one already stored under another source "
+        'id. Off: such an ingest answers `"status": "duplicate"` with the existing document and stores nothing.',
+    )
     pdf_mode: Literal["text", "markdown"] = Field(
         "text",
         description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
