@@ -35,6 +35,7 @@ from carrag.services.parsers.web import parse_web_page
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.tagging import Tagger, auto_tags, merge_tags
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +128,7 @@ class IngestionService:
         embedder: EmbeddingService,
         tagger: Tagger,
         fetcher: Fetcher,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -135,7 +137,7 @@ class IngestionService:
         self.fetcher = fetcher
         self.admission = AdmissionGate(settings.max_concurrent_ingests, settings.ingest_queue_size, "ingestion")
         self.accepting = True  # False once shutdown has begun (stop_accepting)
-        self.on_indexed: Callable[[int], None] | None = None  # metrics hook: chunks indexed
+        self.telemetry = telemetry or NullTelemetry()
 
     # --- admission -------------------------------------------------------------------------------
     def stop_accepting(self) -> None:
@@ -284,6 +286,7 @@ class IngestionService:
 
         existing = await self.store.find_by_source(source_id)
         if existing is not None and existing.content_hash == digest and not options.force:
+            self._report("unchanged", timings)
             return IngestResult(
                 document_id=existing.document_id,
                 filename=existing.filename,
@@ -363,8 +366,8 @@ class IngestionService:
         )
         replaced = await self.store.write_document(record, chunks, vectors, identity)
         timings["index"] = _ms(started)
-        if self.on_indexed is not None:
-            self.on_indexed(len(chunks))
+        self.telemetry.chunks_indexed(len(chunks))
+        self._report("ingested", timings)
         observer.stage("done")
         logger.info(
             "document ingested",
@@ -386,6 +389,10 @@ class IngestionService:
             replaced_document_id=replaced,
             timings_ms=timings,
         )
+
+    def _report(self, status: str, timings: dict[str, float]) -> None:
+        self.telemetry.document_ingested(status)
+        self.telemetry.stages("ingest", timings)
 
     async def _check_embedding_identity(self, force: bool) -> EmbeddingIdentity:
         """Fail before any embedding work if the store holds another model's vectors."""

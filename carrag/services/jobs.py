@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from carrag.services.errors import CarragError, Conflict, NotFound
+from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, NotFound
 from carrag.services.ingestion import IngestionService, IngestObserver, IngestOptions, IngestResult
 from carrag.services.settings import Settings
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -96,12 +97,13 @@ class Job:
 
 
 class JobManager:
-    def __init__(self, settings: Settings, ingestion: IngestionService) -> None:
+    def __init__(self, settings: Settings, ingestion: IngestionService, telemetry: Telemetry | None = None) -> None:
         self.settings = settings
         self.ingestion = ingestion
         self._jobs: OrderedDict[str, Job] = OrderedDict()  # oldest first
         self._drain: asyncio.Task[None] | None = None
-        self.on_finished: Callable[[Job], None] | None = None  # metrics hook
+        self.telemetry = telemetry or NullTelemetry()
+        self.telemetry.watch_jobs(self.counts_by_state)
 
     # --- submitting ------------------------------------------------------------------------------
     async def submit_file(self, data: bytes, filename: str, options: IngestOptions) -> Job:
@@ -167,8 +169,9 @@ class JobManager:
                 "timings_ms": job.timings_ms,
             },
         )
-        if self.on_finished is not None:
-            self.on_finished(job)
+        self.telemetry.job_finished(job.state)
+        if isinstance(job.exception, DependencyUnavailable):
+            self.telemetry.dependency_failed(job.exception.component)
         job.exception = None  # its traceback holds the pipeline's frames (the upload, the text)
 
     # --- reading ----------------------------------------------------------------------------------

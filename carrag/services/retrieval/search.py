@@ -27,6 +27,7 @@ from carrag.services.retrieval.expansion import build_passages
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 Mode = Literal["hybrid", "bm25", "knn"]
 
@@ -88,8 +89,16 @@ def check_question(question: str, top_k: int, settings: Settings) -> None:
 
 
 class SearchService:
-    def __init__(self, settings: Settings, store: Store, embedder: EmbeddingService, reranker: Reranker) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: EmbeddingService,
+        reranker: Reranker,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         self.settings = settings
+        self.telemetry = telemetry or NullTelemetry()
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
@@ -121,6 +130,7 @@ class SearchService:
             outcome = await self._search(question, top_k, filters, rerank, mode, expand, depth)
         for hit in outcome.hits:
             hit.explained = explain
+        self.telemetry.stages("query", outcome.timings_ms)
         return outcome
 
     async def _search(
