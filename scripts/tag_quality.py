@@ -57,7 +57,7 @@ def tag_documents(corpus: Path, content_chars: int) -> dict[str, str]:
         try:
             parsed = parse_file(path.read_bytes(), path.name)
         except CarragError as exc:
-            results[name] = f"(refused: {exc.message.split('.')[0]})"
+            results[name] = f"(refused: {exc.message[:48]})"
             continue
         results[name] = ", ".join(tagger.tags_sync(parsed.text[:content_chars], parsed.filename)) or "(none)"
     return results

@@ -519,14 +519,14 @@ def keyphrases(text: str, limit: int, *, language: str | None = None, exclude: I
     candidates = extractor.extract_keywords(_LINE_BREAK.sub(" .\n", text))
     ranked = sorted(candidates, key=lambda pair: _adjusted(pair[0], pair[1]))
     chosen: list[str] = []
-    taken = {word for phrase in exclude for word in phrase.lower().split()}
+    excluded = [phrase.lower() for phrase in exclude]
     for phrase, _score in ranked:
         if _name_runs_into_words(phrase, stop):
             continue
         tag = re.sub(r"\s+", " ", phrase).strip().lower()
         if not acceptable_tag(tag, stop):
             continue
-        if set(tag.split()) <= taken or any(_overlaps(tag, other) for other in chosen):
+        if any(_overlaps(tag, other) for other in [*excluded, *chosen]):
             continue
         chosen.append(tag)
         if len(chosen) >= limit:
@@ -549,9 +549,15 @@ def _overlaps(tag: str, other: str) -> bool:
     """Whether two phrases say the same thing: all but one word of the shorter in the longer (so
     "bedoya rob bestgen" after "hernando bedoya rob", "standing trustee" after "united states
     trustee"), or one inside the other."""
-    words, other_words = tag.split(), other.split()
+    words, other_words = [_stem(word) for word in tag.split()], [_stem(word) for word in other.split()]
     shared = len(set(words) & set(other_words))
     return shared >= max(1, min(len(words), len(other_words)) - 1)
+
+
+def _stem(word: str) -> str:
+    """Enough stemming to see "owners manual" and "owner manual" as one: a plural or possessive s."""
+    word = word.removesuffix("'s").removesuffix("’s")
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def _adjusted(phrase: str, score: float) -> float:
