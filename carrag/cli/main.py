@@ -62,7 +62,7 @@ Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: 
 SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
 Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
-Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown"]
+Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"]
 
 
 @app.command()
@@ -181,7 +181,7 @@ def ingest(
 
 async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: IngestSettings, prune: bool) -> int:
     """Ingest every resolved source, one at a time; returns how many failed."""
-    counts = {"ingested": 0, "unchanged": 0, "failed": len(resolved.missing), "pruned": 0}
+    counts = {"ingested": 0, "unchanged": 0, "duplicate": 0, "failed": len(resolved.missing), "pruned": 0}
     for missing in resolved.missing:
         console.print(f"[red]✗ failed[/red]    {escape(missing)}: no such file or directory")
     for pattern in resolved.unmatched_patterns:
@@ -223,6 +223,10 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
                 seconds = time.perf_counter() - began
                 if result.status == "unchanged":
                     progress.console.print(f"[dim]= unchanged[/dim] {escape(name)}")
+                elif result.status == "duplicate":
+                    progress.console.print(
+                        f"[dim]= duplicate[/dim] {escape(name)}: same text as {escape(result.source_id)}, not stored"
+                    )
                 else:
                     replaced = " (replaced the previous version)" if result.replaced_document_id else ""
                     progress.console.print(
@@ -242,6 +246,8 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
         f"{len(jobs) + len(resolved.missing)} sources: {counts['ingested']} ingested, "
         f"{counts['unchanged']} unchanged, {counts['failed']} failed"
     )
+    if counts["duplicate"]:
+        summary += f", {counts['duplicate']} duplicate"
     if prune:
         summary += f", {counts['pruned']} pruned"
     if resolved.skipped:

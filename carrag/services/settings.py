@@ -64,8 +64,10 @@ class Settings(BaseSettings):
     # --- ingestion -------------------------------------------------------------------------------
     chunk_size: int = Field(500, ge=50, le=20000, description="Maximum characters per chunk.")
     chunk_overlap: int = Field(100, ge=0, description="Characters shared by consecutive chunks.")
-    chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown"] = Field(
-        "recursive", description="Default chunking strategy (overridable per request)."
+    chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"] = Field(
+        "recursive",
+        description="Default chunking strategy (overridable per request). Source files (.py, .js, .ts, .yaml, "
+        ".toml, .sql) use `code` unless the request names a strategy.",
     )
     min_chunk_size: int = Field(
         100, ge=0, description="`sentence` strategy: a trailing chunk shorter than this is merged."
@@ -83,6 +85,11 @@ class Settings(BaseSettings):
     )
     max_extracted_chars: int = Field(20_000_000, ge=1, description="Largest extracted text accepted from one document.")
     max_pdf_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused.")
+    allow_duplicates: bool = Field(
+        False,
+        description="Store a document whose text (normalised) equals one already stored under another source "
+        'id. Off: such an ingest answers `"status": "duplicate"` with the existing document and stores nothing.',
+    )
     pdf_mode: Literal["text", "markdown"] = Field(
         "text",
         description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
