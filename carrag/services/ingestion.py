@@ -14,12 +14,12 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
 from carrag.services.admission import AdmissionGate
-from carrag.services.chunking import chunk_document
+from carrag.services.chunking import chunk_document, default_strategy
 from carrag.services.embedders.coalescing import CoalescingEmbedder
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, EmbeddingModelMismatch, InvalidInput
@@ -27,6 +27,7 @@ from carrag.services.fetchers.base import Fetcher
 from carrag.services.ids import content_hash, new_document_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
 from carrag.services.parsers import check_supported, parse_file
+from carrag.services.parsers.decoding import decode_declared
 from carrag.services.parsers.pdf import parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
 from carrag.services.parsers.text import parse_text
@@ -34,6 +35,7 @@ from carrag.services.parsers.web import parse_web_page
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.tagging import Tagger, auto_tags, merge_tags
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -45,14 +47,14 @@ class IngestObserver(Protocol):
 
     def stage(self, stage: Stage) -> None: ...
 
-    def progress(self, done: int, total: int) -> None: ...
+    def embedded(self, done: int, total: int) -> None: ...
 
 
 class _SilentObserver:
     def stage(self, stage: Stage) -> None:
         pass
 
-    def progress(self, done: int, total: int) -> None:
+    def embedded(self, done: int, total: int) -> None:
         pass
 
 
@@ -74,22 +76,10 @@ class IngestResult:
     filename: str
     chunk_count: int
     tags: list[str]
-    status: Literal["ingested", "unchanged"]
-    source_id: str
+    status: Literal["ingested", "unchanged", "duplicate"]
+    source_id: str  # for a duplicate: the source id that already holds this content
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "document_id": self.document_id,
-            "filename": self.filename,
-            "chunk_count": self.chunk_count,
-            "tags": self.tags,
-            "status": self.status,
-            "source_id": self.source_id,
-            "replaced_document_id": self.replaced_document_id,
-            "timings_ms": self.timings_ms,
-        }
 
 
 def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:
@@ -138,6 +128,7 @@ class IngestionService:
         embedder: EmbeddingService,
         tagger: Tagger,
         fetcher: Fetcher,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -146,7 +137,7 @@ class IngestionService:
         self.fetcher = fetcher
         self.admission = AdmissionGate(settings.max_concurrent_ingests, settings.ingest_queue_size, "ingestion")
         self.accepting = True  # False once shutdown has begun (stop_accepting)
-        self.on_indexed: Callable[[int], None] | None = None  # metrics hook: chunks indexed
+        self.telemetry = telemetry or NullTelemetry()
 
     # --- admission -------------------------------------------------------------------------------
     def stop_accepting(self) -> None:
@@ -209,9 +200,9 @@ class IngestionService:
             pdf_parser = parse_pdf_markdown if self.settings.pdf_mode == "markdown" else parse_pdf
             parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages)
         elif content_type in ("text/html", "application/xhtml+xml"):
-            parsed = parse_web_page(body.decode(charset or "utf-8", errors="replace"), url)
+            parsed = parse_web_page(decode_declared(body, charset)[0], url)
         else:
-            parsed = parse_text(body, url)
+            parsed = parse_text(body, url, charset=charset)
             if not parsed.text.strip():
                 raise InvalidInput(f"{url} contains no extractable text.")
         parsed.filename = url
@@ -295,6 +286,7 @@ class IngestionService:
 
         existing = await self.store.find_by_source(source_id)
         if existing is not None and existing.content_hash == digest and not options.force:
+            self._report("unchanged", timings)
             return IngestResult(
                 document_id=existing.document_id,
                 filename=existing.filename,
@@ -304,6 +296,22 @@ class IngestionService:
                 source_id=source_id,
                 timings_ms=timings,
             )
+        if not settings.allow_duplicates:
+            twin = await self.store.find_by_content_hash(digest)
+            if twin is not None and twin.source_id != source_id:
+                logger.info(
+                    "duplicate content; nothing stored",
+                    extra={"source_id": source_id, "duplicate_of": twin.source_id, "document_id": twin.document_id},
+                )
+                return IngestResult(
+                    document_id=twin.document_id,
+                    filename=twin.filename,
+                    chunk_count=twin.chunk_count,
+                    tags=twin.tags,
+                    status="duplicate",
+                    source_id=twin.source_id,
+                    timings_ms=timings,
+                )
         identity = await self._check_embedding_identity(options.force)
 
         observer.stage("tagging")
@@ -314,7 +322,7 @@ class IngestionService:
 
         observer.stage("chunking")
         started = time.perf_counter()
-        strategy = options.chunking or settings.chunking_strategy
+        strategy = options.chunking or default_strategy(parsed, settings.chunking_strategy)
         size = options.chunk_size or settings.chunk_size
         overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
         if overlap * 2 > size:
@@ -332,7 +340,7 @@ class IngestionService:
         observer.stage("embedding")
         started = time.perf_counter()
         vectors = await (embed or self.embedder.embed_documents)(
-            [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.progress
+            [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.embedded
         )
         timings["embed"] = _ms(started)
 
@@ -358,8 +366,8 @@ class IngestionService:
         )
         replaced = await self.store.write_document(record, chunks, vectors, identity)
         timings["index"] = _ms(started)
-        if self.on_indexed is not None:
-            self.on_indexed(len(chunks))
+        self.telemetry.chunks_indexed(len(chunks))
+        self._report("ingested", timings)
         observer.stage("done")
         logger.info(
             "document ingested",
@@ -381,6 +389,10 @@ class IngestionService:
             replaced_document_id=replaced,
             timings_ms=timings,
         )
+
+    def _report(self, status: str, timings: dict[str, float]) -> None:
+        self.telemetry.document_ingested(status)
+        self.telemetry.stages("ingest", timings)
 
     async def _check_embedding_identity(self, force: bool) -> EmbeddingIdentity:
         """Fail before any embedding work if the store holds another model's vectors."""

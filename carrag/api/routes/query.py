@@ -1,8 +1,9 @@
 """POST /query (whole answer) and POST /query/stream (Server-Sent Events).
 
 Stream events, in order: ``sources`` (JSON list), ``token`` (one text delta each, never cumulative),
-then ``done`` (model, duration_ms, timings_ms) — or ``error`` if generation fails after streaming
-began. Failures before the first event are ordinary HTTP errors.
+then ``done`` (model, duration_ms, timings_ms, the final ``answer``, answer_mode, requested_mode,
+fallback_reason, answerable, finish_reason, grounding, highlights per source) — or ``error`` if
+generation fails after streaming began. Failures before the first event are ordinary HTTP errors.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from carrag.api.deps import AnswersDep, SettingsDep
-from carrag.api.schemas.query import QueryRequest, QueryResponse
+from carrag.api.schemas.query import QueryRequest, QueryResponse, jsonable, stream_payload
 from carrag.api.streaming import opened
-from carrag.services.answering import AnswerEvent, AnswerRequest
+from carrag.services.answering import Answer, AnswerEvent, AnswerRequest
 from carrag.services.models import ChatMessage, SearchFilters
 
 router = APIRouter(tags=["query"])
@@ -37,27 +38,18 @@ def answer_request(body: QueryRequest) -> AnswerRequest:
         filters=filters_from(body.tags, body.source),
         rerank=body.rerank,
         history=[ChatMessage(m.role, m.content) for m in body.history],
+        answer_mode=body.answer_mode,
+        min_relevance=body.min_relevance,
     )
 
 
 @router.post("/query", response_model=QueryResponse, summary="Answer a question from the documents")
-async def query(body: QueryRequest, answers: AnswersDep) -> QueryResponse:
-    answer = await answers.answer(answer_request(body))
-    return QueryResponse(
-        answer=answer.answer,
-        sources=answer.sources,
-        model=answer.model,
-        duration_ms=answer.duration_ms,
-        timings_ms=answer.timings_ms,
-        reranked=answer.reranked,
-        rerank_note=answer.rerank_note,
-    )
+async def query(body: QueryRequest, answers: AnswersDep) -> Answer:
+    return await answers.answer(answer_request(body))
 
 
 def to_sse(event: AnswerEvent) -> ServerSentEvent:
-    if event.kind == "token":
-        return ServerSentEvent(data=json.dumps({"text": event.data}), event="token")
-    return ServerSentEvent(data=json.dumps(event.data), event=event.kind)
+    return ServerSentEvent(data=json.dumps(jsonable(stream_payload(event.kind, event.data))), event=event.kind)
 
 
 @router.post(
