@@ -195,7 +195,6 @@ async def test_a_version_no_source_record_names_is_invisible(es_store: Elasticse
     await raw.index(index=es_store.index, id="sneaky", document=pending, refresh=True)
     assert await es_store.count_chunks() == 1
     assert await es_store.lexical_search("hidden", 5, SearchFilters()) == []
-    assert await es_store.get_windows([("x", 0)], 1) == []
     assert await es_store.get_chunks("x") == []
 
 

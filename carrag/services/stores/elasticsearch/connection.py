@@ -162,6 +162,7 @@ class Connection:
         index: str,
         action: str,
         refresh: str | bool = False,
+        require_alias: bool = True,
     ) -> list[BulkItem]:
         """Send ``(action line, source or None)`` pairs in one request; the outcome of every item, in
         order. Items refused with 429 are sent again (twice, with a backoff); other failures are
@@ -177,7 +178,9 @@ class Connection:
                     body.append(source)
             with self.errors(action, index):
                 # require_alias: a bulk into a vanished alias must fail, not auto-create a plain index
-                response = await self.writer.bulk(operations=body, index=index, refresh=refresh, require_alias=True)
+                response = await self.writer.bulk(
+                    operations=body, index=index, refresh=refresh, require_alias=require_alias
+                )
             retry = []
             for position, entry in zip(pending, response["items"], strict=True):
                 item = _bulk_item(entry)

@@ -140,25 +140,3 @@ def knn_request(
         },
         "size": k,
     }
-
-
-def windows_query(centres: list[tuple[str, int]], radius: int) -> dict[str, Any]:
-    windows = [
-        {
-            "bool": {
-                "filter": [
-                    {"term": {"document_id": document_id}},
-                    {"range": {"chunk_index": {"gte": index - radius, "lte": index + radius}}},
-                ]
-            }
-        }
-        for document_id, index in centres
-    ]
-    return {
-        "bool": {
-            "filter": [
-                {"term": {"doc_kind": "chunk"}},
-                {"bool": {"should": windows, "minimum_should_match": 1}},
-            ]
-        }
-    }

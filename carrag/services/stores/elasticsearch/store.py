@@ -18,6 +18,7 @@ import numpy as np
 from elasticsearch import AsyncElasticsearch
 
 from carrag.services.errors import CarragError, DependencyUnavailable, UpstreamError
+from carrag.services.ids import chunk_id
 from carrag.services.models import (
     Chunk,
     ComponentHealth,
@@ -34,12 +35,12 @@ from carrag.services.stores.elasticsearch.batching import WriteBatcher
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
 from carrag.services.stores.elasticsearch.integrity import integrity_problems
 from carrag.services.stores.elasticsearch.layout import IndexLayout
+from carrag.services.stores.elasticsearch.live_filter import LiveFilter
 from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, to_chunk, to_document
-from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
+from carrag.services.stores.elasticsearch.versions import LiveToken, PendingWrite, Versions
 
 logger = logging.getLogger(__name__)
 
-LIVE_FILTER_ATTEMPTS = 4  # searches repeated when hits of replaced versions crowd out live ones
 EMPTY_RESPONSE: dict[str, Any] = {"hits": {"hits": [], "total": {"value": 0}}}
 
 Hit = dict[str, Any]
@@ -77,6 +78,7 @@ class ElasticsearchStore:
         self.versions = Versions(self.connection, index, refresh=write_refresh, abandoned_after=abandoned_after)
         self.batcher = WriteBatcher(self._write_batch, max_chunks=batch_chunks, max_in_flight=batches_in_flight)
         self._sweeper: asyncio.Task[None] | None = None
+        self._live_filter = LiveFilter(self._live_tokens)
 
     @classmethod
     def from_settings(cls, settings: Any) -> ElasticsearchStore:
@@ -355,60 +357,43 @@ class ElasticsearchStore:
         # Elasticsearch scores cosine as (1 + cos) / 2; report the cosine itself, like SQLite.
         return [ScoredChunk(to_chunk(hit["_source"]), 2.0 * float(hit["_score"]) - 1.0) for hit in hits]
 
-    async def _live_hits(self, run: Callable[[int, set[str]], Awaitable[list[Hit]]], k: int) -> list[Hit]:
-        """The best ``k`` hits of live versions.
+    async def _live_hits(self, search: Callable[[int, set[str]], Awaitable[list[Hit]]], k: int) -> list[Hit]:
+        """The best ``k`` hits of live versions (`live_filter.py`)."""
+        return await self._live_filter.hits(search, k)
 
-        A hit of a version that is not live (being written, or replaced and not yet deleted) is
-        dropped, and the search is repeated without those versions when that left fewer than ``k``
-        hits, or when a dropped hit's source is live under another version (it flipped between the
-        search and the check, so its new chunks may be missing)."""
-        stale: set[str] = set()
-        kept: list[Hit] = []
-        for _ in range(LIVE_FILTER_ATTEMPTS):
-            hits = await run(k, stale)
-            live = await self._guarded(
-                "checking which versions are live",
-                lambda hits=hits: self.versions.live_versions([hit["_source"]["source_id"] for hit in hits]),
-                {},
-            )
-            kept, dropped = [], []
-            for hit in hits:
-                source = hit["_source"]
-                (kept if live.get(source["source_id"]) == source["document_id"] else dropped).append(hit)
-            if not dropped:
-                break
-            kept_sources = {hit["_source"]["source_id"] for hit in kept}
-            flipped_meanwhile = any(
-                hit["_source"]["source_id"] in live and hit["_source"]["source_id"] not in kept_sources
-                for hit in dropped
-            )
-            if not (flipped_meanwhile or (len(kept) < k and len(hits) >= k)):
-                break
-            stale.update(hit["_source"]["document_id"] for hit in dropped)
-        return kept[:k]
+    async def _live_tokens(self, source_ids: list[str]) -> dict[str, LiveToken]:
+        return await self._guarded(
+            "checking which versions are live", lambda: self.versions.live_tokens(source_ids), {}
+        )
 
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
-        unique = list(dict.fromkeys(centres))
-        if not unique:
+        """One real-time multi-get of the neighbours' ids (derived from document id and index).
+
+        Not checked against the source records: the centres come from hits that were live, a
+        version's chunks are consistent among themselves, and a real-time get never returns a
+        chunk already deleted."""
+        wanted = sorted(
+            {
+                (document_id, index)
+                for document_id, centre in dict.fromkeys(centres)
+                for index in range(max(centre - radius, 0), centre + max(radius, 0) + 1)
+            }
+        )
+        if not wanted:
             return []
-        response = await self._search(
-            "fetching neighbouring chunks",
-            query=queries.windows_query(unique, radius),
-            sort=[{"document_id": "asc"}, {"chunk_index": "asc"}],
-            size=min(len(unique) * (2 * max(radius, 0) + 1), queries.MAX_RESULT_WINDOW),
-            source_excludes=CHUNK_SOURCE_EXCLUDES,
-        )
-        hits = response["hits"]["hits"]
-        live = await self._guarded(
-            "checking which versions are live",
-            lambda: self.versions.live_versions([hit["_source"]["source_id"] for hit in hits]),
-            {},
-        )
-        return [
-            to_chunk(hit["_source"])
-            for hit in hits
-            if live.get(hit["_source"]["source_id"]) == hit["_source"]["document_id"]
-        ]
+
+        async def fetch() -> dict[str, Any]:
+            return await self.connection.client.mget(
+                index=self.index,
+                ids=[chunk_id(document_id, index) for document_id, index in wanted],
+                realtime=True,
+                source_excludes=CHUNK_SOURCE_EXCLUDES,
+            )
+
+        response = await self._guarded("fetching neighbouring chunks", fetch, {"docs": []})
+        chunks = [to_chunk(doc["_source"]) for doc in response["docs"] if doc.get("found")]
+        requested = set(wanted)
+        return [chunk for chunk in chunks if chunk.key in requested]
 
 
 def _settle(item: PendingWrite, outcome: Any) -> None:

@@ -3,7 +3,7 @@ correctly with any number of writing processes, shards and replicas, and without
 
 Every write creates a new *version* (its ``document_id``): its chunks and a version record. A
 version is visible only while the source's record (one per ``source_id``, `mapping.py`) names it.
-Readers check each hit against that record (`live_versions`, a real-time multi-get), so the
+Readers check each hit against that record (`live_filter.py`, a real-time multi-get), so the
 chunks of a version still being written, or already replaced, are never returned.
 
 Writing a batch of versions (`write`):
@@ -83,6 +83,15 @@ class SourceState:
     primary_term: int
 
 
+@dataclass(slots=True, frozen=True)
+class LiveToken:
+    """A source record's live version and the record's concurrency token (which changes with each flip)."""
+
+    document_id: str
+    seq_no: int
+    primary_term: int
+
+
 def version_ids(document_id: str, chunk_count: int) -> list[str]:
     """Every id a version occupies: its chunks, then its version record."""
     return [chunk_id(document_id, index) for index in range(chunk_count)] + [version_record_id(document_id)]
@@ -90,10 +99,17 @@ def version_ids(document_id: str, chunk_count: int) -> list[str]:
 
 class Versions:
     def __init__(
-        self, connection: Connection, alias: str, *, refresh: str = "wait_for", abandoned_after: float = 600.0
+        self,
+        connection: Connection,
+        alias: str,
+        *,
+        refresh: str = "wait_for",
+        abandoned_after: float = 600.0,
+        require_alias: bool = True,
     ) -> None:
         self.connection = connection
-        self.alias = alias
+        self.alias = alias  # or a concrete index, with require_alias=False (reindex)
+        self.require_alias = require_alias
         self.refresh = refresh
         self.abandoned_after = abandoned_after
 
@@ -124,8 +140,8 @@ class Versions:
                 states[record.source_id] = SourceState(record, doc["_seq_no"], doc["_primary_term"])
         return states
 
-    async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
-        """``source_id → document_id`` of the live version, for the given sources (real time)."""
+    async def live_tokens(self, source_ids: Sequence[str]) -> dict[str, LiveToken]:
+        """``source_id → (document_id, seq_no, primary_term)`` of each source's record (real time)."""
         unique = list(dict.fromkeys(source_ids))
         if not unique:
             return {}
@@ -137,8 +153,14 @@ class Versions:
                 source_includes=["source_id", "document_id"],
             )
         return {
-            doc["_source"]["source_id"]: doc["_source"]["document_id"] for doc in response["docs"] if doc.get("found")
+            doc["_source"]["source_id"]: LiveToken(doc["_source"]["document_id"], doc["_seq_no"], doc["_primary_term"])
+            for doc in response["docs"]
+            if doc.get("found")
         }
+
+    async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
+        """``source_id → document_id`` of the live version, for the given sources (real time)."""
+        return {source: token.document_id for source, token in (await self.live_tokens(source_ids)).items()}
 
     async def version(self, document_id: str) -> dict[str, Any] | None:
         """The version record of ``document_id`` (real time), live or not."""
@@ -219,7 +241,12 @@ class Versions:
     ) -> list[BulkItem]:
         parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
         answers = await asyncio.gather(
-            *(self.connection.bulk(part, index=self.alias, action=action, refresh=self.refresh) for part in parts)
+            *(
+                self.connection.bulk(
+                    part, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias
+                )
+                for part in parts
+            )
         )
         return [item for answer in answers for item in answer]
 
@@ -307,7 +334,11 @@ class Versions:
             return []
         try:
             return await self.connection.bulk(
-                operations, index=self.alias, action="publishing documents", refresh=self.refresh
+                operations,
+                index=self.alias,
+                action="publishing documents",
+                refresh=self.refresh,
+                require_alias=self.require_alias,
             )
         except CarragError as exc:
             # The flips may or may not have happened; an unflipped version is swept later, a flipped
@@ -336,7 +367,11 @@ class Versions:
             results: list[BulkItem] = []
             for low in range(0, len(operations), BULK_MAX_OPS):
                 results += await self.connection.bulk(
-                    operations[low : low + BULK_MAX_OPS], index=self.alias, action=action, refresh=refresh
+                    operations[low : low + BULK_MAX_OPS],
+                    index=self.alias,
+                    action=action,
+                    refresh=refresh,
+                    require_alias=self.require_alias,
                 )
         except CarragError as exc:
             logger.warning(
@@ -375,7 +410,11 @@ class Versions:
                 if isinstance(exc.__cause__, ApiError) and api_status(exc.__cause__) in (404, 409):
                     continue
                 raise
-            await self._delete_ids(version_ids(document_id, state.document.chunk_count), "deleting a document")
+            await self._delete_ids(
+                version_ids(document_id, state.document.chunk_count),
+                "deleting a document",
+                refresh=self.refresh,
+            )
             return True
         raise DependencyUnavailable("store", "the document kept changing while it was being deleted; retry")
 
