@@ -270,6 +270,17 @@ class ElasticsearchStore:
         state = await self._guarded("looking up a document", lambda: self.versions.source_state(source_id), None)
         return state.document if state is not None else None
 
+    async def find_by_content_hash(self, content_hash: str) -> DocumentRecord | None:
+        """The newest live document with exactly this ``content_hash`` (a keyword field)."""
+        response = await self._search(
+            "looking up a document",
+            query={"bool": {"filter": [{"term": {"doc_kind": "document"}}, {"term": {"content_hash": content_hash}}]}},
+            sort=[{"created_at": "desc"}, {"document_id": "asc"}],
+            size=1,
+        )
+        hits = response["hits"]["hits"]
+        return to_document(hits[0]["_source"]) if hits else None
+
     async def list_documents(self, *, offset: int, limit: int, tag: str | None = None) -> DocumentPage:
         filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
         if tag is not None:
