@@ -117,6 +117,14 @@ def text_document(text: str, filename: str, title: str | None) -> ParsedDocument
     )
 
 
+def default_chunking(parsed: ParsedDocument, settings: Settings) -> str:
+    """The strategy for a request that names none: by headers for Markdown and HTML (their parsers mark
+    them ``metadata.markup = "markdown"``), else CHUNKING_STRATEGY."""
+    if settings.markdown_chunking_for_markup and parsed.metadata.get("markup") == "markdown":
+        return "markdown"
+    return settings.chunking_strategy
+
+
 DocumentEmbedder = Callable[..., Awaitable[np.ndarray]]  # (texts, progress=...) -> vectors
 
 
@@ -314,7 +322,7 @@ class IngestionService:
 
         observer.stage("chunking")
         started = time.perf_counter()
-        strategy = options.chunking or settings.chunking_strategy
+        strategy = options.chunking or default_chunking(parsed, settings)
         size = options.chunk_size or settings.chunk_size
         overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
         if overlap * 2 > size:

@@ -67,6 +67,11 @@ class Settings(BaseSettings):
     chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown"] = Field(
         "recursive", description="Default chunking strategy (overridable per request)."
     )
+    markdown_chunking_for_markup: bool = Field(
+        True,
+        description="Markdown files and HTML pages (uploaded or fetched) are chunked by headers (`markdown` "
+        "strategy, sections in `section`) unless the request names a strategy; false uses CHUNKING_STRATEGY.",
+    )
     min_chunk_size: int = Field(
         100, ge=0, description="`sentence` strategy: a trailing chunk shorter than this is merged."
     )

@@ -102,3 +102,18 @@ async def test_model_change_is_refused_then_forced(settings, embedding_backend) 
     assert await other.store.embedding_identity() == EmbeddingIdentity("test:other", 8)
     assert (await other.store.list_documents(offset=0, limit=10)).total == 1, "force wiped the old model's documents"
     await close_container(other)
+
+
+async def test_markdown_upload_is_chunked_by_headers_unless_the_request_says_otherwise(container: Container) -> None:
+    text = "# Aurora T-200\n\n## Brakes\n\n" + "Check the brake pads monthly. " * 30 + "\n\n## Tyres\n\nKeep 3 bar.\n"
+    result = await container.ingestion.ingest_file(text.encode(), "aurora.md", IngestOptions())
+    document = await container.store.get_document(result.document_id)
+    assert document is not None and document.title == "Aurora T-200"
+    assert document.metadata["chunking"]["strategy"] == "markdown"
+    listings = await container.store.get_chunks(result.document_id)
+    assert {listing.chunk.section for listing in listings} >= {"Aurora T-200 > Brakes", "Aurora T-200 > Tyres"}
+    chosen = await container.ingestion.ingest_file(
+        (text + "\nRevised.\n").encode(), "aurora-recursive.md", IngestOptions(chunking="recursive")
+    )
+    chosen_document = await container.store.get_document(chosen.document_id)
+    assert chosen_document is not None and chosen_document.metadata["chunking"]["strategy"] == "recursive"

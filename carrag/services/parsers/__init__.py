@@ -19,7 +19,7 @@ from carrag.services.parsers.html_markdown import parse_html
 from carrag.services.parsers.json_document import parse_json
 from carrag.services.parsers.pdf import parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
-from carrag.services.parsers.text import parse_text
+from carrag.services.parsers.text import parse_markdown, parse_text
 from carrag.services.parsers.xlsx_sheets import parse_xlsx
 
 Parser = Callable[[bytes, str], ParsedDocument]
@@ -29,8 +29,8 @@ PARSERS: dict[str, Parser] = {
     ".pdf": parse_pdf,
     ".txt": parse_text,
     ".text": parse_text,
-    ".md": parse_text,
-    ".markdown": parse_text,
+    ".md": parse_markdown,
+    ".markdown": parse_markdown,
     ".rst": parse_text,
     ".csv": parse_csv,
     ".json": parse_json,
