@@ -93,6 +93,12 @@ class Settings(BaseSettings):
         description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
         "and tables (several times slower); page numbers are kept in both.",
     )
+    ocr_enabled: bool = Field(
+        True,
+        description="OCR (rapidocr-onnxruntime, when installed) reads PDF pages without usable text and "
+        "garbage text blocks; progress is reported in the ingest job. False turns it off.",
+    )
+    ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution at which PDF pages are rendered for OCR.")
     max_concurrent_ingests: int = Field(
         2, ge=1, description="Ingests processed at once; further ones wait in the queue."
     )

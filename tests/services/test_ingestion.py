@@ -117,3 +117,45 @@ async def test_markdown_upload_is_chunked_by_headers_unless_the_request_says_oth
     )
     chosen_document = await container.store.get_document(chosen.document_id)
     assert chosen_document is not None and chosen_document.metadata["chunking"]["strategy"] == "recursive"
+
+
+class RecordingObserver:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, object]] = []
+
+    def stage(self, stage: str) -> None:
+        self.events.append(("stage", stage))
+
+    def progress(self, done: int, total: int) -> None:
+        self.events.append(("progress", (done, total)))
+
+
+async def test_ocr_progress_is_reported_while_parsing(container: Container) -> None:
+    from carrag.bench.ocr import scanned_copy
+    from tests.services.parsers.formats import REAL
+
+    scan, _ = scanned_copy((REAL / "fake-memo.pdf").read_bytes(), pages=1, dpi=50)
+    pages_read: list[int] = []
+
+    def reader(page, area):  # the real engine is exercised in tests/services/parsers/test_pdf_ocr.py
+        pages_read.append(page.number)
+        return "There were 20,000 bottles of water delivered on January 23, 2023."
+
+    container.ingestion.ocr = reader
+    observer = RecordingObserver()
+    result = await container.ingestion.ingest_file(scan, "scanned-memo.pdf", IngestOptions(), observer)
+    assert pages_read == [0]
+    assert observer.events[:2] == [("stage", "parsing"), ("progress", (1, 1))]
+    document = await container.store.get_document(result.document_id)
+    assert document is not None and document.metadata["ocr_pages"] == [1]
+
+
+async def test_ocr_follows_the_setting(settings, embedding_backend) -> None:
+    from carrag.services.parsers.pdf_ocr import ocr_available
+
+    for enabled in (True, False):
+        container = await open_container(settings.model_copy(update={"ocr_enabled": enabled}), embedding_backend)
+        try:
+            assert (container.ingestion.ocr is not None) == (enabled and ocr_available())
+        finally:
+            await close_container(container)
