@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import SecretStr
 
 from carrag.services.answering import AnswerService
 from carrag.services.container import Container
+from carrag.services.documents import DocumentService
 from carrag.services.ingestion import IngestionService
 from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings
-from carrag.services.stores.base import Store
 
 
 def get_container(request: Request) -> Container:
@@ -27,8 +29,8 @@ def get_settings(container: ContainerDep) -> Settings:
     return container.settings
 
 
-def get_store(container: ContainerDep) -> Store:
-    return container.store
+def get_documents(container: ContainerDep) -> DocumentService:
+    return container.documents
 
 
 def get_ingestion(container: ContainerDep) -> IngestionService:
@@ -44,7 +46,7 @@ def get_answers(container: ContainerDep) -> AnswerService:
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-StoreDep = Annotated[Store, Depends(get_store)]
+DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
 IngestionDep = Annotated[IngestionService, Depends(get_ingestion)]
 SearchDep = Annotated[SearchService, Depends(get_search)]
 AnswersDep = Annotated[AnswerService, Depends(get_answers)]
@@ -59,12 +61,12 @@ class Unauthorized(Exception):
 UNAUTHORIZED_DETAIL = "Missing or invalid API key: send Authorization: Bearer <key>."
 
 
-def api_key_matches(presented: str, keys: list[str]) -> bool:
+def api_key_matches(presented: str, keys: Sequence[SecretStr]) -> bool:
     """Constant-time: every key is compared in full (no early exit), so timing reveals neither
     which key nor how much of a prefix matched."""
     matched = False
     for key in keys:
-        matched |= hmac.compare_digest(presented.encode(), key.encode())
+        matched |= hmac.compare_digest(presented.encode(), key.get_secret_value().encode())
     return matched
 
 
@@ -73,7 +75,7 @@ async def require_api_key(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
     """When API_KEYS is set, every route but /health needs ``Authorization: Bearer <key>``."""
-    keys: list[str] = request.app.state.container.settings.api_keys
+    keys: list[SecretStr] = request.app.state.container.settings.api_keys
     if not keys:
         return
     if not api_key_matches(credentials.credentials if credentials else "", keys):

@@ -4,8 +4,9 @@
   uses, `carrag.services.container.build_container`), for use without a server;
 - `HttpClient` talks to a running server (``--url``), ingesting through the async jobs API.
 
-Both return the API's JSON shapes (plain dicts), so every command is written once. Failures of
-either kind surface as `ClientError`, carrying the HTTP status the API would answer with.
+Both return the API's wire types (`carrag.api.schemas`): the local client validates them from the
+services' domain objects, the HTTP client from the server's JSON, so every command is written once.
+Failures of either kind surface as `ClientError`, carrying the HTTP status the API would answer with.
 """
 
 from __future__ import annotations
@@ -21,11 +22,18 @@ from urllib.parse import quote
 
 import httpx
 
+from carrag.api.errors import status_for
+from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut
+from carrag.api.schemas.ingest import IngestResponse
+from carrag.api.schemas.jobs import JobOut
+from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload, stream_payload
 from carrag.services.errors import CarragError, PayloadTooLarge
+from carrag.services.settings import Settings
 
 # (state, done, total): "parsing", "embedding" 32/120, ... as the jobs API reports them.
 ProgressCallback = Callable[[str, int, int], None]
-StreamEvent = tuple[str, Any]  # ("sources", [...]) | ("token", {"text": ...}) | ("done", {...}) | ("error", {...})
+# ("sources", [Source]) | ("token", StreamToken) | ("done", StreamDone) | ("error", StreamError)
+StreamEvent = tuple[str, StreamPayload]
 
 JOB_POLL_SECONDS = 0.25
 FINISHED_JOB_STATES = ("done", "failed", "cancelled")
@@ -54,31 +62,31 @@ class IngestSettings:
 class CarragClient(Protocol):
     async def ingest_file(
         self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
-    ) -> dict[str, Any]: ...
+    ) -> IngestResponse: ...
 
-    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> dict[str, Any]: ...
+    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse: ...
 
-    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> dict[str, Any]: ...
+    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentPageOut: ...
 
-    async def get_document(self, document_id: str) -> dict[str, Any]: ...
+    async def get_document(self, document_id: str) -> DocumentOut: ...
 
-    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]: ...
+    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut: ...
 
-    async def delete_document(self, document_id: str) -> dict[str, Any]: ...
+    async def delete_document(self, document_id: str) -> DeleteResponse: ...
 
-    async def search(self, request: dict[str, Any]) -> dict[str, Any]: ...
+    async def search(self, request: SearchRequest) -> SearchResponse: ...
 
-    def stream_query(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]: ...
+    def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]: ...
 
     async def aclose(self) -> None: ...
 
 
-async def all_documents(client: CarragClient, page_size: int = 500) -> list[dict[str, Any]]:
-    documents: list[dict[str, Any]] = []
+async def all_documents(client: CarragClient, page_size: int = 500) -> list[DocumentOut]:
+    documents: list[DocumentOut] = []
     while True:
         page = await client.list_documents(offset=len(documents), limit=page_size)
-        documents.extend(page["items"])
-        if not page["items"] or len(documents) >= page["total"]:
+        documents.extend(page.items)
+        if not page.items or len(documents) >= page.total:
             return documents
 
 
@@ -94,14 +102,17 @@ class _ObserverAdapter:
         self.state = stage
         self.on_progress(stage, 0, 0)
 
-    def progress(self, done: int, total: int) -> None:
+    def embedded(self, done: int, total: int) -> None:
+        self.on_progress(self.state, done, total)
+
+    def ocr_read(self, done: int, total: int) -> None:
         self.on_progress(self.state, done, total)
 
 
 class LocalClient:
     """Works on the configured store directly; models load on first use."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._container: Any = None
 
@@ -114,8 +125,6 @@ class LocalClient:
 
     @contextlib.asynccontextmanager
     async def _errors(self) -> AsyncIterator[None]:
-        from carrag.api.errors import status_for
-
         try:
             yield
         except CarragError as error:
@@ -123,7 +132,7 @@ class LocalClient:
 
     async def ingest_file(
         self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
-    ) -> dict[str, Any]:
+    ) -> IngestResponse:
         from carrag.services.ingestion import IngestOptions
 
         async with self._errors():
@@ -138,9 +147,9 @@ class LocalClient:
                 IngestOptions(tags=options.tags, source_id=source_id, chunking=options.chunking, force=options.force),
                 _ObserverAdapter(on_progress),
             )
-            return result.as_dict()
+            return IngestResponse.model_validate(result)
 
-    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> dict[str, Any]:
+    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
         from carrag.services.ingestion import IngestOptions
 
         async with self._errors():
@@ -150,103 +159,57 @@ class LocalClient:
                 IngestOptions(tags=options.tags, chunking=options.chunking, force=options.force),
                 _ObserverAdapter(on_progress),
             )
-            return result.as_dict()
+            return IngestResponse.model_validate(result)
 
-    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> dict[str, Any]:
-        from carrag.api.routes.documents import document_out
-
+    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentPageOut:
         async with self._errors():
-            store = (await self.container()).store
-            page = await store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
-            return {
-                "items": [document_out(record).model_dump() for record in page.items],
-                "total": page.total,
-                "offset": offset,
-                "limit": limit,
-            }
+            documents = (await self.container()).documents
+            return DocumentPageOut.model_validate(await documents.list(offset=offset, limit=limit, tag=tag))
 
-    async def _document(self, document_id: str) -> Any:
-        from carrag.services.errors import NotFound
-
-        record = await (await self.container()).store.get_document(document_id)
-        if record is None:
-            raise NotFound(f"No document with id {document_id}.")
-        return record
-
-    async def get_document(self, document_id: str) -> dict[str, Any]:
-        from carrag.api.routes.documents import document_out
-
+    async def get_document(self, document_id: str) -> DocumentOut:
         async with self._errors():
-            return document_out(await self._document(document_id)).model_dump()
+            return DocumentOut.model_validate(await (await self.container()).documents.get(document_id))
 
-    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
+    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
         async with self._errors():
-            record = await self._document(document_id)
-            listings = await (await self.container()).store.get_chunks(document_id, offset=offset, limit=limit)
-            items = [
-                {
-                    "chunk_index": item.chunk.chunk_index,
-                    "text": item.chunk.text,
-                    "char_start": item.chunk.char_start,
-                    "char_end": item.chunk.char_end,
-                    "pages": item.chunk.pages,
-                    "section": item.chunk.section,
-                    "vector_dimension": item.vector_dimension,
-                }
-                for item in listings
-            ]
-            return {
-                "document_id": document_id,
-                "items": items,
-                "total": record.chunk_count,
-                "offset": offset,
-                "limit": limit,
-            }
+            documents = (await self.container()).documents
+            return ChunkPageOut.model_validate(await documents.chunks(document_id, offset=offset, limit=limit))
 
-    async def delete_document(self, document_id: str) -> dict[str, Any]:
-        from carrag.services.errors import NotFound
-
+    async def delete_document(self, document_id: str) -> DeleteResponse:
         async with self._errors():
-            if not await (await self.container()).store.delete_document(document_id):
-                raise NotFound(f"No document with id {document_id}.")
-            return {"document_id": document_id, "deleted": True}
+            return DeleteResponse.model_validate(await (await self.container()).documents.delete(document_id))
 
-    async def search(self, request: dict[str, Any]) -> dict[str, Any]:
-        from carrag.api.routes.query import filters_from
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        from carrag.services.requests import search_filters
 
         async with self._errors():
             outcome = await (await self.container()).search.search(
-                request["question"].strip(),
-                top_k=request.get("top_k", self.settings.default_top_k),
-                filters=filters_from(request.get("tags"), request.get("source")),
-                rerank=request.get("rerank"),
-                mode=request.get("mode", "hybrid"),
+                request.question.strip(),
+                top_k=request.top_k,
+                filters=search_filters(request.tags, request.source),
+                rerank=request.rerank,
+                mode=request.mode,
+                explain=request.explain,
             )
-            return {
-                "results": [hit.as_source(explain=request.get("explain", False)) for hit in outcome.hits],
-                "timings_ms": outcome.timings_ms,
-                "reranked": outcome.reranked,
-                "rerank_note": outcome.rerank_note,
-                "message": outcome.message,
-            }
+            return SearchResponse.model_validate(outcome)
 
-    async def stream_query(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
-        from carrag.api.routes.query import filters_from
+    async def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]:
         from carrag.services.answering import AnswerRequest
+        from carrag.services.requests import search_filters
 
         async with self._errors():
             answers = (await self.container()).answers
             events = answers.stream_answer(
                 AnswerRequest(
-                    question=request["question"].strip(),
-                    top_k=request.get("top_k", self.settings.default_top_k),
-                    filters=filters_from(request.get("tags"), request.get("source")),
-                    rerank=request.get("rerank"),
+                    question=request.question.strip(),
+                    top_k=request.top_k,
+                    filters=search_filters(request.tags, request.source),
+                    rerank=request.rerank,
                 )
             )
             try:
                 async for event in events:
-                    yield (event.kind, {"text": event.data} if event.kind == "token" else event.data)
+                    yield (event.kind, stream_payload(event.kind, event.data))
             finally:
                 await events.aclose()
 
@@ -276,15 +239,15 @@ class HttpClient:
             raise ClientError(_detail(response), response.status_code, fatal=response.status_code in (401, 403))
         return response
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return (await self._request(method, path, **kwargs)).json()
 
-    async def _ingest(self, path: str, on_progress: ProgressCallback, **kwargs: Any) -> dict[str, Any]:
+    async def _ingest(self, path: str, on_progress: ProgressCallback, **kwargs: Any) -> IngestResponse:
         """Start an async ingest job and follow it; a server without jobs answers synchronously."""
         response = await self._request("POST", path, params={"async": "true"}, **kwargs)
         body = response.json()
         if response.status_code != 202:
-            return body
+            return IngestResponse.model_validate(body)
         job_url = body.get("status_url") or f"/jobs/{body['job_id']}"
         try:
             return await self._follow_job(job_url, on_progress)
@@ -293,64 +256,64 @@ class HttpClient:
                 await asyncio.shield(self._http.delete(job_url))
             raise
 
-    async def _follow_job(self, job_url: str, on_progress: ProgressCallback) -> dict[str, Any]:
+    async def _follow_job(self, job_url: str, on_progress: ProgressCallback) -> IngestResponse:
         while True:
-            job = await self._json("GET", job_url)
-            progress = job.get("progress") or {}
-            on_progress(job["state"], progress.get("done") or 0, progress.get("total") or 0)
-            if job["state"] == "done":
-                return job["result"]
-            if job["state"] in FINISHED_JOB_STATES:
-                raise ClientError(job.get("error") or f"the ingest job was {job['state']}")
+            job = JobOut.model_validate(await self._json("GET", job_url))
+            on_progress(job.state, job.progress.done, job.progress.total)
+            if job.state == "done" and job.result is not None:
+                return job.result
+            if job.state in FINISHED_JOB_STATES:
+                raise ClientError(job.error or f"the ingest job was {job.state}")
             await asyncio.sleep(JOB_POLL_SECONDS)
 
     async def ingest_file(
         self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
-    ) -> dict[str, Any]:
+    ) -> IngestResponse:
         form = {"source_id": source_id, "tags": ",".join(options.tags), "force": str(options.force).lower()}
         if options.chunking:
             form["chunking"] = options.chunking
         with path.open("rb") as handle:
             return await self._ingest("/ingest/file", on_progress, data=form, files={"file": (path.name, handle)})
 
-    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> dict[str, Any]:
+    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
         body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force}
         if options.chunking:
             body["chunking"] = options.chunking
         return await self._ingest("/ingest/url", on_progress, json=body)
 
-    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> dict[str, Any]:
+    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentPageOut:
         params: dict[str, Any] = {"offset": offset, "limit": limit}
         if tag:
             params["tag"] = tag
-        return await self._json("GET", "/documents", params=params)
+        return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
 
-    async def get_document(self, document_id: str) -> dict[str, Any]:
-        return await self._json("GET", f"/documents/{_segment(document_id)}")
+    async def get_document(self, document_id: str) -> DocumentOut:
+        return DocumentOut.model_validate(await self._json("GET", f"/documents/{_segment(document_id)}"))
 
-    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> dict[str, Any]:
-        return await self._json(
-            "GET", f"/documents/{_segment(document_id)}/chunks", params={"offset": offset, "limit": limit}
-        )
+    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
+        path = f"/documents/{_segment(document_id)}/chunks"
+        return ChunkPageOut.model_validate(await self._json("GET", path, params={"offset": offset, "limit": limit}))
 
-    async def delete_document(self, document_id: str) -> dict[str, Any]:
-        return await self._json("DELETE", f"/documents/{_segment(document_id)}")
+    async def delete_document(self, document_id: str) -> DeleteResponse:
+        return DeleteResponse.model_validate(await self._json("DELETE", f"/documents/{_segment(document_id)}"))
 
-    async def search(self, request: dict[str, Any]) -> dict[str, Any]:
-        return await self._json("POST", "/search", json=request)
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        body = request.model_dump(mode="json", exclude_unset=True)
+        return SearchResponse.model_validate(await self._json("POST", "/search", json=body))
 
-    async def stream_query(self, request: dict[str, Any]) -> AsyncIterator[StreamEvent]:
+    async def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]:
         from httpx_sse import aconnect_sse
 
+        body = request.model_dump(mode="json", exclude_unset=True)
         try:
-            async with aconnect_sse(self._http, "POST", "/query/stream", json=request) as source:
+            async with aconnect_sse(self._http, "POST", "/query/stream", json=body) as source:
                 if source.response.status_code >= 400:
                     await source.response.aread()
                     status = source.response.status_code
                     raise ClientError(_detail(source.response), status, fatal=status in (401, 403))
                 async for event in source.aiter_sse():
                     if event.event in ("sources", "token", "done", "error"):
-                        yield (event.event, json.loads(event.data))
+                        yield (event.event, stream_payload(event.event, json.loads(event.data)))
         except httpx.HTTPError as error:
             raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
 

@@ -13,7 +13,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from carrag.api.schemas.documents import DocumentOut
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +89,11 @@ def resolve_sources(arguments: Iterable[str], cwd: Path, supported_extensions: I
     return resolved
 
 
-def is_file_document(document: dict[str, Any]) -> bool:
+def is_file_document(document: DocumentOut) -> bool:
     """URL sources are never pruned: they are not files that can stop matching."""
-    return document.get("source_type") != "web" and not is_url(document.get("source_id", ""))
+    return document.source_type != "web" and not is_url(document.source_id)
 
 
-def documents_to_prune(documents: Iterable[dict[str, Any]], kept_source_ids: set[str]) -> list[dict[str, Any]]:
+def documents_to_prune(documents: Iterable[DocumentOut], kept_source_ids: set[str]) -> list[DocumentOut]:
     """Stored file documents whose source is not among the files this run matched."""
-    return [doc for doc in documents if is_file_document(doc) and doc["source_id"] not in kept_source_ids]
+    return [doc for doc in documents if is_file_document(doc) and doc.source_id not in kept_source_ids]

@@ -18,13 +18,28 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 import typer
+from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from carrag.cli.client import CarragClient, ClientError, HttpClient, IngestSettings, LocalClient, all_documents
+from carrag import extras
+from carrag.api.schemas.documents import ChunkPageOut, DocumentOut
+from carrag.api.schemas.ingest import IngestResponse
+from carrag.api.schemas.query import QueryRequest, SearchRequest, Source, StreamError, StreamToken
+from carrag.cli.client import (
+    CarragClient,
+    ClientError,
+    HttpClient,
+    IngestSettings,
+    LocalClient,
+    ProgressCallback,
+    all_documents,
+)
 from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
+from carrag.extras import MissingExtra
+from carrag.services.requests import split_tags
 from carrag.services.settings import Settings, get_settings
 
 app = typer.Typer(help="Carrag: self-hosted retrieval-augmented generation.", no_args_is_help=True)
@@ -98,21 +113,18 @@ def run_with_client(url: str | None, api_key: str | None, work: Callable[[Carrag
         raise typer.Exit(1) from None
 
 
-def split_tags(raw: str | None) -> list[str]:
-    return [tag.strip() for tag in (raw or "").split(",") if tag.strip()]
-
-
-def question_request(
+def question_fields(
     question: str, top_k: int, tags: str | None, source: str | None, rerank: bool | None
 ) -> dict[str, Any]:
-    request: dict[str, Any] = {"question": question, "top_k": top_k}
+    """The fields a query or search request sets (the rest keep the API's defaults)."""
+    fields: dict[str, Any] = {"question": question, "top_k": top_k}
     if split_tags(tags):
-        request["tags"] = split_tags(tags)
+        fields["tags"] = split_tags(tags)
     if source:
-        request["source"] = source
+        fields["source"] = source
     if rerank is not None:
-        request["rerank"] = rerank
-    return request
+        fields["rerank"] = rerank
+    return fields
 
 
 def one_line(text: str, limit: int) -> str:
@@ -135,7 +147,7 @@ def plural(count: int, noun: str) -> str:
 
 
 def print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+    typer.echo(json.dumps(to_jsonable_python(value), indent=2, ensure_ascii=False))
 
 
 # --- ingest -------------------------------------------------------------------------------------------
@@ -174,7 +186,7 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
         console.print(f"[red]✗ failed[/red]    {escape(missing)}: no such file or directory")
     for pattern in resolved.unmatched_patterns:
         console.print(f"[yellow]! no files[/yellow]  {escape(pattern)} matched no file of a supported type")
-    jobs: list[tuple[str, Callable[[Callable[[str, int, int], None]], Awaitable[dict[str, Any]]]]] = [
+    jobs: list[tuple[str, Callable[[ProgressCallback], Awaitable[IngestResponse]]]] = [
         (file.source_id, lambda report, file=file: client.ingest_file(file.path, file.source_id, options, report))
         for file in resolved.files
     ] + [(link, lambda report, link=link: client.ingest_url(link, options, report)) for link in resolved.urls]
@@ -207,24 +219,24 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
                 counts["failed"] += 1
                 progress.console.print(f"[red]✗ failed[/red]    {escape(name)}: {escape(error.detail)}")
             else:
-                counts[result["status"]] += 1
+                counts[result.status] += 1
                 seconds = time.perf_counter() - began
-                if result["status"] == "unchanged":
+                if result.status == "unchanged":
                     progress.console.print(f"[dim]= unchanged[/dim] {escape(name)}")
                 else:
-                    replaced = " (replaced the previous version)" if result.get("replaced_document_id") else ""
+                    replaced = " (replaced the previous version)" if result.replaced_document_id else ""
                     progress.console.print(
-                        f"[green]✓ ingested[/green]  {escape(name)}: {plural(result['chunk_count'], 'chunk')}, "
-                        f"tags {escape(', '.join(result['tags']) or '-')}, {seconds:.1f}s{replaced}"
+                        f"[green]✓ ingested[/green]  {escape(name)}: {plural(result.chunk_count, 'chunk')}, "
+                        f"tags {escape(', '.join(result.tags) or '-')}, {seconds:.1f}s{replaced}"
                     )
             progress.remove_task(current)
             progress.advance(overall)
 
     if prune:
         for document in documents_to_prune(await all_documents(client), resolved.file_source_ids):
-            await client.delete_document(document["document_id"])
+            await client.delete_document(document.document_id)
             counts["pruned"] += 1
-            console.print(f"[magenta]- pruned[/magenta]    {escape(document['source_id'])}")
+            console.print(f"[magenta]- pruned[/magenta]    {escape(document.source_id)}")
 
     summary = (
         f"{len(jobs) + len(resolved.missing)} sources: {counts['ingested']} ingested, "
@@ -250,20 +262,20 @@ def query(
     api_key: ApiKey = None,
 ) -> None:
     """Ask a question: the answer streams in, then its sources are listed."""
-    request = question_request(question, top_k, tags, source, rerank)
+    request = QueryRequest(**question_fields(question, top_k, tags, source, rerank))
 
     async def work(client: CarragClient) -> bool:
-        sources: list[dict[str, Any]] = []
-        async for kind, data in client.stream_query(request):
-            if kind == "sources":
+        sources: list[Source] = []
+        async for _, data in client.stream_query(request):
+            if isinstance(data, list):
                 sources = data
-            elif kind == "token":
-                typer.echo(data["text"], nl=False)
-            elif kind == "error":
+            elif isinstance(data, StreamToken):
+                typer.echo(data.text, nl=False)
+            elif isinstance(data, StreamError):
                 typer.echo("")
-                errors.print(f"[red]error:[/red] {escape(data.get('detail', 'generation failed'))}")
+                errors.print(f"[red]error:[/red] {escape(data.detail)}")
                 return False
-            elif kind == "done":
+            else:
                 typer.echo("")
         print_sources(sources)
         return True
@@ -272,15 +284,13 @@ def query(
         raise typer.Exit(1)
 
 
-def print_sources(sources: list[dict[str, Any]]) -> None:
+def print_sources(sources: list[Source]) -> None:
     if not sources:
         return
     console.print("\n[bold]Sources[/bold]")
     for number, source in enumerate(sources, start=1):
-        where = ", ".join(
-            filter(None, [pages_label(source.get("pages"), source.get("page")), f"chunk {source['chunk_index']}"])
-        )
-        console.print(f"  [{number}] {escape(source['source_id'])} ({where}) score {source['score']:.3f}", markup=False)
+        where = ", ".join(filter(None, [pages_label(source.pages, source.page), f"chunk {source.chunk_index}"]))
+        console.print(f"  [{number}] {escape(source.source_id)} ({where}) score {source.score:.3f}", markup=False)
 
 
 @app.command()
@@ -297,15 +307,15 @@ def search(
     api_key: ApiKey = None,
 ) -> None:
     """Search without generating an answer; a table of the best passages."""
-    request = question_request(question, top_k, tags, source, rerank) | {"mode": mode, "explain": explain}
+    request = SearchRequest(**question_fields(question, top_k, tags, source, rerank), mode=mode, explain=explain)
     outcome = run_with_client(url, api_key, lambda client: client.search(request))
     if as_json:
         print_json(outcome)
         return
-    if not outcome["results"]:
-        console.print(escape(outcome.get("message") or "No results."))
+    if not outcome.results:
+        console.print(escape(outcome.message or "No results."))
         return
-    table = Table(title=f"{len(outcome['results'])} results" + (" (reranked)" if outcome["reranked"] else ""))
+    table = Table(title=f"{len(outcome.results)} results" + (" (reranked)" if outcome.reranked else ""))
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
     table.add_column("source", overflow="fold")
@@ -314,20 +324,21 @@ def search(
         for name in ("bm25", "knn", "rrf"):
             table.add_column(name, justify="right")
     table.add_column("text", ratio=1)
-    for number, hit in enumerate(outcome["results"], start=1):
-        row = [str(number), f"{hit['score']:.3f}", hit["source_id"], pages_label(hit.get("pages"), hit.get("page"))]
+    for number, hit in enumerate(outcome.results, start=1):
+        row = [str(number), f"{hit.score:.3f}", hit.source_id, pages_label(hit.pages, hit.page)]
         if explain:
-            details = hit.get("explain") or {}
+            details = hit.explain
+            rrf = details.rrf_score if details else None
             row += [
-                _rank(details.get("bm25_rank")),
-                _rank(details.get("knn_rank")),
-                f"{details['rrf_score']:.4f}" if details.get("rrf_score") is not None else "-",
+                _rank(details.bm25_rank if details else None),
+                _rank(details.knn_rank if details else None),
+                f"{rrf:.4f}" if rrf is not None else "-",
             ]
-        row.append(one_line(hit["text"], 160))
+        row.append(one_line(hit.text, 160))
         table.add_row(*(escape(cell) for cell in row))
     console.print(table)
-    if outcome.get("rerank_note"):
-        console.print(f"[dim]{escape(outcome['rerank_note'])}[/dim]")
+    if outcome.rerank_note:
+        console.print(f"[dim]{escape(outcome.rerank_note)}[/dim]")
 
 
 def _rank(value: int | None) -> str:
@@ -349,29 +360,27 @@ def documents_list(
     if as_json:
         print_json(page)
         return
-    if not page["items"]:
-        console.print(
-            "No documents." if not page["total"] else f"No documents at offset {offset} (of {page['total']})."
-        )
+    if not page.items:
+        console.print("No documents." if not page.total else f"No documents at offset {offset} (of {page.total}).")
         return
-    table = Table(title=f"Documents {offset + 1}–{offset + len(page['items'])} of {page['total']}")
+    table = Table(title=f"Documents {offset + 1}–{offset + len(page.items)} of {page.total}")
     table.add_column("document_id", overflow="fold", no_wrap=True)
     table.add_column("source", overflow="fold")
     table.add_column("type")
     table.add_column("chunks", justify="right")
     table.add_column("tags", overflow="fold")
     table.add_column("created")
-    for document in page["items"]:
+    for document in page.items:
         table.add_row(
             *(
                 escape(cell)
                 for cell in (
-                    document["document_id"],
-                    document["source_id"],
-                    document["source_type"],
-                    str(document["chunk_count"]),
-                    ", ".join(document["tags"]),
-                    document["created_at"][:19].replace("T", " "),
+                    document.document_id,
+                    document.source_id,
+                    document.source_type,
+                    str(document.chunk_count),
+                    ", ".join(document.tags),
+                    document.created_at[:19].replace("T", " "),
                 )
             )
         )
@@ -389,7 +398,7 @@ def documents_show(
 ) -> None:
     """A document's metadata and its chunks, with their pages."""
 
-    async def work(client: CarragClient) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    async def work(client: CarragClient) -> tuple[DocumentOut, ChunkPageOut | None]:
         document = await client.get_document(document_id)
         listed = await client.get_chunks(document_id, limit=chunks) if chunks else None
         return document, listed
@@ -412,11 +421,11 @@ def documents_show(
         "content_hash",
         "created_at",
     ):
-        value = document.get(key)
+        value = getattr(document, key)
         details.add_row(
             key, escape(", ".join(value) if isinstance(value, list) else str(value if value is not None else "-"))
         )
-    for key, value in document.get("metadata", {}).items():
+    for key, value in document.metadata.items():
         details.add_row(
             f"metadata.{key}",
             escape(json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)),
@@ -424,17 +433,17 @@ def documents_show(
     console.print(details)
     if not listed:
         return
-    table = Table(title=f"Chunks 1–{len(listed['items'])} of {listed['total']}")
+    table = Table(title=f"Chunks 1–{len(listed.items)} of {listed.total}")
     table.add_column("#", justify="right")
     table.add_column("page")
     table.add_column("chars", no_wrap=True)
     table.add_column("text", ratio=1)
-    for chunk in listed["items"]:
-        text = chunk["text"] if full else one_line(chunk["text"], 160)
+    for chunk in listed.items:
+        text = chunk.text if full else one_line(chunk.text, 160)
         table.add_row(
-            str(chunk["chunk_index"]),
-            pages_label(chunk["pages"]),
-            f"{chunk['char_start']}–{chunk['char_end']}",
+            str(chunk.chunk_index),
+            pages_label(chunk.pages),
+            f"{chunk.char_start}–{chunk.char_end}",
             escape(text),
         )
     console.print(table)
@@ -477,9 +486,33 @@ def evaluate_retrieval(
     ] = None,
 ) -> None:
     """Ingest a BEIR dataset into a fresh store and print nDCG@10, Recall@10/100 and MRR@10 per search mode."""
+    extras.require("eval", "`carrag eval`")
     from carrag.cli.evaluation import run_eval_command
 
     run_eval_command(dataset, split, json_out, modes, limit_queries, db)
+
+
+@app.command("eval-answers")
+def evaluate_answers(
+    questions: Annotated[
+        Path, typer.Option("--questions", help="Question file (JSON Lines, carrag/bench/questions/corpus_dev.jsonl).")
+    ],
+    mode: Annotated[
+        str, typer.Option("--mode", help="Answer mode: generate, extract, auto, a comma-separated list, or all.")
+    ] = "all",
+    documents: Annotated[
+        Path, typer.Option("--documents", help="Directory the question file's document paths are relative to.")
+    ] = SHARED_DATA / "corpus",
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1, max=100, help="Passages per question.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the scores and every answer as JSON to this file.")
+    ] = None,
+) -> None:
+    """Ingest the documents a question file lists into a fresh store, ask every question in each answer
+    mode, and print answerable accuracy, citation validity, refusals, invented numbers and latency."""
+    from carrag.cli.answer_evaluation import run_eval_answers_command
+
+    run_eval_answers_command(questions, mode, documents, top_k, json_out)
 
 
 @app.command("bench")
@@ -508,6 +541,7 @@ def benchmark(
     ] = None,
 ) -> None:
     """Measure PDF pages/s, OCR pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    extras.require("eval", "`carrag bench`")
     from carrag.bench.bench import BenchConfig
     from carrag.cli.evaluation import run_bench_command
 
@@ -529,6 +563,7 @@ def benchmark(
 @app.command()
 def mcp() -> None:
     """Serve the MCP tools (search_documents, list_sources) over stdio, on the local store."""
+    extras.require("mcp", "`carrag mcp`")
     from carrag.api.log_config import configure_logging
     from carrag.api.mcp_server import run_stdio
 
@@ -538,7 +573,10 @@ def mcp() -> None:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except MissingExtra as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":

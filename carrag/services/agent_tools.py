@@ -12,10 +12,10 @@ score when the results were reranked, otherwise the chunk's kNN cosine similarit
 
 from __future__ import annotations
 
+from carrag.services.documents import DocumentService
 from carrag.services.errors import InvalidInput
 from carrag.services.models import SearchFilters
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, SearchHit, SearchService
-from carrag.services.stores.base import Store
 
 PASSAGE_SEPARATOR = "\n\n---\n\n"
 
@@ -56,9 +56,9 @@ async def search_documents(search: SearchService, query: str, top_k: int = 5, so
     return PASSAGE_SEPARATOR.join(format_hit(hit) for hit in outcome.hits)
 
 
-async def list_sources(store: Store) -> str:
+async def list_sources(documents: DocumentService) -> str:
     """Every ingested source id (the values ``search_documents`` can filter on), one per line."""
-    sources = sorted(await store.list_sources())
+    sources = await documents.sources()
     if not sources:
         return EMPTY_INDEX_MESSAGE
     lines = [f"{len(sources)} ingested source{'s' if len(sources) != 1 else ''} (source id, type):"]

@@ -18,8 +18,9 @@ from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.llms.base import LLM
 from carrag.services.models import ChatMessage, SearchFilters
 from carrag.services.prompt import PromptSource, build_messages
-from carrag.services.retrieval.search import SearchOutcome, SearchService
+from carrag.services.retrieval.search import SearchHit, SearchOutcome, SearchService
 from carrag.services.settings import Settings
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 
 @dataclass(slots=True)
@@ -32,7 +33,22 @@ class AnswerRequest:
 
 
 @dataclass(slots=True)
+class AnswerSummary:
+    """The ``done`` event: how the answer was made. ``model`` is None when nothing was generated."""
+
+    model: str | None
+    duration_ms: float
+    timings_ms: dict[str, float]
+    reranked: bool
+    rerank_note: str | None
+    empty_index: bool
+
+
+@dataclass(slots=True)
 class AnswerEvent:
+    """``sources``: list[SearchHit]; ``token``: str (a text delta); ``done``: AnswerSummary;
+    ``error``: str (why generation stopped after the stream began)."""
+
     kind: Literal["sources", "token", "done", "error"]
     data: Any
 
@@ -40,7 +56,7 @@ class AnswerEvent:
 @dataclass(slots=True)
 class Answer:
     answer: str
-    sources: list[dict[str, Any]]
+    sources: list[SearchHit]
     model: str
     duration_ms: float
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -48,9 +64,14 @@ class Answer:
     rerank_note: str | None = None
 
 
+# The stages an answer adds to its search's timings.
+GENERATION_STAGES = ("generate", "first_token")
+
+
 class AnswerService:
-    def __init__(self, settings: Settings, search: SearchService, llm: LLM) -> None:
+    def __init__(self, settings: Settings, search: SearchService, llm: LLM, telemetry: Telemetry | None = None) -> None:
         self.settings = settings
+        self.telemetry = telemetry or NullTelemetry()
         self.search = search
         self.llm = llm
         # Admission before any work: a slow generator (the local LLM runs one answer at a time)
@@ -84,7 +105,7 @@ class AnswerService:
         outcome = await self.search.search(
             request.question, top_k=request.top_k, filters=request.filters, rerank=request.rerank
         )
-        yield AnswerEvent("sources", [hit.as_source() for hit in outcome.hits])
+        yield AnswerEvent("sources", outcome.hits)
         timings = dict(outcome.timings_ms)
         if not outcome.hits:
             yield AnswerEvent("token", outcome.message or "")
@@ -104,12 +125,10 @@ class AnswerService:
                         first_token_ms = _ms(generation_started)
                     yield AnswerEvent("token", delta)
         except TimeoutError:
-            yield AnswerEvent(
-                "error", {"detail": f"generation exceeded {self.settings.llm_timeout:.0f}s (LLM_TIMEOUT)"}
-            )
+            yield AnswerEvent("error", f"generation exceeded {self.settings.llm_timeout:.0f}s (LLM_TIMEOUT)")
             return
         except CarragError as exc:
-            yield AnswerEvent("error", {"detail": exc.message})
+            yield AnswerEvent("error", exc.message)
             return
         timings["generate"] = _ms(generation_started)
         if first_token_ms is not None:
@@ -118,37 +137,40 @@ class AnswerService:
 
     def _done(
         self, started: float, timings: dict[str, float], outcome: SearchOutcome, *, generated: bool
-    ) -> dict[str, Any]:
-        return {
-            "model": self.llm.model if generated else None,
-            "duration_ms": _ms(started),
-            "timings_ms": timings,
-            "reranked": outcome.reranked,
-            "rerank_note": outcome.rerank_note,
-            "empty_index": outcome.empty_index,
-        }
+    ) -> AnswerSummary:
+        # The search stages in ``timings`` were reported by SearchService; these are the answer's own.
+        self.telemetry.stages("query", {stage: timings[stage] for stage in GENERATION_STAGES if stage in timings})
+        return AnswerSummary(
+            model=self.llm.model if generated else None,
+            duration_ms=_ms(started),
+            timings_ms=timings,
+            reranked=outcome.reranked,
+            rerank_note=outcome.rerank_note,
+            empty_index=outcome.empty_index,
+        )
 
     async def answer(self, request: AnswerRequest) -> Answer:
         parts: list[str] = []
-        sources: list[dict[str, Any]] = []
-        done: dict[str, Any] = {}
+        sources: list[SearchHit] = []
+        done: AnswerSummary | None = None
         async for event in self.stream_answer(request):
             if event.kind == "sources":
                 sources = event.data
             elif event.kind == "token":
                 parts.append(event.data)
             elif event.kind == "error":
-                raise DependencyUnavailable("llm", event.data["detail"])
+                raise DependencyUnavailable("llm", event.data)
             else:
                 done = event.data
+        assert done is not None, "a stream that raised no error ends with its done event"
         return Answer(
             answer="".join(parts),
             sources=sources,
-            model=done.get("model") or self.llm.model,
-            duration_ms=done.get("duration_ms", 0.0),
-            timings_ms=done.get("timings_ms", {}),
-            reranked=done.get("reranked", False),
-            rerank_note=done.get("rerank_note"),
+            model=done.model or self.llm.model,
+            duration_ms=done.duration_ms,
+            timings_ms=done.timings_ms,
+            reranked=done.reranked,
+            rerank_note=done.rerank_note,
         )
 
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from carrag import extras
 from carrag.services.answering import AnswerService
+from carrag.services.documents import DocumentService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import DependencyUnavailable
@@ -28,9 +30,11 @@ from carrag.services.models import ComponentHealth
 from carrag.services.rerankers.base import Reranker
 from carrag.services.rerankers.flashrank import FlashrankReranker
 from carrag.services.retrieval.search import SearchService
-from carrag.services.settings import Settings
+from carrag.services.settings import Settings, revealed
 from carrag.services.stores.base import Store
 from carrag.services.tagging import KeywordTagger, LLMTagger, NoTagger, Tagger
+from carrag.services.telemetry import Telemetry
+from carrag.services.telemetry.prometheus import PrometheusTelemetry
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +64,7 @@ class UnavailableEmbedder:
 
 def build_store(settings: Settings) -> Store:
     if settings.store == "elasticsearch":
+        extras.require("elasticsearch", "STORE=elasticsearch")
         from carrag.services.stores.elasticsearch import ElasticsearchStore
 
         return ElasticsearchStore.from_settings(settings)
@@ -98,7 +103,10 @@ def build_llm(settings: Settings) -> LLM:
         from carrag.services.llms.openai_compatible import OpenAICompatibleLLM
 
         return OpenAICompatibleLLM(
-            settings.openai_base_url, settings.openai_model, settings.openai_api_key, timeout=settings.llm_timeout
+            settings.openai_base_url,
+            settings.openai_model,
+            revealed(settings.openai_api_key),
+            timeout=settings.llm_timeout,
         )
     if settings.llm == "none":
         return ExtractiveLLM("LLM=none")
@@ -151,7 +159,9 @@ class Container:
     ingestion: IngestionService
     search: SearchService
     answers: AnswerService
+    documents: DocumentService
     jobs: JobManager
+    telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
 
     async def health(self) -> dict[str, ComponentHealth]:
@@ -176,8 +186,13 @@ async def build_container(
     llm: LLM | None = None,
     reranker: Reranker | None = None,
     fetcher: Fetcher | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Container:
-    """Wire everything from ``settings``; keyword arguments replace single adapters (tests, eval)."""
+    """Wire everything from ``settings``; keyword arguments replace single adapters (tests, eval).
+
+    Every service reports to ``telemetry``: by default a `PrometheusTelemetry`, which the app serves at
+    /metrics."""
+    telemetry = telemetry or PrometheusTelemetry()
     startup_errors: dict[str, str] = {}
     store = store or build_store(settings)
     try:
@@ -193,6 +208,7 @@ async def build_container(
         retries=settings.embed_retries,
         backoff=settings.embed_retry_backoff,
         timeout=settings.embed_timeout,
+        telemetry=telemetry,
     )
     llm = llm or await asyncio.to_thread(build_llm, settings)
     reranker = reranker or await asyncio.to_thread(
@@ -203,8 +219,8 @@ async def build_container(
     )
     fetcher = fetcher or build_fetcher(settings)
     tagger = build_tagger(settings, llm)
-    search = SearchService(settings, store, embedder, reranker)
-    ingestion = IngestionService(settings, store, embedder, tagger, fetcher)
+    search = SearchService(settings, store, embedder, reranker, telemetry)
+    ingestion = IngestionService(settings, store, embedder, tagger, fetcher, telemetry)
     return Container(
         settings=settings,
         store=store,
@@ -215,7 +231,9 @@ async def build_container(
         tagger=tagger,
         ingestion=ingestion,
         search=search,
-        answers=AnswerService(settings, search, llm),
-        jobs=JobManager(settings, ingestion),
+        answers=AnswerService(settings, search, llm, telemetry),
+        documents=DocumentService(store),
+        jobs=JobManager(settings, ingestion, telemetry),
+        telemetry=telemetry,
         startup_errors=startup_errors,
     )

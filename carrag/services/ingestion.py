@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from carrag.services.parsers.web import parse_web_page
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.tagging import Tagger, auto_tags, merge_tags
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -46,14 +47,19 @@ class IngestObserver(Protocol):
 
     def stage(self, stage: Stage) -> None: ...
 
-    def progress(self, done: int, total: int) -> None: ...
+    def embedded(self, done: int, total: int) -> None: ...
+
+    def ocr_read(self, done: int, total: int) -> None: ...  # PDF pages read by OCR, while parsing
 
 
 class _SilentObserver:
     def stage(self, stage: Stage) -> None:
         pass
 
-    def progress(self, done: int, total: int) -> None:
+    def embedded(self, done: int, total: int) -> None:
+        pass
+
+    def ocr_read(self, done: int, total: int) -> None:
         pass
 
 
@@ -79,18 +85,6 @@ class IngestResult:
     source_id: str
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "document_id": self.document_id,
-            "filename": self.filename,
-            "chunk_count": self.chunk_count,
-            "tags": self.tags,
-            "status": self.status,
-            "source_id": self.source_id,
-            "replaced_document_id": self.replaced_document_id,
-            "timings_ms": self.timings_ms,
-        }
 
 
 def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:
@@ -147,6 +141,7 @@ class IngestionService:
         embedder: EmbeddingService,
         tagger: Tagger,
         fetcher: Fetcher,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -156,7 +151,7 @@ class IngestionService:
         self.ocr = reader_for(settings.ocr_enabled, settings.ocr_dpi)  # None: OCR off or not installed
         self.admission = AdmissionGate(settings.max_concurrent_ingests, settings.ingest_queue_size, "ingestion")
         self.accepting = True  # False once shutdown has begun (stop_accepting)
-        self.on_indexed: Callable[[int], None] | None = None  # metrics hook: chunks indexed
+        self.telemetry = telemetry or NullTelemetry()
 
     # --- admission -------------------------------------------------------------------------------
     def stop_accepting(self) -> None:
@@ -317,6 +312,7 @@ class IngestionService:
 
         existing = await self.store.find_by_source(source_id)
         if existing is not None and existing.content_hash == digest and not options.force:
+            self._report("unchanged", timings)
             return IngestResult(
                 document_id=existing.document_id,
                 filename=existing.filename,
@@ -354,7 +350,7 @@ class IngestionService:
         observer.stage("embedding")
         started = time.perf_counter()
         vectors = await (embed or self.embedder.embed_documents)(
-            [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.progress
+            [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.embedded
         )
         timings["embed"] = _ms(started)
 
@@ -380,8 +376,8 @@ class IngestionService:
         )
         replaced = await self.store.write_document(record, chunks, vectors, identity)
         timings["index"] = _ms(started)
-        if self.on_indexed is not None:
-            self.on_indexed(len(chunks))
+        self.telemetry.chunks_indexed(len(chunks))
+        self._report("ingested", timings)
         observer.stage("done")
         logger.info(
             "document ingested",
@@ -404,6 +400,10 @@ class IngestionService:
             timings_ms=timings,
         )
 
+    def _report(self, status: str, timings: dict[str, float]) -> None:
+        self.telemetry.document_ingested(status)
+        self.telemetry.stages("ingest", timings)
+
     async def _check_embedding_identity(self, force: bool) -> EmbeddingIdentity:
         """Fail before any embedding work if the store holds another model's vectors."""
         current = await self.embedder.embedding_identity()
@@ -421,14 +421,14 @@ class IngestionService:
 
 
 def _progress_from_thread(observer: IngestObserver | None) -> Progress | None:
-    """``observer.progress`` for a parser running in a worker thread (OCR pages done/total during the
+    """``observer.ocr_read`` for a parser running in a worker thread (OCR pages done/total during the
     ``parsing`` stage): each call is handed to the event loop's thread."""
     if observer is None:
         return None
     loop = asyncio.get_running_loop()
 
     def report(done: int, total: int) -> None:
-        loop.call_soon_threadsafe(observer.progress, done, total)
+        loop.call_soon_threadsafe(observer.ocr_read, done, total)
 
     return report
 

@@ -22,11 +22,12 @@ from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Literal
 
-from carrag.services.errors import CarragError, Conflict, NotFound
+from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, NotFound
 from carrag.services.ingestion import IngestionService, IngestObserver, IngestOptions, IngestResult
 from carrag.services.settings import Settings
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -42,16 +43,21 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(slots=True)
+class Progress:
+    done: int = 0  # chunks embedded so far (while parsing: PDF pages read by OCR)
+    total: int = 0  # chunks to embed, 0 until the embedding stage starts (while parsing: pages to OCR)
+
+
 @dataclass(eq=False)
 class Job:
     job_id: str
     kind: JobKind
     source: str  # the filename or URL
     state: JobState = "queued"
-    progress_done: int = 0
-    progress_total: int = 0
+    progress: Progress = field(default_factory=Progress)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    result: dict[str, Any] | None = None
+    result: IngestResult | None = None
     error: str | None = None
     created_at: datetime = field(default_factory=_now)
     updated_at: datetime = field(default_factory=_now)
@@ -65,29 +71,18 @@ class Job:
     def finished(self) -> bool:
         return self.state in FINISHED_STATES
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "job_id": self.job_id,
-            "kind": self.kind,
-            "source": self.source,
-            "state": self.state,
-            "progress": {"done": self.progress_done, "total": self.progress_total},
-            "timings_ms": dict(self.timings_ms),
-            "result": self.result,
-            "error": self.error,
-            "created_at": self.created_at.isoformat(),
-            "updated_at": self.updated_at.isoformat(),
-        }
-
     # --- IngestObserver --------------------------------------------------------------------------
     def stage(self, stage: str) -> None:
         if stage == "done":  # the manager finishes the job once the pipeline has returned
             return
         self._enter(stage)  # type: ignore[arg-type]
 
-    def progress(self, done: int, total: int) -> None:
-        self.progress_done, self.progress_total = done, total
+    def embedded(self, done: int, total: int) -> None:
+        self.progress.done, self.progress.total = done, total
         self.updated_at = _now()
+
+    def ocr_read(self, done: int, total: int) -> None:
+        self.embedded(done, total)  # the same counter, in the parsing stage
 
     # --- transitions ---------------------------------------------------------------------------
     def _enter(self, state: JobState) -> None:
@@ -105,12 +100,13 @@ class Job:
 
 
 class JobManager:
-    def __init__(self, settings: Settings, ingestion: IngestionService) -> None:
+    def __init__(self, settings: Settings, ingestion: IngestionService, telemetry: Telemetry | None = None) -> None:
         self.settings = settings
         self.ingestion = ingestion
         self._jobs: OrderedDict[str, Job] = OrderedDict()  # oldest first
         self._drain: asyncio.Task[None] | None = None
-        self.on_finished: Callable[[Job], None] | None = None  # metrics hook
+        self.telemetry = telemetry or NullTelemetry()
+        self.telemetry.watch_jobs(self.counts_by_state)
 
     # --- submitting ------------------------------------------------------------------------------
     async def submit_file(self, data: bytes, filename: str, options: IngestOptions) -> Job:
@@ -155,9 +151,9 @@ class JobManager:
             job.error, job.exception = INTERNAL_ERROR, exc
             self._finish(job, "failed")
         else:
-            job.result = result.as_dict()
-            if result.chunk_count and not job.progress_total:
-                job.progress_done = job.progress_total = result.chunk_count  # unchanged: nothing embedded
+            job.result = result
+            if result.chunk_count and not job.progress.total:
+                job.progress.done = job.progress.total = result.chunk_count  # unchanged: nothing embedded
             self._finish(job, "done")
 
     def _finish(self, job: Job, state: JobState) -> None:
@@ -176,8 +172,9 @@ class JobManager:
                 "timings_ms": job.timings_ms,
             },
         )
-        if self.on_finished is not None:
-            self.on_finished(job)
+        self.telemetry.job_finished(job.state)
+        if isinstance(job.exception, DependencyUnavailable):
+            self.telemetry.dependency_failed(job.exception.component)
         job.exception = None  # its traceback holds the pipeline's frames (the upload, the text)
 
     # --- reading ----------------------------------------------------------------------------------

@@ -137,11 +137,3 @@ class ComponentHealth:
     backend: str
     model: str | None = None
     detail: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "backend": self.backend,
-            "model": self.model,
-            "detail": self.detail,
-        }

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from carrag.bench.server import server_process
 from carrag.cli.main import app
 from carrag.services.container import build_container
 from carrag.services.ingestion import IngestOptions
@@ -22,7 +23,6 @@ from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.settings import Settings
 from tests.conftest import FIXTURES
 from tests.live_server import served_page
-from tests.server_process import server_process
 
 API_KEY = "cli-test-key"
 PAGE = (

@@ -89,12 +89,12 @@ async def test_source_filter_takes_an_exact_id_or_a_glob(container: Container) -
 
 async def test_an_empty_index_says_how_to_ingest(container: Container) -> None:
     assert await agent_tools.search_documents(container.search, "anything") == EMPTY_INDEX_MESSAGE
-    assert await agent_tools.list_sources(container.store) == EMPTY_INDEX_MESSAGE
+    assert await agent_tools.list_sources(container.documents) == EMPTY_INDEX_MESSAGE
 
 
 async def test_list_sources(container: Container) -> None:
     await ingest_corpus(container)
-    assert await agent_tools.list_sources(container.store) == "\n".join(
+    assert await agent_tools.list_sources(container.documents) == "\n".join(
         [
             "4 ingested sources (source id, type):",
             "- f150.pdf (pdf)",

@@ -126,8 +126,11 @@ class RecordingObserver:
     def stage(self, stage: str) -> None:
         self.events.append(("stage", stage))
 
-    def progress(self, done: int, total: int) -> None:
-        self.events.append(("progress", (done, total)))
+    def embedded(self, done: int, total: int) -> None:
+        self.events.append(("embedded", (done, total)))
+
+    def ocr_read(self, done: int, total: int) -> None:
+        self.events.append(("ocr_read", (done, total)))
 
 
 async def test_ocr_progress_is_reported_while_parsing(container: Container) -> None:
@@ -145,7 +148,7 @@ async def test_ocr_progress_is_reported_while_parsing(container: Container) -> N
     observer = RecordingObserver()
     result = await container.ingestion.ingest_file(scan, "scanned-memo.pdf", IngestOptions(), observer)
     assert pages_read == [0]
-    assert observer.events[:2] == [("stage", "parsing"), ("progress", (1, 1))]
+    assert observer.events[:2] == [("stage", "parsing"), ("ocr_read", (1, 1))]
     document = await container.store.get_document(result.document_id)
     assert document is not None and document.metadata["ocr_pages"] == [1]
 

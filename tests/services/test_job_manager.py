@@ -27,14 +27,14 @@ async def test_job_runs_the_pipeline_and_reports_each_stage(container: Container
     assert job.state == "done" and job.error is None
     assert list(job.timings_ms) == PIPELINE_STATES, "every stage was entered, in order, and timed"
     assert all(ms >= 0 for ms in job.timings_ms.values())
-    assert job.progress_done == job.progress_total == job.result["chunk_count"] >= 1
-    assert job.result["status"] == "ingested" and "ops" in job.result["tags"]
-    stored = await container.store.get_document(job.result["document_id"])
-    assert stored is not None and stored.chunk_count == job.result["chunk_count"]
+    assert job.progress.done == job.progress.total == job.result.chunk_count >= 1
+    assert job.result.status == "ingested" and "ops" in job.result.tags
+    stored = await container.store.get_document(job.result.document_id)
+    assert stored is not None and stored.chunk_count == job.result.chunk_count
 
     again = await container.jobs.submit_file(NOTE, "notes.md", IngestOptions())
     await finished(container.jobs, again.job_id)
-    assert again.result["status"] == "unchanged" and again.result["document_id"] == job.result["document_id"]
+    assert again.result.status == "unchanged" and again.result.document_id == job.result.document_id
     assert [j.job_id for j in container.jobs.recent(10)] == [again.job_id, job.job_id], "newest first"
 
 
@@ -42,8 +42,8 @@ async def test_cancel_mid_embedding_leaves_nothing_in_the_store(tmp_path: Path, 
     container = await open_container(make_settings(tmp_path, embed_batch_size=8), embedding_backend)
     try:
         job = await container.jobs.submit_file(long_document(600), "big.md", IngestOptions())
-        await wait_for(lambda: job.state == "embedding" and job.progress_done >= 8, what="a few embedded batches")
-        assert job.progress_done < job.progress_total
+        await wait_for(lambda: job.state == "embedding" and job.progress.done >= 8, what="a few embedded batches")
+        assert job.progress.done < job.progress.total
 
         cancelled = await container.jobs.cancel(job.job_id)
 

@@ -16,7 +16,7 @@ from carrag.api.routes.jobs import JobsDep, status_url
 from carrag.api.schemas.ingest import ChunkingStrategy, IngestResponse, IngestUrlRequest
 from carrag.api.schemas.jobs import JobAccepted
 from carrag.services.errors import EmptyDocument, InvalidInput, PayloadTooLarge
-from carrag.services.ingestion import IngestOptions
+from carrag.services.ingestion import IngestOptions, IngestResult
 from carrag.services.jobs import Job
 from carrag.services.parsers import check_supported
 
@@ -53,7 +53,7 @@ async def ingest_file(
     chunk_overlap: Annotated[int | None, Form(ge=0, le=10000)] = None,
     force: Annotated[bool, Form()] = False,
     run_async: AsyncFlag = False,
-) -> IngestResponse | JSONResponse:
+) -> IngestResult | JSONResponse:
     filename = (file.filename or "").strip()
     if not filename:
         raise InvalidInput("The uploaded file has no filename; the extension decides how it is parsed.")
@@ -74,14 +74,13 @@ async def ingest_file(
     if run_async:
         return accepted(await jobs.submit_file(data, filename, options))
     async with ingestion.slot():
-        result = await ingestion.ingest_file(data, filename, options)
-    return IngestResponse(**result.as_dict())
+        return await ingestion.ingest_file(data, filename, options)
 
 
 @router.post("/url", response_model=IngestResponse, summary="Fetch a web page and ingest it", responses=ASYNC_RESPONSES)
 async def ingest_url(
     ingestion: IngestionDep, jobs: JobsDep, body: IngestUrlRequest, run_async: AsyncFlag = False
-) -> IngestResponse | JSONResponse:
+) -> IngestResult | JSONResponse:
     options = IngestOptions(
         tags=body.tags,
         source_id=body.source_id,
@@ -93,5 +92,4 @@ async def ingest_url(
     if run_async:
         return accepted(await jobs.submit_url(body.url.strip(), options))
     async with ingestion.slot():
-        result = await ingestion.ingest_url(body.url.strip(), options)
-    return IngestResponse(**result.as_dict())
+        return await ingestion.ingest_url(body.url.strip(), options)

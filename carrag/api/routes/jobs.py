@@ -27,18 +27,14 @@ def status_url(job: Job) -> str:
     return f"/jobs/{job.job_id}"
 
 
-def job_out(job: Job) -> JobOut:
-    return JobOut.model_validate(job.as_dict())
-
-
 @router.get("", response_model=JobListOut, summary="Recent ingest jobs (newest first)")
 async def list_jobs(jobs: JobsDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> JobListOut:
-    return JobListOut(items=[job_out(job) for job in jobs.recent(limit)], total=sum(jobs.counts_by_state().values()))
+    return JobListOut.model_validate({"items": jobs.recent(limit), "total": sum(jobs.counts_by_state().values())})
 
 
 @router.get("/{job_id}", response_model=JobOut, summary="An ingest job's state, progress, timings and result")
-async def get_job(jobs: JobsDep, job_id: str) -> JobOut:
-    return job_out(jobs.get(job_id))
+async def get_job(jobs: JobsDep, job_id: str) -> Job:
+    return jobs.get(job_id)
 
 
 @router.delete(
@@ -47,5 +43,5 @@ async def get_job(jobs: JobsDep, job_id: str) -> JobOut:
     summary="Cancel an ingest job; nothing of it is stored",
     responses={409: {"description": "The job has already finished, or is writing its document."}},
 )
-async def cancel_job(jobs: JobsDep, job_id: str) -> JobOut:
-    return job_out(await jobs.cancel(job_id))
+async def cancel_job(jobs: JobsDep, job_id: str) -> Job:
+    return await jobs.cancel(job_id)

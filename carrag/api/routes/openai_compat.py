@@ -42,6 +42,7 @@ from carrag.api.schemas.openai import (
     ModelListOut,
     ModelOut,
 )
+from carrag.api.schemas.query import SOURCE_LIST, jsonable, stream_payload
 from carrag.api.streaming import opened
 from carrag.services.answering import AnswerEvent, AnswerRequest
 from carrag.services.errors import InvalidInput, NotFound
@@ -168,7 +169,7 @@ async def chat_completions(
             created=created,
             model=MODEL_ID,
             choices=[Choice(message=AssistantMessage(content=answer.answer))],
-            sources=answer.sources,
+            sources=SOURCE_LIST.validate_python(answer.sources),
             carrag={
                 "llm": answer.model,
                 "duration_ms": answer.duration_ms,
@@ -192,14 +193,15 @@ async def chat_completions(
         return f"data: {json.dumps(payload)}\n\n"
 
     def translate(event: AnswerEvent) -> str:
+        payload = jsonable(stream_payload(event.kind, event.data))
         if event.kind == "sources":
-            return chunk({"role": "assistant", "content": ""}, sources=event.data)
+            return chunk({"role": "assistant", "content": ""}, sources=payload)
         if event.kind == "token":
-            return chunk({"content": event.data})
+            return chunk({"content": payload["text"]})
         if event.kind == "done":
-            meta = {"llm": event.data.get("model"), **{k: v for k, v in event.data.items() if k != "model"}}
+            meta = {"llm": payload["model"], **{k: v for k, v in payload.items() if k != "model"}}
             return chunk({}, "stop", carrag=meta) + "data: [DONE]\n\n"
-        return f"data: {json.dumps({'error': {'message': event.data['detail'], 'type': 'server_error'}})}\n\n"
+        return f"data: {json.dumps({'error': {'message': payload['detail'], 'type': 'server_error'}})}\n\n"
 
     async def stream() -> AsyncIterator[str]:
         async with contextlib.aclosing(events):  # closing stops generation when the client has gone

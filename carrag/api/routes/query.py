@@ -15,9 +15,9 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from carrag.api.deps import AnswersDep, SettingsDep
-from carrag.api.schemas.query import QueryRequest, QueryResponse
+from carrag.api.schemas.query import QueryRequest, QueryResponse, jsonable, stream_payload
 from carrag.api.streaming import opened
-from carrag.services.answering import AnswerEvent, AnswerRequest
+from carrag.services.answering import Answer, AnswerEvent, AnswerRequest
 from carrag.services.models import ChatMessage, SearchFilters
 
 router = APIRouter(tags=["query"])
@@ -41,23 +41,12 @@ def answer_request(body: QueryRequest) -> AnswerRequest:
 
 
 @router.post("/query", response_model=QueryResponse, summary="Answer a question from the documents")
-async def query(body: QueryRequest, answers: AnswersDep) -> QueryResponse:
-    answer = await answers.answer(answer_request(body))
-    return QueryResponse(
-        answer=answer.answer,
-        sources=answer.sources,
-        model=answer.model,
-        duration_ms=answer.duration_ms,
-        timings_ms=answer.timings_ms,
-        reranked=answer.reranked,
-        rerank_note=answer.rerank_note,
-    )
+async def query(body: QueryRequest, answers: AnswersDep) -> Answer:
+    return await answers.answer(answer_request(body))
 
 
 def to_sse(event: AnswerEvent) -> ServerSentEvent:
-    if event.kind == "token":
-        return ServerSentEvent(data=json.dumps({"text": event.data}), event="token")
-    return ServerSentEvent(data=json.dumps(event.data), event=event.kind)
+    return ServerSentEvent(data=json.dumps(jsonable(stream_payload(event.kind, event.data))), event=event.kind)
 
 
 @router.post(

@@ -7,23 +7,18 @@ from fastapi import APIRouter
 from carrag.api.deps import SearchDep
 from carrag.api.routes.query import filters_from
 from carrag.api.schemas.query import SearchRequest, SearchResponse
+from carrag.services.retrieval.search import SearchOutcome
 
 router = APIRouter(tags=["query"])
 
 
 @router.post("/search", response_model=SearchResponse, summary="Hybrid search with reranking and expansion")
-async def search(body: SearchRequest, search: SearchDep) -> SearchResponse:
-    outcome = await search.search(
+async def search(body: SearchRequest, search: SearchDep) -> SearchOutcome:
+    return await search.search(
         body.question.strip(),
         top_k=body.top_k,
         filters=filters_from(body.tags, body.source),
         rerank=body.rerank,
         mode=body.mode,
-    )
-    return SearchResponse(
-        results=[hit.as_source(explain=body.explain) for hit in outcome.hits],
-        timings_ms=outcome.timings_ms,
-        reranked=outcome.reranked,
-        rerank_note=outcome.rerank_note,
-        message=outcome.message,
+        explain=body.explain,
     )

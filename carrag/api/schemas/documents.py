@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import Field
+
+from carrag.api.schemas.base import Schema, read_from
 
 
-class DocumentOut(BaseModel):
+class DocumentOut(Schema):
     document_id: str
     filename: str
     source_id: str
@@ -19,24 +21,24 @@ class DocumentOut(BaseModel):
     external_id: str | None = None
 
 
-class DocumentPageOut(BaseModel):
+class DocumentPageOut(Schema):
     items: list[DocumentOut]
     total: int
     offset: int
     limit: int
 
 
-class ChunkOut(BaseModel):
-    chunk_index: int
-    text: str
-    char_start: int
-    char_end: int
-    pages: list[int]
-    section: str | None = None
+class ChunkOut(Schema):
+    chunk_index: int = Field(validation_alias=read_from("chunk", "chunk_index"))
+    text: str = Field(validation_alias=read_from("chunk", "text"))
+    char_start: int = Field(validation_alias=read_from("chunk", "char_start"))
+    char_end: int = Field(validation_alias=read_from("chunk", "char_end"))
+    pages: list[int] = Field(validation_alias=read_from("chunk", "pages"))
+    section: str | None = Field(None, validation_alias=read_from("chunk", "section"))
     vector_dimension: int
 
 
-class ChunkPageOut(BaseModel):
+class ChunkPageOut(Schema):
     document_id: str
     items: list[ChunkOut]
     total: int
@@ -44,6 +46,6 @@ class ChunkPageOut(BaseModel):
     limit: int
 
 
-class DeleteResponse(BaseModel):
+class DeleteResponse(Schema):
     document_id: str
     deleted: bool

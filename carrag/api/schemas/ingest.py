@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from carrag.api.schemas.base import Schema
 
 ChunkingStrategy = Literal["recursive", "fixed", "paragraph", "sentence", "markdown"]
 
 
-class IngestUrlRequest(BaseModel):
+class IngestUrlRequest(Schema):
     url: str = Field(..., min_length=1, max_length=2048, examples=["https://example.com/article"])
     tags: list[str] = Field(default_factory=list, max_length=50)
     source_id: str | None = Field(None, max_length=2048, description="Defaults to the URL.")
@@ -17,12 +19,14 @@ class IngestUrlRequest(BaseModel):
     force: bool = Field(False, description="Re-ingest identical content; wipe the store on a model change.")
 
 
-class IngestResponse(BaseModel):
+class IngestResponse(Schema):
     document_id: str
     filename: str
     chunk_count: int
-    tags: list[str]
-    status: Literal["ingested", "unchanged"]
+    tags: list[str] = Field(description="Generated tags first, then the caller's; trimmed, lower case.")
+    status: Literal["ingested", "unchanged"] = Field(
+        description="`unchanged`: this source id already holds the same content; nothing was re-embedded."
+    )
     source_id: str
-    replaced_document_id: str | None = None
-    timings_ms: dict[str, float] = Field(default_factory=dict)
+    replaced_document_id: str | None = Field(None, description="The earlier version of this source, now replaced.")
+    timings_ms: dict[str, float] = Field(default_factory=dict, description="Milliseconds spent in each stage.")

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from carrag.api.schemas.base import IsoTimestamp, Schema
 from carrag.api.schemas.ingest import IngestResponse
 
 JobStateOut = Literal[
@@ -11,7 +12,7 @@ JobStateOut = Literal[
 ]
 
 
-class JobAccepted(BaseModel):
+class JobAccepted(Schema):
     """The 202 answer to ``POST /ingest/file?async=true`` and ``POST /ingest/url?async=true``."""
 
     job_id: str
@@ -19,12 +20,14 @@ class JobAccepted(BaseModel):
     status_url: str = Field(description="Poll this (GET) for the job's state; DELETE it to cancel.")
 
 
-class JobProgress(BaseModel):
-    done: int = Field(description="Chunks embedded so far.")
-    total: int = Field(description="Chunks to embed (0 until the embedding stage starts).")
+class JobProgress(Schema):
+    done: int = Field(description="Chunks embedded so far (state `parsing`: PDF pages read by OCR so far).")
+    total: int = Field(
+        description="Chunks to embed, 0 until the embedding stage starts (state `parsing`: pages to read by OCR)."
+    )
 
 
-class JobOut(BaseModel):
+class JobOut(Schema):
     job_id: str
     kind: Literal["file", "url"]
     source: str = Field(description="The uploaded filename or the URL.")
@@ -33,10 +36,10 @@ class JobOut(BaseModel):
     timings_ms: dict[str, float] = Field(description="Milliseconds spent in each state so far.")
     result: IngestResponse | None = Field(None, description="The ingest result, once the job is done.")
     error: str | None = Field(None, description="Why the job failed (or 'cancelled').")
-    created_at: str
-    updated_at: str
+    created_at: IsoTimestamp
+    updated_at: IsoTimestamp
 
 
-class JobListOut(BaseModel):
+class JobListOut(Schema):
     items: list[JobOut]
     total: int = Field(description="Jobs held in memory (running, queued and recently finished).")

@@ -9,26 +9,27 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from carrag.api.schemas.base import Schema
 from carrag.api.schemas.query import Source
 
 
-class TextPart(BaseModel):
+class TextPart(Schema):
     model_config = ConfigDict(extra="allow")
 
     type: str
     text: str | None = None
 
 
-class ChatMessageIn(BaseModel):
+class ChatMessageIn(Schema):
     model_config = ConfigDict(extra="allow")  # name, tool_call_id, ...
 
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[TextPart] | None = None
 
 
-class ChatCompletionRequest(BaseModel):
+class ChatCompletionRequest(Schema):
     model_config = ConfigDict(extra="allow")  # temperature, max_tokens, tools, user, ... are accepted and ignored
 
     model: str = Field(..., max_length=200, examples=["carrag"])
@@ -42,32 +43,32 @@ class ChatCompletionRequest(BaseModel):
     rerank: bool | None = Field(None, description="Override RERANK_ENABLED for this request.")
 
 
-class ModelOut(BaseModel):
+class ModelOut(Schema):
     id: str
     object: Literal["model"] = "model"
     created: int
     owned_by: str = "carrag"
 
 
-class ModelListOut(BaseModel):
+class ModelListOut(Schema):
     object: Literal["list"] = "list"
     data: list[ModelOut]
 
 
-class AssistantMessage(BaseModel):
+class AssistantMessage(Schema):
     role: Literal["assistant"] = "assistant"
     content: str
     refusal: str | None = None
 
 
-class Choice(BaseModel):
+class Choice(Schema):
     index: int = 0
     message: AssistantMessage
     finish_reason: Literal["stop", "length"] = "stop"
     logprobs: None = None
 
 
-class ChatCompletionOut(BaseModel):
+class ChatCompletionOut(Schema):
     id: str
     object: Literal["chat.completion"] = "chat.completion"
     created: int

@@ -1,16 +1,18 @@
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AliasChoices, AliasPath, Field, TypeAdapter, field_validator
+
+from carrag.api.schemas.base import Schema, read_from
 
 
-class HistoryMessage(BaseModel):
+class HistoryMessage(Schema):
     role: Literal["user", "assistant"]
     content: str = Field(..., max_length=20000)
 
 
-class _QuestionBase(BaseModel):
+class _QuestionBase(Schema):
     question: str = Field(..., min_length=1, max_length=20000)
     top_k: int = Field(5, ge=1, le=100)
     tags: list[str] | None = Field(None, max_length=50, description="Only documents with any of these tags.")
@@ -34,48 +36,90 @@ class SearchRequest(_QuestionBase):
     mode: Literal["hybrid", "bm25", "knn"] = "hybrid"
 
 
-class Explain(BaseModel):
+class Explain(Schema):
     bm25_rank: int | None
     knn_rank: int | None
     bm25_score: float | None
     knn_score: float | None
     rrf_score: float | None
     rerank_score: float | None
-    chunk_text: str
+    chunk_text: str = Field(validation_alias=AliasChoices("chunk_text", AliasPath("chunk", "text")))
 
 
-class Source(BaseModel):
-    document_id: str
-    filename: str
-    source_id: str
-    chunk_index: int
+class Source(Schema):
+    """A search hit (`carrag.services.retrieval.search.SearchHit`): its chunk's fields, the expanded passage."""
+
+    document_id: str = Field(validation_alias=read_from("chunk", "document_id"))
+    filename: str = Field(validation_alias=read_from("chunk", "filename"))
+    source_id: str = Field(validation_alias=read_from("chunk", "source_id"))
+    chunk_index: int = Field(validation_alias=read_from("chunk", "chunk_index"))
     text: str = Field(description="The winning chunk expanded with its neighbours.")
     score: float
     rerank_score: float | None = None
     page: int | None = None
-    pages: list[int] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    title: str | None = None
-    external_id: str | None = None
-    section: str | None = None
+    pages: list[int] = Field(default_factory=list, validation_alias=read_from("chunk", "pages"))
+    tags: list[str] = Field(default_factory=list, validation_alias=read_from("chunk", "tags"))
+    title: str | None = Field(None, validation_alias=read_from("chunk", "title"))
+    external_id: str | None = Field(None, validation_alias=read_from("chunk", "external_id"))
+    section: str | None = Field(None, validation_alias=read_from("chunk", "section"))
     window: list[int] | None = None
     merged_chunk_indexes: list[int] = Field(default_factory=list)
     explain: Explain | None = None
 
 
-class QueryResponse(BaseModel):
+class QueryResponse(Schema):
     answer: str
-    sources: list[Source]
-    model: str
+    sources: list[Source] = Field(description="The passages the answer was generated from; [Source n] is the n-th.")
+    model: str = Field(description="The generator (LLM) that wrote the answer.")
     duration_ms: float
-    timings_ms: dict[str, float] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict, description="Milliseconds spent in each stage.")
     reranked: bool = False
-    rerank_note: str | None = None
+    rerank_note: str | None = Field(None, description="Why the passages were not reranked, when they were not.")
 
 
-class SearchResponse(BaseModel):
-    results: list[Source]
+class SearchResponse(Schema):
+    results: list[Source] = Field(validation_alias=AliasChoices("results", "hits"))
     timings_ms: dict[str, float]
     reranked: bool
     rerank_note: str | None = None
     message: str | None = None
+
+
+# --- /query/stream events (Server-Sent Events; the CLI reads them back) ------------------------------
+class StreamToken(Schema):
+    text: str = Field(description="One text delta; never cumulative.")
+
+
+class StreamDone(Schema):
+    model: str | None = Field(description="The generator; null when nothing was generated (no passage found).")
+    duration_ms: float
+    timings_ms: dict[str, float]
+    reranked: bool = False
+    rerank_note: str | None = None
+    empty_index: bool = False
+
+
+class StreamError(Schema):
+    detail: str
+
+
+StreamPayload = list[Source] | StreamToken | StreamDone | StreamError
+SOURCE_LIST = TypeAdapter(list[Source])
+
+
+def stream_payload(kind: str, data: Any) -> StreamPayload:
+    """One answer-stream event's data as its wire type: from the answer service's event (search hits,
+    a text delta, the summary, an error message) or from the event's JSON."""
+    if kind == "sources":
+        return SOURCE_LIST.validate_python(data, from_attributes=True)
+    if kind == "token":
+        return StreamToken(text=data) if isinstance(data, str) else StreamToken.model_validate(data)
+    if kind == "done":
+        return StreamDone.model_validate(data)
+    return StreamError(detail=data) if isinstance(data, str) else StreamError.model_validate(data)
+
+
+def jsonable(payload: StreamPayload) -> Any:
+    if isinstance(payload, list):
+        return SOURCE_LIST.dump_python(payload, mode="json")
+    return payload.model_dump(mode="json")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from carrag.services.admission import AdmissionGate
 from carrag.services.embedders.service import EmbeddingService
@@ -25,6 +25,7 @@ from carrag.services.retrieval.expansion import build_passages
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 Mode = Literal["hybrid", "bm25", "knn"]
 
@@ -49,40 +50,17 @@ class SearchHit:
     knn_score: float | None = None
     window: tuple[int, int] | None = None  # chunk_index range of the passage
     merged_chunk_indexes: list[int] = field(default_factory=list)
+    explained: bool = False  # the query asked for the ranks and scores behind this hit
 
     @property
     def page(self) -> int | None:
         return self.chunk.pages[0] if self.chunk.pages else None
 
-    def as_source(self, explain: bool = False) -> dict[str, Any]:
-        source: dict[str, Any] = {
-            "document_id": self.chunk.document_id,
-            "filename": self.chunk.filename,
-            "source_id": self.chunk.source_id,
-            "chunk_index": self.chunk.chunk_index,
-            "text": self.text,
-            "score": self.score,
-            "rerank_score": self.rerank_score,
-            "page": self.page,
-            "pages": self.chunk.pages,
-            "tags": self.chunk.tags,
-            "title": self.chunk.title,
-            "external_id": self.chunk.external_id,
-            "section": self.chunk.section,
-            "window": list(self.window) if self.window else None,
-            "merged_chunk_indexes": self.merged_chunk_indexes,
-        }
-        if explain:
-            source["explain"] = {
-                "bm25_rank": self.bm25_rank,
-                "knn_rank": self.knn_rank,
-                "bm25_score": self.bm25_score,
-                "knn_score": self.knn_score,
-                "rrf_score": self.rrf_score,
-                "rerank_score": self.rerank_score,
-                "chunk_text": self.chunk.text,
-            }
-        return source
+    @property
+    def explain(self) -> SearchHit | None:
+        """When the query asked for it (``explain``), the hit itself: the wire's ``explain`` object
+        reads its ranks and scores (`carrag/api/schemas/query.py`)."""
+        return self if self.explained else None
 
 
 @dataclass(slots=True)
@@ -109,8 +87,16 @@ def check_question(question: str, top_k: int, settings: Settings) -> None:
 
 
 class SearchService:
-    def __init__(self, settings: Settings, store: Store, embedder: EmbeddingService, reranker: Reranker) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: EmbeddingService,
+        reranker: Reranker,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         self.settings = settings
+        self.telemetry = telemetry or NullTelemetry()
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
@@ -135,10 +121,15 @@ class SearchService:
         mode: Mode = "hybrid",
         expand: bool = True,
         depth: int | None = None,
+        explain: bool = False,
     ) -> SearchOutcome:
         check_question(question, top_k, self.settings)
         async with self.admission.admit():
-            return await self._search(question, top_k, filters, rerank, mode, expand, depth)
+            outcome = await self._search(question, top_k, filters, rerank, mode, expand, depth)
+        for hit in outcome.hits:
+            hit.explained = explain
+        self.telemetry.stages("query", outcome.timings_ms)
+        return outcome
 
     async def _search(
         self,

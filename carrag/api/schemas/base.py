@@ -1,0 +1,31 @@
+"""The base of every wire type (Polar's ``kit/schemas.py`` pattern).
+
+Services return domain objects (dataclasses); routes return them under ``response_model`` and
+FastAPI validates them into these schemas by attribute (``from_attributes``). The CLI's HTTP client
+validates the same schemas from JSON, so one declaration serves both directions.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AliasChoices, AliasPath, BaseModel, BeforeValidator, ConfigDict
+
+
+class Schema(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+IsoTimestamp = Annotated[str, BeforeValidator(_iso)]
+"""A timestamp on the wire: ISO 8601 text, from a ``datetime`` or from text already."""
+
+
+def read_from(owner: str, name: str) -> AliasChoices:
+    """Validate a field from JSON by its own name, or from a domain object's ``owner.name``
+    (a search hit's ``chunk.document_id``, a listing's ``chunk.text``)."""
+    return AliasChoices(name, AliasPath(owner, name))

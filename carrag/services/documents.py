@@ -1,0 +1,65 @@
+"""Reading and deleting stored documents: what the document routes, the MCP tools and the CLI share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from carrag.services.errors import NotFound
+from carrag.services.models import DocumentRecord
+from carrag.services.stores.base import ChunkListing, Store
+
+
+@dataclass(slots=True)
+class DocumentList:
+    items: list[DocumentRecord]
+    total: int
+    offset: int
+    limit: int
+
+
+@dataclass(slots=True)
+class ChunkList:
+    document_id: str
+    items: list[ChunkListing]
+    total: int  # the document's chunk count
+    offset: int
+    limit: int
+
+
+@dataclass(slots=True)
+class DeletedDocument:
+    document_id: str
+    deleted: bool = True
+
+
+class DocumentService:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def get(self, document_id: str) -> DocumentRecord:
+        """The document, or NotFound (404)."""
+        record = await self.store.get_document(document_id)
+        if record is None:
+            raise NotFound(f"No document with id {document_id}.")
+        return record
+
+    async def list(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentList:
+        """Newest first; ``tag`` matches case-insensitively."""
+        page = await self.store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
+        return DocumentList(page.items, page.total, offset, limit)
+
+    async def chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkList:
+        """A document's chunks in order, or NotFound (404)."""
+        record = await self.get(document_id)
+        listings = await self.store.get_chunks(document_id, offset=offset, limit=limit)
+        return ChunkList(document_id, listings, record.chunk_count, offset, limit)
+
+    async def delete(self, document_id: str) -> DeletedDocument:
+        """Delete a document and all its chunks, or NotFound (404)."""
+        if not await self.store.delete_document(document_id):
+            raise NotFound(f"No document with id {document_id}.")
+        return DeletedDocument(document_id)
+
+    async def sources(self) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document, sorted."""
+        return sorted(await self.store.list_sources())

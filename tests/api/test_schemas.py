@@ -1,0 +1,62 @@
+"""The wire types validate from the services' domain objects (routes, the local CLI client) and from
+their own JSON (the HTTP CLI client) to the same values."""
+
+from __future__ import annotations
+
+from carrag.api.schemas.jobs import JobOut
+from carrag.api.schemas.query import SearchResponse, Source, StreamDone, StreamError, StreamToken, stream_payload
+from carrag.services.answering import AnswerSummary
+from carrag.services.ingestion import IngestResult
+from carrag.services.jobs import Job
+from carrag.services.models import StoredChunk
+from carrag.services.retrieval.search import SearchHit, SearchOutcome
+
+
+def hit(explained: bool = False) -> SearchHit:
+    chunk = StoredChunk("doc-1", 4, "the chunk", 10, 19, "f150.pdf", "manuals/f150.pdf", ["truck"], pages=[3, 4])
+    return SearchHit(
+        rank=1, chunk=chunk, text="before the chunk after", score=0.9, rrf_score=0.03, bm25_rank=2, knn_rank=1,
+        window=(3, 5), merged_chunk_indexes=[4], explained=explained,
+    )  # fmt: skip
+
+
+def test_a_source_reads_its_chunk_fields_from_the_hit() -> None:
+    source = Source.model_validate(hit())
+    assert (source.document_id, source.source_id, source.chunk_index) == ("doc-1", "manuals/f150.pdf", 4)
+    assert source.text == "before the chunk after" and source.pages == [3, 4] and source.page == 3
+    assert source.tags == ["truck"] and source.window == [3, 5] and source.explain is None
+
+    explained = Source.model_validate(hit(explained=True)).explain
+    assert explained is not None and explained.chunk_text == "the chunk"
+    assert (explained.bm25_rank, explained.knn_rank, explained.rrf_score) == (2, 1, 0.03)
+
+
+def test_a_search_response_survives_its_own_json() -> None:
+    outcome = SearchOutcome([hit(explained=True)], {"total": 1.5}, reranked=False, message=None)
+    response = SearchResponse.model_validate(outcome)
+    assert SearchResponse.model_validate(response.model_dump(mode="json")) == response
+
+
+def test_a_job_reads_progress_result_and_timestamps() -> None:
+    job = Job(job_id="j1", kind="file", source="a.txt")
+    job.embedded(3, 8)
+    job.result = IngestResult("doc-1", "a.txt", 8, ["x"], "ingested", "a.txt", timings_ms={"embed": 1.0})
+    out = JobOut.model_validate(job)
+    assert (out.progress.done, out.progress.total) == (3, 8)
+    assert out.result is not None and out.result.document_id == "doc-1"
+    assert out.created_at == job.created_at.isoformat()
+    assert JobOut.model_validate(out.model_dump(mode="json")) == out
+
+
+def test_stream_payloads_from_the_service_and_from_json_agree() -> None:
+    summary = AnswerSummary("llm", 12.0, {"generate": 10.0}, reranked=False, rerank_note=None, empty_index=False)
+    for kind, data, wire in [
+        ("token", "Hello", StreamToken),
+        ("done", summary, StreamDone),
+        ("error", "generation failed", StreamError),
+    ]:
+        payload = stream_payload(kind, data)
+        assert isinstance(payload, wire)
+        assert stream_payload(kind, payload.model_dump(mode="json")) == payload
+    sources = stream_payload("sources", [hit()])
+    assert isinstance(sources, list) and sources[0].chunk_index == 4
