@@ -64,3 +64,19 @@ def bench_ocr(path: Path, settings: Settings, pages: int) -> dict[str, Any]:
         "token_f1": round(token_f1(parsed.text, original), 3),
         "dpi": settings.ocr_dpi,
     }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m carrag.bench.ocr PDF [--pages N]``: the OCR row of `carrag bench` alone, as JSON."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description="OCR pages/s and token F1 on scanned copies of a PDF's pages.")
+    parser.add_argument("pdf", type=Path)
+    parser.add_argument("--pages", type=int, default=3)
+    args = parser.parse_args(argv)
+    print(json.dumps(bench_ocr(args.pdf, Settings(), args.pages), indent=2))
+
+
+if __name__ == "__main__":
+    main()
