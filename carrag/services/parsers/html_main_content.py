@@ -6,7 +6,8 @@ output (the article's own elements) then goes through the same Markdown converte
 page (`html_markdown.py`), so headings stay ATX headers for the `markdown` chunking strategy and
 link targets are left out of the text.
 
-`choose_content` decides between the article and the whole page, and says which it took:
+`choose_content` decides between the article and the whole page (by their words, before either is
+converted, so only the chosen one is), and says which it took:
 
 - ``main_content``: the article, when it is a real part of the page.
 - ``whole_page``: the article is empty (extraction found nothing), or it holds nearly every word
@@ -53,23 +54,20 @@ def words(text: str) -> Counter[str]:
 
 
 @dataclass(slots=True)
-class ChosenContent:
-    text: str
+class ContentChoice:
     extraction: Extraction
-    dropped_share: float  # share of the whole page's words left out of ``text``
+    dropped_share: float  # share of the whole page's words the article leaves out
 
 
-def choose_content(article: str, whole_page: str) -> ChosenContent:
-    """The article or the whole page (both as Markdown), see the module docstring."""
-    page_words = words(whole_page)
+def choose_content(article_text: str, page_text: str) -> ContentChoice:
+    """The article or the whole page (their visible text), see the module docstring."""
+    page_words = words(page_text)
     total = sum(page_words.values())
-    if not article.strip() or not total:
-        return ChosenContent(whole_page, "whole_page", 0.0)
-    kept = sum((words(article) & page_words).values())
+    if not article_text.strip() or not total:
+        return ContentChoice("whole_page", 0.0)
+    kept = sum((words(article_text) & page_words).values())
     dropped_share = round(1 - kept / total, 3)
-    if dropped_share < MIN_DROPPED_SHARE:
-        return ChosenContent(whole_page, "whole_page", dropped_share)
-    return ChosenContent(article, "main_content", dropped_share)
+    return ContentChoice("whole_page" if dropped_share < MIN_DROPPED_SHARE else "main_content", dropped_share)
 
 
 # --- headings the extractor left out ------------------------------------------------------------------

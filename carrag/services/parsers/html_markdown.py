@@ -30,7 +30,7 @@ from carrag.services.parsers.optional import import_optional
 from carrag.services.parsers.text import first_markdown_h1, looks_binary
 
 REMOVED_TAGS = ("script", "style", "noscript", "template", "head")
-WHOLE_PAGE_NOISE_TAGS = ("nav", "footer")  # dropped when the whole page is converted
+WHOLE_PAGE_NOISE_TAGS = ("nav", "footer")  # never part of the whole-page conversion either
 TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "th", "td", "caption")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _TRAILING_SPACES = re.compile(r"[ \t]+$", re.MULTILINE)  # markdownify's "  " hard line breaks
@@ -134,32 +134,26 @@ def _soup(markup: str):
 
 
 def clean_page(soup) -> None:
-    """Drop what is never content: scripts, styles, the head, hidden elements."""
-    for tag in soup(REMOVED_TAGS):
+    """Drop what is never content (scripts, styles, the head, hidden elements, ``<nav>``,
+    ``<footer>``) and unwrap layout tables."""
+    for tag in soup(REMOVED_TAGS + WHOLE_PAGE_NOISE_TAGS):
         tag.decompose()
     remove_hidden(soup)
-
-
-def whole_page_markdown(soup) -> str:
-    """The cleaned page (changed in place) without its navigation and footer, as Markdown."""
-    for tag in soup(WHOLE_PAGE_NOISE_TAGS):
-        tag.decompose()
     unwrap_layout_tables(soup)
-    return html_to_markdown(soup)
 
 
-def article_markdown(markup: str, url: str | None, page_soup) -> str:
-    """The main content as Markdown, with the headings the extractor dropped put back ("" if none)."""
+def article_soup(markup: str, url: str | None, page_soup):
+    """The main content as a soup, with the headings the extractor dropped put back (None if none)."""
     try:
         article = article_html(markup, url)
     except (RecursionError, ValueError):  # lxml refuses some pathological trees; the whole page still converts
         article = None
     if not article:
-        return ""
+        return None
     soup = _soup(article)
     restore_headings(soup, page_soup)
     unwrap_layout_tables(soup)
-    return html_to_markdown(soup)
+    return soup
 
 
 def html_document(markup: str, filename: str, source_type: str, url: str | None = None) -> ParsedDocument:
@@ -168,18 +162,19 @@ def html_document(markup: str, filename: str, source_type: str, url: str | None 
     title_tag = soup.find("title")
     page_title = title_tag.get_text(" ", strip=True) or None if title_tag else None
     clean_page(soup)
-    article = article_markdown(markup, url, soup)
-    chosen = choose_content(article, whole_page_markdown(soup))
-    title = page_title or first_markdown_h1(chosen.text)
+    article = article_soup(markup, url, soup)
+    choice = choose_content(article.get_text(" ") if article is not None else "", soup.get_text(" "))
+    text = html_to_markdown(article if choice.extraction == "main_content" else soup)
+    title = page_title or first_markdown_h1(text)
     return ParsedDocument(
-        text=chosen.text,
+        text=text,
         filename=filename,
         source_type=source_type,
         metadata={
             "title": title,
-            "line_count": len(chosen.text.splitlines()),
-            "extraction": chosen.extraction,
-            "boilerplate_dropped_share": chosen.dropped_share,
+            "line_count": len(text.splitlines()),
+            "extraction": choice.extraction,
+            "boilerplate_dropped_share": choice.dropped_share,
             "markup": "markdown",
         },
         title=title,

@@ -6,7 +6,7 @@ downloaded. It is on by default when the package is installed and ``OCR_ENABLED`
 garbage block of other pages (`pdf.py`).
 
 A page with neither images nor vector graphics is blank and skipped. A page (or an area of
-it) is rendered at ``OCR_DPI`` with PyMuPDF and read (no angle classifier: pages are upright); the text boxes found
+it) is rendered at ``OCR_DPI`` with PyMuPDF and read (`read_image`); the text boxes found
 are put back into lines (boxes whose vertical centres fall inside the line's height, left to
 right) and the lines into paragraphs (a gap taller than 1.5 lines starts a new paragraph).
 The engine is loaded once per process on first use (about 2 s) and used by one thread at a time;
@@ -27,7 +27,7 @@ from carrag.services.parsers.pdf import PageReader, Rect
 OCR_PACKAGE = "rapidocr_onnxruntime"
 PARAGRAPH_GAP_LINES = 1.5
 MIN_CONFIDENCE = 0.5  # boxes read with less confidence are dropped
-MAX_SIDE_PIXELS = 5000  # a 300 dpi A3 page fits
+DETECTION_MAX_SIDE = 1600  # pixels: text lines are found on a page shrunk to this, read at full resolution
 
 _engine_lock = threading.Lock()
 
@@ -40,9 +40,7 @@ def ocr_available() -> bool:
 def _engine() -> Any:
     from rapidocr_onnxruntime import RapidOCR
 
-    # RapidOCR shrinks images to MAX_SIDE_PIXELS before it crops the text lines it recognises; at its
-    # default (2000) a 300 dpi page is read at ~180 dpi, and words run together ("Atotalof3trucks").
-    return RapidOCR(max_side_len=MAX_SIDE_PIXELS)
+    return RapidOCR()
 
 
 @dataclass(slots=True)
@@ -82,17 +80,36 @@ def boxes_to_text(boxes: list[TextBox]) -> str:
 
 
 def read_image(image: Any) -> str:
-    """OCR text of an image (an ``H×W×3`` uint8 BGR array)."""
+    """OCR text of an image (an ``H×W×3`` uint8 BGR array).
+
+    RapidOCR's one-call pipeline either detects at full resolution (slow: ~5x the time on a 300 dpi
+    page) or, past its ``max_side_len``, shrinks the image before cropping the lines it reads (at
+    the default 2000 a 300 dpi page is read at ~180 dpi and words run together: "Atotalof3trucks").
+    So its two stages are called apart (the API of the pinned 1.4 release): text lines are
+    detected on a copy shrunk to `DETECTION_MAX_SIDE`, and cropped from the full-resolution image
+    for recognition. No angle classifier: pages are upright.
+    """
+    import cv2
+    import numpy as np
+
+    height, width = image.shape[:2]
+    scale = min(1.0, DETECTION_MAX_SIDE / max(height, width))
+    small = image if scale == 1.0 else cv2.resize(image, (round(width * scale), round(height * scale)), cv2.INTER_AREA)
     with _engine_lock:
-        result, _ = _engine()(image, use_cls=False)  # pages are upright: no angle classifier
+        engine = _engine()
+        found, _ = engine.text_det(small)
+        if found is None or len(found) == 0:
+            return ""
+        corners = (np.asarray(engine.sorted_boxes(found), dtype=np.float32) / scale).astype(np.float32)
+        read, _ = engine.text_rec(engine.get_crop_img_list(image, corners))
     boxes = [
         TextBox(
-            top=min(point[1] for point in corners),
-            bottom=max(point[1] for point in corners),
-            left=min(point[0] for point in corners),
+            top=float(box[:, 1].min()),
+            bottom=float(box[:, 1].max()),
+            left=float(box[:, 0].min()),
             text=text.strip(),
         )
-        for corners, text, confidence in result or []
+        for box, (text, confidence) in zip(corners, read, strict=True)
         if text.strip() and float(confidence) >= MIN_CONFIDENCE
     ]
     return boxes_to_text(boxes)

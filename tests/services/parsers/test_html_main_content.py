@@ -56,10 +56,9 @@ def test_headings_dropped_by_the_extractor_are_restored() -> None:
 
 
 def test_whole_page_when_the_extractor_finds_nothing_or_nothing_to_drop() -> None:
-    page = "# Title\n\nBody text of the page with a few more words in it.\n\n- Menu\n- Links"
+    page = "Title Body text of the page with a few more words in it. Menu Links"
     assert choose_content("", page).extraction == "whole_page"
-    nearly_all = choose_content("Body text of the page with a few more words in it.\n\n- Menu\n- Links", page)
-    assert nearly_all.extraction == "whole_page" and nearly_all.text == page
+    nearly_all = choose_content("Body text of the page with a few more words in it. Menu Links", page)
+    assert nearly_all.extraction == "whole_page" and nearly_all.dropped_share < 0.1
     article = choose_content("Body text", page)
-    assert article.extraction == "main_content" and article.text == "Body text"
-    assert 0 < article.dropped_share < 1
+    assert article.extraction == "main_content" and 0.8 < article.dropped_share < 1
