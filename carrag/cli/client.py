@@ -205,6 +205,8 @@ class LocalClient:
                     top_k=request.top_k,
                     filters=search_filters(request.tags, request.source),
                     rerank=request.rerank,
+                    answer_mode=request.answer_mode,
+                    min_relevance=request.min_relevance,
                 )
             )
             try:

@@ -27,7 +27,7 @@ from rich.table import Table
 from carrag import extras
 from carrag.api.schemas.documents import ChunkPageOut, DocumentOut
 from carrag.api.schemas.ingest import IngestResponse
-from carrag.api.schemas.query import QueryRequest, SearchRequest, Source, StreamError, StreamToken
+from carrag.api.schemas.query import QueryRequest, SearchRequest, Source, StreamDone, StreamError, StreamToken
 from carrag.cli.client import (
     CarragClient,
     ClientError,
@@ -62,7 +62,7 @@ Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: 
 SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
 Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
-Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown"]
+Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"]
 
 
 @app.command()
@@ -181,7 +181,7 @@ def ingest(
 
 async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: IngestSettings, prune: bool) -> int:
     """Ingest every resolved source, one at a time; returns how many failed."""
-    counts = {"ingested": 0, "unchanged": 0, "failed": len(resolved.missing), "pruned": 0}
+    counts = {"ingested": 0, "unchanged": 0, "duplicate": 0, "failed": len(resolved.missing), "pruned": 0}
     for missing in resolved.missing:
         console.print(f"[red]✗ failed[/red]    {escape(missing)}: no such file or directory")
     for pattern in resolved.unmatched_patterns:
@@ -223,6 +223,10 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
                 seconds = time.perf_counter() - began
                 if result.status == "unchanged":
                     progress.console.print(f"[dim]= unchanged[/dim] {escape(name)}")
+                elif result.status == "duplicate":
+                    progress.console.print(
+                        f"[dim]= duplicate[/dim] {escape(name)}: same text as {escape(result.source_id)}, not stored"
+                    )
                 else:
                     replaced = " (replaced the previous version)" if result.replaced_document_id else ""
                     progress.console.print(
@@ -242,6 +246,8 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
         f"{len(jobs) + len(resolved.missing)} sources: {counts['ingested']} ingested, "
         f"{counts['unchanged']} unchanged, {counts['failed']} failed"
     )
+    if counts["duplicate"]:
+        summary += f", {counts['duplicate']} duplicate"
     if prune:
         summary += f", {counts['pruned']} pruned"
     if resolved.skipped:
@@ -258,18 +264,24 @@ def query(
     tags: Tags = None,
     source: SourceFilter = None,
     rerank: Rerank = None,
+    answer_mode: Annotated[
+        str | None,
+        typer.Option("--answer-mode", help="generate, extract or auto (default: ANSWER_MODE).", show_default=False),
+    ] = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Ask a question: the answer streams in, then its sources are listed."""
-    request = QueryRequest(**question_fields(question, top_k, tags, source, rerank))
+    request = QueryRequest(**question_fields(question, top_k, tags, source, rerank), answer_mode=answer_mode)
 
     async def work(client: CarragClient) -> bool:
         sources: list[Source] = []
+        streamed = ""
         async for _, data in client.stream_query(request):
             if isinstance(data, list):
                 sources = data
             elif isinstance(data, StreamToken):
+                streamed += data.text
                 typer.echo(data.text, nl=False)
             elif isinstance(data, StreamError):
                 typer.echo("")
@@ -277,11 +289,27 @@ def query(
                 return False
             else:
                 typer.echo("")
+                print_answer_check(data, streamed)
         print_sources(sources)
         return True
 
     if not run_with_client(url, api_key, work):
         raise typer.Exit(1)
+
+
+def print_answer_check(done: StreamDone, streamed: str) -> None:
+    """The final answer when the check changed the streamed one, and why it was made the way it was."""
+    if done.answer and done.answer.strip() != streamed.strip():
+        console.print("\n[bold]Checked answer[/bold]")
+        typer.echo(done.answer)
+    notes = [f"answer: {done.answer_mode}"]
+    if done.fallback_reason:
+        notes.append(done.fallback_reason)
+    if done.finish_reason not in ("stop", "no_answer"):
+        notes.append(f"finish: {done.finish_reason}")
+    if done.grounding is not None and done.grounding.unsupported:
+        notes.append(f"{len(done.grounding.unsupported)} unsupported sentence(s)")
+    console.print(f"({'; '.join(notes)})", markup=False, style="dim")
 
 
 def print_sources(sources: list[Source]) -> None:

@@ -19,7 +19,7 @@ from typing import Literal, Protocol
 import numpy as np
 
 from carrag.services.admission import AdmissionGate
-from carrag.services.chunking import chunk_document
+from carrag.services.chunking import chunk_document, default_strategy
 from carrag.services.embedders.coalescing import CoalescingEmbedder
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, EmbeddingModelMismatch, InvalidInput
@@ -27,6 +27,7 @@ from carrag.services.fetchers.base import Fetcher
 from carrag.services.ids import content_hash, new_document_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
 from carrag.services.parsers import check_supported, parse_file
+from carrag.services.parsers.decoding import decode_declared
 from carrag.services.parsers.pdf import Progress, parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
 from carrag.services.parsers.pdf_ocr import reader_for
@@ -81,8 +82,8 @@ class IngestResult:
     filename: str
     chunk_count: int
     tags: list[str]
-    status: Literal["ingested", "unchanged"]
-    source_id: str
+    status: Literal["ingested", "unchanged", "duplicate"]
+    source_id: str  # for a duplicate: the source id that already holds this content
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
 
@@ -114,10 +115,11 @@ def text_document(text: str, filename: str, title: str | None) -> ParsedDocument
 
 def default_chunking(parsed: ParsedDocument, settings: Settings) -> str:
     """The strategy for a request that names none: by headers for Markdown and HTML (their parsers mark
-    them ``metadata.markup = "markdown"``), else CHUNKING_STRATEGY."""
+    them ``metadata.markup = "markdown"``), else the format's own (`chunking.default_strategy`, e.g.
+    ``code`` for source files), else CHUNKING_STRATEGY."""
     if settings.markdown_chunking_for_markup and parsed.metadata.get("markup") == "markdown":
         return "markdown"
-    return settings.chunking_strategy
+    return default_strategy(parsed, settings.chunking_strategy)
 
 
 DocumentEmbedder = Callable[..., Awaitable[np.ndarray]]  # (texts, progress=...) -> vectors
@@ -226,9 +228,9 @@ class IngestionService:
             pdf_parser = parse_pdf_markdown if self.settings.pdf_mode == "markdown" else parse_pdf
             parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages, ocr=self.ocr, on_progress=on_progress)
         elif content_type in ("text/html", "application/xhtml+xml"):
-            parsed = parse_web_page(body.decode(charset or "utf-8", errors="replace"), url)
+            parsed = parse_web_page(decode_declared(body, charset)[0], url)
         else:
-            parsed = parse_text(body, url)
+            parsed = parse_text(body, url, charset=charset)
             if not parsed.text.strip():
                 raise InvalidInput(f"{url} contains no extractable text.")
         parsed.filename = url
@@ -322,6 +324,22 @@ class IngestionService:
                 source_id=source_id,
                 timings_ms=timings,
             )
+        if not settings.allow_duplicates:
+            twin = await self.store.find_by_content_hash(digest)
+            if twin is not None and twin.source_id != source_id:
+                logger.info(
+                    "duplicate content; nothing stored",
+                    extra={"source_id": source_id, "duplicate_of": twin.source_id, "document_id": twin.document_id},
+                )
+                return IngestResult(
+                    document_id=twin.document_id,
+                    filename=twin.filename,
+                    chunk_count=twin.chunk_count,
+                    tags=twin.tags,
+                    status="duplicate",
+                    source_id=twin.source_id,
+                    timings_ms=timings,
+                )
         identity = await self._check_embedding_identity(options.force)
 
         observer.stage("tagging")

@@ -15,10 +15,16 @@ from carrag.services.errors import EmptyDocument, NoExtractableText, Unsupported
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.csv_rows import parse_csv
 from carrag.services.parsers.docx_document import parse_docx
+from carrag.services.parsers.email_message import parse_eml
+from carrag.services.parsers.epub_book import parse_epub
 from carrag.services.parsers.html_markdown import parse_html
 from carrag.services.parsers.json_document import parse_json
+from carrag.services.parsers.odt_document import parse_odt
 from carrag.services.parsers.pdf import PageReader, Progress, parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
+from carrag.services.parsers.pptx_slides import parse_pptx
+from carrag.services.parsers.rtf_document import parse_rtf
+from carrag.services.parsers.source_code import CODE_EXTENSIONS, parse_code
 from carrag.services.parsers.text import parse_markdown, parse_text
 from carrag.services.parsers.xlsx_sheets import parse_xlsx
 
@@ -38,6 +44,12 @@ PARSERS: dict[str, Parser] = {
     ".htm": parse_html,
     ".docx": parse_docx,
     ".xlsx": parse_xlsx,
+    ".pptx": parse_pptx,
+    ".epub": parse_epub,
+    ".odt": parse_odt,
+    ".rtf": parse_rtf,
+    ".eml": parse_eml,
+    **dict.fromkeys(CODE_EXTENSIONS, parse_code),
 }
 
 SUPPORTED_EXTENSIONS = tuple(sorted(PARSERS))

@@ -8,16 +8,21 @@ from __future__ import annotations
 from carrag.services.chunking.markdown import find_headers
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
+from carrag.services.parsers.decoding import decode_declared
 
 # Share of control characters (other than tab/newline/carriage return/form feed) above which a file
 # is treated as binary data with a text extension rather than text.
 _BINARY_CONTROL_RATIO = 0.10
 
 
-def decode_text(data: bytes, filename: str) -> str:
+def decode_text(data: bytes, filename: str, charset: str | None = None) -> str:
+    """UTF-8 (UTF-16 with a BOM), undecodable bytes replaced. With a ``charset`` declared by the
+    sender (a web server), that charset when Python knows it and it fits, else detection."""
     if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise InvalidInput(f"{filename} looks like binary data, not text (it contains NUL bytes).")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if charset is not None:
+        text = decode_declared(data, charset)[0]
+    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = data.decode("utf-16", errors="replace")
     else:
         text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
@@ -36,8 +41,8 @@ def looks_binary(text: str) -> bool:
     return (controls + replaced) / len(sample) > _BINARY_CONTROL_RATIO
 
 
-def parse_text(data: bytes, filename: str) -> ParsedDocument:
-    text = decode_text(data, filename)
+def parse_text(data: bytes, filename: str, *, charset: str | None = None) -> ParsedDocument:
+    text = decode_text(data, filename, charset)
     return ParsedDocument(
         text=text,
         filename=filename,

@@ -2,7 +2,8 @@
 ``search_documents`` tool and ``carrag eval``:
 
 1. retrieve: the BM25 leg and the kNN leg (after embedding the question) run concurrently, each
-   returning ``top_k × RETRIEVAL_K_MULTIPLIER`` candidates; Reciprocal Rank Fusion merges them;
+   returning ``top_k × RETRIEVAL_K_MULTIPLIER`` candidates; Reciprocal Rank Fusion merges them,
+   and a candidate whose text repeats a better one is dropped (`distinct.py`);
 2. rerank: a cross-encoder scores the fused candidates in one batch and the best ``top_k`` stay
    (skipped, with the reason reported, when no reranker model is installed);
 3. expand: each winner's neighbours come back in one batched store call and are stitched into
@@ -21,6 +22,7 @@ from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, InvalidInput
 from carrag.services.models import ScoredChunk, SearchFilters, StoredChunk
 from carrag.services.rerankers.base import Reranker
+from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.expansion import build_passages
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import Settings
@@ -51,6 +53,7 @@ class SearchHit:
     window: tuple[int, int] | None = None  # chunk_index range of the passage
     merged_chunk_indexes: list[int] = field(default_factory=list)
     explained: bool = False  # the query asked for the ranks and scores behind this hit
+    highlights: list[dict[str, int]] = field(default_factory=list)  # {start, end} in text the answer relies on
 
     @property
     def page(self) -> int | None:
@@ -187,6 +190,7 @@ class SearchService:
             )
             for item in fused
         ]
+        hits = distinct_by_text(hits, lambda hit: hit.chunk.text)  # the same passage stored twice shows once
 
         reranked, note = False, None
         wants_rerank = self.settings.rerank_enabled if rerank is None else rerank
@@ -198,7 +202,7 @@ class SearchService:
 
         if expand and self.settings.neighbour_window > 0:
             step = time.perf_counter()
-            hits = await self._expand(hits)
+            hits = distinct_by_text(await self._expand(hits), lambda hit: hit.text)
             timings["expand"] = _ms(step)
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank

@@ -764,6 +764,9 @@ class ElasticsearchStore:
     async def find_by_source(self, source_id: str) -> DocumentRecord | None:
         return await self._find_record("source_id", source_id)
 
+    async def find_by_content_hash(self, content_hash: str) -> DocumentRecord | None:
+        return await self._find_record("content_hash", content_hash)  # a keyword field: exact match
+
     async def list_documents(self, *, offset: int, limit: int, tag: str | None = None) -> DocumentPage:
         filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
         if tag is not None:

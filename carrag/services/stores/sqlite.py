@@ -59,6 +59,7 @@ CREATE TABLE IF NOT EXISTS documents (
     created_at  TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS documents_created ON documents(created_at);
+CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash);
 CREATE TABLE IF NOT EXISTS document_tags (
     tag         TEXT NOT NULL,
     document_id TEXT NOT NULL REFERENCES documents(document_id) ON DELETE CASCADE,
@@ -446,6 +447,16 @@ class SqliteStore:
     async def find_by_source(self, source_id: str) -> DocumentRecord | None:
         def find(connection: sqlite3.Connection) -> DocumentRecord | None:
             row = connection.execute("SELECT * FROM documents WHERE source_id = ?", (source_id,)).fetchone()
+            return _row_to_document(row) if row else None
+
+        return await self._read(find)
+
+    async def find_by_content_hash(self, content_hash: str) -> DocumentRecord | None:
+        def find(connection: sqlite3.Connection) -> DocumentRecord | None:
+            row = connection.execute(
+                "SELECT * FROM documents WHERE content_hash = ? ORDER BY created_at DESC, document_id LIMIT 1",
+                (content_hash,),
+            ).fetchone()
             return _row_to_document(row) if row else None
 
         return await self._read(find)

@@ -183,6 +183,17 @@ async def test_written_document_reads_back_exactly(store: Store) -> None:
     assert [item.chunk.chunk_index for item in await store.get_chunks("doc-1", offset=1, limit=1)] == [1]
 
 
+async def test_find_by_content_hash_is_an_exact_match(store: Store) -> None:
+    await write(store, record("doc-a", "a.txt"), ["Alpha text."])
+    await write(store, record("doc-b", "copies/b.txt"), ["Beta text."])
+    found = await store.find_by_content_hash("hash-doc-b")
+    assert found is not None and (found.document_id, found.source_id) == ("doc-b", "copies/b.txt")
+    assert await store.find_by_content_hash("hash-doc") is None, "no prefix or partial matches"
+    assert await store.find_by_content_hash("HASH-DOC-B") is None, "no case folding"
+    await store.delete_document("doc-b")
+    assert await store.find_by_content_hash("hash-doc-b") is None
+
+
 async def test_lexical_search_stems_ranks_and_limits(store: Store) -> None:
     await write(
         store,
