@@ -151,6 +151,15 @@ def bench_tables(report: BenchReport) -> list[Table]:
         f"{pdf['pages_per_second']} pages/s",
         str(pdf["peak_rss_mb"]),
     )
+    ocr = report.ocr
+    if ocr.get("pages"):
+        head.add_row(
+            f"OCR (scanned copies of {ocr['pages']} pages, {ocr['dpi']} dpi; token F1 {ocr['token_f1']})",
+            f"{ocr['pages_per_second']} pages/s",
+            "",
+        )
+    elif ocr.get("skipped"):
+        head.add_row(f"OCR: {ocr['skipped']}", "n/a", "")
     pipeline, raw = ingest["pipeline"], ingest["raw_embedder"]
     head.add_row(
         f"pipeline, {ingest['dataset']} ({pipeline['documents']} docs, {pipeline['chunks']} chunks)",
