@@ -3,7 +3,8 @@ everything that holds state (stores, containers, apps) is fresh per test, in a t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -28,6 +29,17 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture(autouse=True)
+def restored_root_logger() -> Iterator[None]:
+    """CLI commands run in-process set the root logger's level and handlers (`carrag eval` quiets it to
+    ERROR); put them back, so a later test's caplog still sees warnings."""
+    root = logging.getLogger()
+    level, handlers = root.level, root.handlers[:]
+    yield
+    root.setLevel(level)
+    root.handlers[:] = handlers
 
 
 @pytest.fixture(scope="session")
@@ -106,6 +118,21 @@ def es_url():
     )
     yield handle.url
     handle.stop()
+
+
+# Tests refresh often so that writes, which wait for a refresh (refresh=wait_for), return quickly.
+ES_TEST_REFRESH_INTERVAL = "100ms"
+
+
+async def drop_es_index(client, name: str) -> None:
+    """Delete the indices behind the alias ``name`` (or the plain index ``name``), if any."""
+    from elasticsearch import NotFoundError
+
+    try:
+        concrete = list((await client.indices.get_alias(name=name)).keys())
+    except NotFoundError:
+        concrete = [name]
+    await client.indices.delete(index=",".join(concrete), ignore_unavailable=True)
 
 
 def es_index_name(prefix: str = "carrag_test") -> str:
