@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from carrag.services.answering import AnswerRequest
+from carrag.services.answering import GENERATION_STAGES, AnswerRequest
 from carrag.services.ingestion import IngestOptions
 from carrag.services.telemetry import NullTelemetry, Pipeline, Telemetry
 from carrag.services.telemetry.prometheus import PrometheusTelemetry
@@ -78,7 +78,8 @@ async def test_ingest_search_answer_and_jobs_report_to_the_containers_telemetry(
         await container.answers.answer(AnswerRequest("When is the brake fluid replaced?", top_k=3))
         search_timings, answer_timings = (timings for _, timings in telemetry.named("stages"))
         assert "total" in search_timings
-        assert set(answer_timings) == {"generate", "first_token"}, "the search stages are not reported twice"
+        assert "generate" in answer_timings
+        assert set(answer_timings) <= set(GENERATION_STAGES), "the search stages are not reported twice"
 
         telemetry.events.clear()
         job = await container.jobs.submit_file(NOTE.encode(), "towing.md", IngestOptions(source_id="towing"))
