@@ -37,9 +37,9 @@ sys.path.insert(0, str(ROOT))
 
 from carrag.services.container import Container, build_container  # noqa: E402
 from carrag.services.embedders.local_onnx import LocalOnnxEmbedder  # noqa: E402
-from carrag.services.ingestion import IngestOptions  # noqa: E402
 from carrag.services.llms.extractive import ExtractiveLLM  # noqa: E402
 from carrag.services.models import SearchFilters  # noqa: E402
+from carrag.services.requests import IngestCommand, SearchQuery  # noqa: E402
 from carrag.services.settings import Settings  # noqa: E402
 
 SCIFACT = Path("/work/shared/data/scifact-dev")
@@ -79,7 +79,7 @@ async def measure(container: Container, documents: list, questions: list, vector
     write_ms, chunks = [], 0
     started = time.perf_counter()
     for source_id, text in documents:
-        result = await container.ingestion.ingest_text(text, source_id, IngestOptions(source_id=source_id))
+        result = await container.ingestion.ingest_text(text, source_id, IngestCommand(source_id=source_id))
         write_ms.append(result.timings_ms["index"])
         chunks += result.chunk_count
     wall = time.perf_counter() - started
@@ -87,7 +87,7 @@ async def measure(container: Container, documents: list, questions: list, vector
     search_ms, lexical_ms, knn_ms, tops = [], [], [], []
     for question, vector in zip(questions, vectors, strict=True):
         step = time.perf_counter()
-        await container.search.search(question, top_k=5, rerank=False)
+        await container.search.search(SearchQuery(question, top_k=5, rerank=False))
         search_ms.append((time.perf_counter() - step) * 1000)
         step = time.perf_counter()
         lexical = await container.store.lexical_search(question, 15, SearchFilters())

@@ -9,26 +9,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from carrag.services.admission import AdmissionGate
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.llms.base import LLM
-from carrag.services.models import ChatMessage, SearchFilters
+from carrag.services.models import ChatMessage
 from carrag.services.prompt import PromptSource, build_messages
+from carrag.services.requests import AnswerQuery
 from carrag.services.retrieval.search import SearchHit, SearchOutcome, SearchService
 from carrag.services.settings import Settings
-
-
-@dataclass(slots=True)
-class AnswerRequest:
-    question: str
-    top_k: int
-    filters: SearchFilters = field(default_factory=SearchFilters)
-    rerank: bool | None = None
-    history: Sequence[ChatMessage] = ()
 
 
 @dataclass(slots=True)
@@ -77,7 +69,7 @@ class AnswerService:
             timeout=settings.query_queue_timeout,
         )
 
-    def _messages(self, request: AnswerRequest, outcome: SearchOutcome) -> list[ChatMessage]:
+    def _messages(self, request: AnswerQuery, outcome: SearchOutcome) -> list[ChatMessage]:
         return build_messages(
             request.question,
             [PromptSource(hit.chunk.filename, hit.text) for hit in outcome.hits],
@@ -87,18 +79,16 @@ class AnswerService:
             max_history_messages=self.settings.max_history_messages,
         )
 
-    async def stream_answer(self, request: AnswerRequest) -> AsyncIterator[AnswerEvent]:
+    async def stream_answer(self, request: AnswerQuery) -> AsyncIterator[AnswerEvent]:
         """Errors before the first event raise (the route answers with an HTTP error; Overloaded
         when the generation queue is full); errors after it become an ``error`` event."""
         async with self.generation.admit(), contextlib.aclosing(self._stream_answer(request)) as events:
             async for event in events:
                 yield event
 
-    async def _stream_answer(self, request: AnswerRequest) -> AsyncIterator[AnswerEvent]:
+    async def _stream_answer(self, request: AnswerQuery) -> AsyncIterator[AnswerEvent]:
         started = time.perf_counter()
-        outcome = await self.search.search(
-            request.question, top_k=request.top_k, filters=request.filters, rerank=request.rerank
-        )
+        outcome = await self.search.search(request.search)
         yield AnswerEvent("sources", outcome.hits)
         timings = dict(outcome.timings_ms)
         if not outcome.hits:
@@ -141,7 +131,7 @@ class AnswerService:
             empty_index=outcome.empty_index,
         )
 
-    async def answer(self, request: AnswerRequest) -> Answer:
+    async def answer(self, request: AnswerQuery) -> Answer:
         parts: list[str] = []
         sources: list[SearchHit] = []
         done: AnswerSummary | None = None

@@ -1,12 +1,16 @@
-"""Reading and deleting stored documents: what the document routes, the MCP tools and the CLI share."""
+"""Reading and deleting stored documents: what the document routes, the admin reset, the MCP tools
+and the CLI share."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord
 from carrag.services.stores.base import ChunkListing, Store
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -30,6 +34,12 @@ class ChunkList:
 class DeletedDocument:
     document_id: str
     deleted: bool = True
+
+
+@dataclass(slots=True)
+class StoreReset:
+    documents_deleted: int
+    reset: bool = True
 
 
 class DocumentService:
@@ -59,6 +69,14 @@ class DocumentService:
         if not await self.store.delete_document(document_id):
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
+
+    async def reset(self) -> StoreReset:
+        """Delete every document and chunk and forget the embedding model the store was built with
+        (after a change of embedding model: `carrag reset`, POST /admin/reset)."""
+        documents = (await self.store.list_documents(offset=0, limit=1)).total
+        await self.store.wipe()
+        logger.warning("store reset: every document deleted", extra={"documents": documents})
+        return StoreReset(documents_deleted=documents)
 
     async def sources(self) -> list[tuple[str, str]]:
         """(source_id, source_type) of every document, sorted."""

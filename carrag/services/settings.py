@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from carrag.services.vocabulary import ChunkingStrategy, PdfMode
+
 DEFAULT_TAGGING_PROMPT = (
     "You are a document tagging assistant for a technical document library, mostly vehicle "
     "manuals. Reply with ONLY a comma-separated list of at most 5 short, lowercase tags.\n"
@@ -64,8 +66,8 @@ class Settings(BaseSettings):
     # --- ingestion -------------------------------------------------------------------------------
     chunk_size: int = Field(500, ge=50, le=20000, description="Maximum characters per chunk.")
     chunk_overlap: int = Field(100, ge=0, description="Characters shared by consecutive chunks.")
-    chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown"] = Field(
-        "recursive", description="Default chunking strategy (overridable per request)."
+    chunking_strategy: ChunkingStrategy = Field(
+        ChunkingStrategy.RECURSIVE, description="Default chunking strategy (overridable per request)."
     )
     min_chunk_size: int = Field(
         100, ge=0, description="`sentence` strategy: a trailing chunk shorter than this is merged."
@@ -83,8 +85,8 @@ class Settings(BaseSettings):
     )
     max_extracted_chars: int = Field(20_000_000, ge=1, description="Largest extracted text accepted from one document.")
     max_pdf_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused.")
-    pdf_mode: Literal["text", "markdown"] = Field(
-        "text",
+    pdf_mode: PdfMode = Field(
+        PdfMode.TEXT,
         description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
         "and tables (several times slower); page numbers are kept in both.",
     )
@@ -316,7 +318,7 @@ LLM=ollama
 
 Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`) makes the existing vectors
 incomparable: ingestion and queries are refused with a message naming both models until the store
-is re-ingested with `force` (`carrag ingest ... --force`, or `"force": true` in the API).
+is emptied (`carrag reset`, or `POST /admin/reset`) and the documents ingested again.
 """
 
 

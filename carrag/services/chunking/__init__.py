@@ -14,12 +14,11 @@ from carrag.services.chunking.recursive import chunk_recursive
 from carrag.services.chunking.sentence import chunk_sentence
 from carrag.services.errors import InvalidInput
 from carrag.services.models import Chunk, ParsedDocument
-
-STRATEGIES = ("recursive", "fixed", "paragraph", "sentence", "markdown")
+from carrag.services.vocabulary import ChunkingStrategy
 
 
 def chunk_document(
-    document: ParsedDocument, strategy: str, size: int, overlap: int, min_chunk_size: int = 0
+    document: ParsedDocument, strategy: ChunkingStrategy, size: int, overlap: int, min_chunk_size: int = 0
 ) -> list[Chunk]:
     if size < 1 or not 0 <= overlap < size:
         raise InvalidInput(f"chunk_overlap ({overlap}) must be at least 0 and smaller than chunk_size ({size}).")
@@ -34,4 +33,4 @@ def chunk_document(
         return chunk_sentence(text, size, overlap, min_chunk_size, pages)
     if strategy == "markdown":
         return chunk_markdown(text, size, overlap, pages)
-    raise InvalidInput(f"Unknown chunking strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
+    raise InvalidInput(f"Unknown chunking strategy {strategy!r}; choose one of {', '.join(ChunkingStrategy)}.")

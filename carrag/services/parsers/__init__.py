@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import PurePath
-from typing import Literal
 
 from carrag.services.errors import EmptyDocument, NoExtractableText, UnsupportedFormat
 from carrag.services.models import ParsedDocument
@@ -21,9 +20,9 @@ from carrag.services.parsers.pdf import parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
 from carrag.services.parsers.text import parse_text
 from carrag.services.parsers.xlsx_sheets import parse_xlsx
+from carrag.services.vocabulary import PdfMode
 
 Parser = Callable[[bytes, str], ParsedDocument]
-PdfMode = Literal["text", "markdown"]
 
 PARSERS: dict[str, Parser] = {
     ".pdf": parse_pdf,
@@ -57,7 +56,9 @@ def check_supported(filename: str) -> str:
     return extension
 
 
-def parse_file(data: bytes, filename: str, *, max_pdf_pages: int = 5000, pdf_mode: PdfMode = "text") -> ParsedDocument:
+def parse_file(
+    data: bytes, filename: str, *, max_pdf_pages: int = 5000, pdf_mode: PdfMode = PdfMode.TEXT
+) -> ParsedDocument:
     extension = check_supported(filename)
     if not data:
         raise EmptyDocument(f"{filename} is empty.")
