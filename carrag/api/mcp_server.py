@@ -17,8 +17,10 @@ from collections.abc import Callable, Iterator
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from pydantic import SecretStr
 from starlette.types import Receive, Scope, Send
 
+from carrag import __version__
 from carrag.api.middleware import bearer_key_valid, send_unauthorized
 from carrag.services import agent_tools
 from carrag.services.container import Container
@@ -35,7 +37,7 @@ INSTRUCTIONS = (
 def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
     """``container`` is called per tool call, so the server can exist before the container does."""
     with _logging_left_alone():
-        server = MCPServer("carrag", instructions=INSTRUCTIONS, version="0.1.0")
+        server = MCPServer("carrag", instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool(structured_output=False)
     async def search_documents(query: str, top_k: int = 5, source: str | None = None) -> str:
@@ -92,7 +94,7 @@ def http_session_manager(server: MCPServer, settings: Settings) -> StreamableHTT
 class McpEndpoint:
     """The ASGI endpoint mounted at ``/mcp``: checks the API key, then hands over to the SDK."""
 
-    def __init__(self, manager: StreamableHTTPSessionManager, api_keys: Callable[[], list[str]]) -> None:
+    def __init__(self, manager: StreamableHTTPSessionManager, api_keys: Callable[[], list[SecretStr]]) -> None:
         self.manager = manager
         self.api_keys = api_keys
 

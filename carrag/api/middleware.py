@@ -7,13 +7,15 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Sequence
 
+from pydantic import SecretStr
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from carrag.api.deps import UNAUTHORIZED_DETAIL, api_key_matches
 from carrag.api.log_config import request_id_var
 from carrag.services.errors import PayloadTooLarge
-from carrag.services.metrics import UNMATCHED_ROUTE, Metrics
+from carrag.services.telemetry.prometheus import UNMATCHED_ROUTE, PrometheusTelemetry
 
 access_logger = logging.getLogger("carrag.access")
 
@@ -34,7 +36,7 @@ async def send_json_error(send: Send, status: int, detail: str, headers: list[tu
     await send({"type": "http.response.body", "body": body})
 
 
-def bearer_key_valid(scope: Scope, keys: list[str]) -> bool:
+def bearer_key_valid(scope: Scope, keys: Sequence[SecretStr]) -> bool:
     """Whether the request's ``Authorization: Bearer <key>`` carries one of ``keys``."""
     authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
     scheme, _, presented = authorization.partition(" ")
@@ -92,7 +94,7 @@ class ApiKeyGateMiddleware:
             await self.app(scope, receive, send)
             return
         container = getattr(scope["app"].state, "container", None)
-        keys: list[str] = container.settings.api_keys if container is not None else []
+        keys: list[SecretStr] = container.settings.api_keys if container is not None else []
         if not keys:
             await self.app(scope, receive, send)
             return
@@ -182,7 +184,7 @@ class AccessLogMiddleware:
 
     PROBE_PATHS = frozenset({"/health/live", "/health/ready", "/metrics"})
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: PrometheusTelemetry) -> None:
         self.app = app
         self.metrics = metrics
 

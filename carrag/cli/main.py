@@ -24,6 +24,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from carrag import extras
 from carrag.api.schemas.documents import ChunkPageOut, DocumentOut
 from carrag.api.schemas.ingest import IngestResponse
 from carrag.api.schemas.query import QueryRequest, SearchRequest, Source, StreamError, StreamToken
@@ -37,6 +38,7 @@ from carrag.cli.client import (
     all_documents,
 )
 from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
+from carrag.extras import MissingExtra
 from carrag.services.requests import split_tags
 from carrag.services.settings import Settings, get_settings
 from carrag.services.vocabulary import ChunkingStrategy, SearchMode
@@ -497,9 +499,33 @@ def evaluate_retrieval(
     ] = None,
 ) -> None:
     """Ingest a BEIR dataset into a fresh store and print nDCG@10, Recall@10/100 and MRR@10 per search mode."""
+    extras.require("eval", "`carrag eval`")
     from carrag.cli.evaluation import run_eval_command
 
     run_eval_command(dataset, split, json_out, modes, limit_queries, db)
+
+
+@app.command("eval-answers")
+def evaluate_answers(
+    questions: Annotated[
+        Path, typer.Option("--questions", help="Question file (JSON Lines, carrag/bench/questions/corpus_dev.jsonl).")
+    ],
+    mode: Annotated[
+        str, typer.Option("--mode", help="Answer mode: generate, extract, auto, a comma-separated list, or all.")
+    ] = "all",
+    documents: Annotated[
+        Path, typer.Option("--documents", help="Directory the question file's document paths are relative to.")
+    ] = SHARED_DATA / "corpus",
+    top_k: Annotated[int | None, typer.Option("--top-k", min=1, max=100, help="Passages per question.")] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the scores and every answer as JSON to this file.")
+    ] = None,
+) -> None:
+    """Ingest the documents a question file lists into a fresh store, ask every question in each answer
+    mode, and print answerable accuracy, citation validity, refusals, invented numbers and latency."""
+    from carrag.cli.answer_evaluation import run_eval_answers_command
+
+    run_eval_answers_command(questions, mode, documents, top_k, json_out)
 
 
 @app.command("bench")
@@ -525,6 +551,7 @@ def benchmark(
     ] = None,
 ) -> None:
     """Measure PDF pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    extras.require("eval", "`carrag bench`")
     from carrag.bench.bench import BenchConfig
     from carrag.cli.evaluation import run_bench_command
 
@@ -540,6 +567,7 @@ def benchmark(
 @app.command()
 def mcp() -> None:
     """Serve the MCP tools (search_documents, list_sources) over stdio, on the local store."""
+    extras.require("mcp", "`carrag mcp`")
     from carrag.api.log_config import configure_logging
     from carrag.api.mcp_server import run_stdio
 
@@ -549,7 +577,10 @@ def mcp() -> None:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except MissingExtra as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from carrag.services.prompt import PromptSource, build_messages
 from carrag.services.requests import AnswerQuery
 from carrag.services.retrieval.search import SearchHit, SearchOutcome, SearchService
 from carrag.services.settings import Settings
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 
 @dataclass(slots=True)
@@ -55,9 +56,14 @@ class Answer:
     rerank_note: str | None = None
 
 
+# The stages an answer adds to its search's timings.
+GENERATION_STAGES = ("generate", "first_token")
+
+
 class AnswerService:
-    def __init__(self, settings: Settings, search: SearchService, llm: LLM) -> None:
+    def __init__(self, settings: Settings, search: SearchService, llm: LLM, telemetry: Telemetry | None = None) -> None:
         self.settings = settings
+        self.telemetry = telemetry or NullTelemetry()
         self.search = search
         self.llm = llm
         # Admission before any work: a slow generator (the local LLM runs one answer at a time)
@@ -122,6 +128,8 @@ class AnswerService:
     def _done(
         self, started: float, timings: dict[str, float], outcome: SearchOutcome, *, generated: bool
     ) -> AnswerSummary:
+        # The search stages in ``timings`` were reported by SearchService; these are the answer's own.
+        self.telemetry.stages("query", {stage: timings[stage] for stage in GENERATION_STAGES if stage in timings})
         return AnswerSummary(
             model=self.llm.model if generated else None,
             duration_ms=_ms(started),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from carrag import extras
 from carrag.services.answering import AnswerService
 from carrag.services.documents import DocumentService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
@@ -30,9 +31,11 @@ from carrag.services.requests import RequestFactory
 from carrag.services.rerankers.base import Reranker
 from carrag.services.rerankers.flashrank import FlashrankReranker
 from carrag.services.retrieval.search import SearchService
-from carrag.services.settings import Settings
+from carrag.services.settings import Settings, revealed
 from carrag.services.stores.base import Store
 from carrag.services.tagging import KeywordTagger, LLMTagger, NoTagger, Tagger
+from carrag.services.telemetry import Telemetry
+from carrag.services.telemetry.prometheus import PrometheusTelemetry
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +65,7 @@ class UnavailableEmbedder:
 
 def build_store(settings: Settings) -> Store:
     if settings.store == "elasticsearch":
+        extras.require("elasticsearch", "STORE=elasticsearch")
         from carrag.services.stores.elasticsearch import ElasticsearchStore
 
         return ElasticsearchStore.from_settings(settings)
@@ -100,7 +104,10 @@ def build_llm(settings: Settings) -> LLM:
         from carrag.services.llms.openai_compatible import OpenAICompatibleLLM
 
         return OpenAICompatibleLLM(
-            settings.openai_base_url, settings.openai_model, settings.openai_api_key, timeout=settings.llm_timeout
+            settings.openai_base_url,
+            settings.openai_model,
+            revealed(settings.openai_api_key),
+            timeout=settings.llm_timeout,
         )
     if settings.llm == "none":
         return ExtractiveLLM("LLM=none")
@@ -156,6 +163,7 @@ class Container:
     documents: DocumentService
     requests: RequestFactory
     jobs: JobManager
+    telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
 
     async def health(self) -> dict[str, ComponentHealth]:
@@ -180,8 +188,13 @@ async def build_container(
     llm: LLM | None = None,
     reranker: Reranker | None = None,
     fetcher: Fetcher | None = None,
+    telemetry: Telemetry | None = None,
 ) -> Container:
-    """Wire everything from ``settings``; keyword arguments replace single adapters (tests, eval)."""
+    """Wire everything from ``settings``; keyword arguments replace single adapters (tests, eval).
+
+    Every service reports to ``telemetry``: by default a `PrometheusTelemetry`, which the app serves at
+    /metrics."""
+    telemetry = telemetry or PrometheusTelemetry()
     startup_errors: dict[str, str] = {}
     store = store or build_store(settings)
     try:
@@ -197,6 +210,7 @@ async def build_container(
         retries=settings.embed_retries,
         backoff=settings.embed_retry_backoff,
         timeout=settings.embed_timeout,
+        telemetry=telemetry,
     )
     llm = llm or await asyncio.to_thread(build_llm, settings)
     reranker = reranker or await asyncio.to_thread(
@@ -207,8 +221,8 @@ async def build_container(
     )
     fetcher = fetcher or build_fetcher(settings)
     tagger = build_tagger(settings, llm)
-    search = SearchService(settings, store, embedder, reranker)
-    ingestion = IngestionService(settings, store, embedder, tagger, fetcher)
+    search = SearchService(settings, store, embedder, reranker, telemetry)
+    ingestion = IngestionService(settings, store, embedder, tagger, fetcher, telemetry)
     return Container(
         settings=settings,
         store=store,
@@ -219,9 +233,10 @@ async def build_container(
         tagger=tagger,
         ingestion=ingestion,
         search=search,
-        answers=AnswerService(settings, search, llm),
+        answers=AnswerService(settings, search, llm, telemetry),
         documents=DocumentService(store),
         requests=RequestFactory(settings),
-        jobs=JobManager(settings, ingestion),
+        jobs=JobManager(settings, ingestion, telemetry),
+        telemetry=telemetry,
         startup_errors=startup_errors,
     )

@@ -35,6 +35,7 @@ from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.tagging import Tagger, auto_tags, merge_tags
+from carrag.services.telemetry import NullTelemetry, Telemetry
 from carrag.services.vocabulary import IngestStatus, JobState
 
 logger = logging.getLogger(__name__)
@@ -117,6 +118,7 @@ class IngestionService:
         embedder: EmbeddingService,
         tagger: Tagger,
         fetcher: Fetcher,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -125,7 +127,7 @@ class IngestionService:
         self.fetcher = fetcher
         self.admission = AdmissionGate(settings.max_concurrent_ingests, settings.ingest_queue_size, "ingestion")
         self.accepting = True  # False once shutdown has begun (stop_accepting)
-        self.on_indexed: Callable[[int], None] | None = None  # metrics hook: chunks indexed
+        self.telemetry = telemetry or NullTelemetry()
 
     # --- admission -------------------------------------------------------------------------------
     def stop_accepting(self) -> None:
@@ -280,6 +282,7 @@ class IngestionService:
 
         existing = await self.store.find_by_source(source_id)
         if existing is not None and existing.content_hash == digest and not options.force:
+            self._report(IngestStatus.UNCHANGED, timings)
             return IngestResult(
                 document_id=existing.document_id,
                 filename=existing.filename,
@@ -339,8 +342,8 @@ class IngestionService:
         )
         replaced = await self.store.write_document(record, chunks, vectors, identity)
         timings["index"] = _ms(started)
-        if self.on_indexed is not None:
-            self.on_indexed(len(chunks))
+        self.telemetry.chunks_indexed(len(chunks))
+        self._report(IngestStatus.INGESTED, timings)
         observer.stage(JobState.DONE)
         logger.info(
             "document ingested",
@@ -362,6 +365,10 @@ class IngestionService:
             replaced_document_id=replaced,
             timings_ms=timings,
         )
+
+    def _report(self, status: str, timings: dict[str, float]) -> None:
+        self.telemetry.document_ingested(status)
+        self.telemetry.stages("ingest", timings)
 
     async def _check_embedding_identity(self) -> EmbeddingIdentity:
         """Fail before any embedding work if the store holds another model's vectors (409 naming

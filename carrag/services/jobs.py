@@ -23,10 +23,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from carrag.services.errors import CarragError, Conflict, NotFound
+from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, NotFound
 from carrag.services.ingestion import IngestionService, IngestObserver, IngestResult
 from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
+from carrag.services.telemetry import NullTelemetry, Telemetry
 from carrag.services.vocabulary import FINISHED_JOB_STATES, JobKind, JobState
 
 logger = logging.getLogger(__name__)
@@ -94,12 +95,13 @@ class Job:
 
 
 class JobManager:
-    def __init__(self, settings: Settings, ingestion: IngestionService) -> None:
+    def __init__(self, settings: Settings, ingestion: IngestionService, telemetry: Telemetry | None = None) -> None:
         self.settings = settings
         self.ingestion = ingestion
         self._jobs: OrderedDict[str, Job] = OrderedDict()  # oldest first
         self._drain: asyncio.Task[None] | None = None
-        self.on_finished: Callable[[Job], None] | None = None  # metrics hook
+        self.telemetry = telemetry or NullTelemetry()
+        self.telemetry.watch_jobs(self.counts_by_state)
 
     # --- submitting ------------------------------------------------------------------------------
     async def submit_file(self, data: bytes, filename: str, options: IngestCommand) -> Job:
@@ -164,8 +166,9 @@ class JobManager:
                 "timings_ms": job.timings_ms,
             },
         )
-        if self.on_finished is not None:
-            self.on_finished(job)
+        self.telemetry.job_finished(job.state)
+        if isinstance(job.exception, DependencyUnavailable):
+            self.telemetry.dependency_failed(job.exception.component)
         job.exception = None  # its traceback holds the pipeline's frames (the upload, the text)
 
     # --- reading ----------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from carrag.services.vocabulary import ChunkingStrategy, PdfMode
@@ -55,9 +55,9 @@ class Settings(BaseSettings):
     sqlite_path: Path | None = Field(None, description="SQLite database file (default: `<DATA_DIR>/carrag.db`).")
     elasticsearch_url: str = Field("http://localhost:9200", description="Elasticsearch base URL.")
     elasticsearch_index: str = Field("carrag_chunks", description="Index holding the chunks.")
-    elasticsearch_api_key: str | None = Field(None, description="Elasticsearch API key, if secured.")
+    elasticsearch_api_key: SecretStr | None = Field(None, description="Elasticsearch API key, if secured.")
     elasticsearch_username: str | None = Field(None, description="Elasticsearch basic-auth user.")
-    elasticsearch_password: str | None = Field(None, description="Elasticsearch basic-auth password.")
+    elasticsearch_password: SecretStr | None = Field(None, description="Elasticsearch basic-auth password.")
     elasticsearch_num_candidates: int = Field(
         100, ge=1, le=10000, description="kNN `num_candidates` per shard (HNSW search breadth)."
     )
@@ -132,7 +132,7 @@ class Settings(BaseSettings):
     ollama_llm_model: str = Field("llama3.2", description="Ollama chat model.")
     ollama_timeout: float = Field(120.0, gt=0, description="Seconds per Ollama request.")
     openai_base_url: str = Field("http://localhost:8080/v1", description="Base URL of an OpenAI-compatible server.")
-    openai_api_key: str | None = Field(None, description="API key for the OpenAI-compatible server.")
+    openai_api_key: SecretStr | None = Field(None, description="API key for the OpenAI-compatible server.")
     openai_model: str = Field("gpt-4o-mini", description="Model name on the OpenAI-compatible server.")
 
     # --- generation --------------------------------------------------------------------------------
@@ -191,7 +191,7 @@ class Settings(BaseSettings):
     per_host_delay: float = Field(1.0, ge=0, description="Seconds between requests to one host.")
 
     # --- security ----------------------------------------------------------------------------------
-    api_keys: Annotated[list[str], NoDecode] = Field(
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
         description="Comma-separated bearer keys; when set, all routes but health need one.",
     )
@@ -270,6 +270,11 @@ class Settings(BaseSettings):
 @lru_cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def revealed(secret: SecretStr | None) -> str | None:
+    """A secret setting's value, for the one client that sends it (the settings show it as ``**********``)."""
+    return secret.get_secret_value() if secret is not None else None
 
 
 def settings_markdown() -> str:

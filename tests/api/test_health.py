@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import httpx
+
+import carrag
 
 
 async def test_health_reports_every_component(client: httpx.AsyncClient) -> None:
@@ -11,3 +15,10 @@ async def test_health_reports_every_component(client: httpx.AsyncClient) -> None
     reranker = body["components"]["reranker"]
     assert reranker["status"] == "unavailable" and "not installed" in reranker["detail"]
     assert body["status"] == "degraded"
+
+
+async def test_the_version_is_the_installed_packages_everywhere(client: httpx.AsyncClient) -> None:
+    installed = version("carrag")
+    assert carrag.__version__ == installed
+    assert (await client.get("/health")).json()["version"] == installed
+    assert (await client.get("/openapi.json")).json()["info"]["version"] == installed

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,14 +12,15 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from pydantic import SecretStr
 
 from carrag.api.main import create_app
+from carrag.bench.server import clean_environment
 from carrag.services.container import Container
 from carrag.services.requests import IngestCommand
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.live_server import LiveServer
-from tests.server_process import REPO, clean_environment
 
 API_KEY = "sekret"
 SOURCES = ("brakes.txt", "oil_service.txt", "tire_pressure.txt")
@@ -64,7 +64,7 @@ async def check_tools(client: Client) -> None:
 
 @pytest.fixture
 async def served(container: Container) -> AsyncIterator[LiveServer]:
-    container.settings.api_keys = [API_KEY]
+    container.settings.api_keys = [SecretStr(API_KEY)]
     with LiveServer(create_app(container=container)) as live:
         yield live
 
@@ -96,7 +96,6 @@ async def test_stdio_via_carrag_mcp(tmp_path: Path, embedding_backend) -> None:
             "DATA_DIR": str(tmp_path),
             "LOG_LEVEL": "WARNING",
             "RERANK_ENABLED": "false",
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),
         }
     )
     server = StdioServerParameters(

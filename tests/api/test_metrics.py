@@ -6,6 +6,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from carrag.api.main import create_app
+from carrag.services.telemetry import NullTelemetry
 from tests.conftest import close_container, make_settings, open_container
 from tests.job_helpers import poll_job
 
@@ -97,3 +98,20 @@ async def test_metrics_need_the_api_key_unless_public(tmp_path: Path, embedding_
                 assert keyed.status_code == 200 and "carrag_http_requests_in_flight" in keyed.text
         finally:
             await close_container(container)
+
+
+async def test_an_app_over_a_container_reporting_elsewhere_still_exports_http_metrics(
+    tmp_path: Path, embedding_backend
+) -> None:
+    container = await open_container(make_settings(tmp_path), embedding_backend, telemetry=NullTelemetry())
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_app(container=container)), base_url="http://carrag.test"
+        ) as client:
+            assert (await client.post("/search", json={"question": "brake fluid"})).status_code == 200
+            found = samples((await client.get("/metrics")).text)
+        count = "carrag_http_request_duration_seconds_count"
+        assert value(found, count, method="POST", route="/search", status="200") == 1
+        assert value(found, "carrag_stage_duration_seconds_count", pipeline="query", stage="total") == 0
+    finally:
+        await close_container(container)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import sqlite3
 import subprocess
@@ -22,9 +21,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from carrag.bench.server import clean_environment
 from tests.job_helpers import long_document
 from tests.live_server import free_port
-from tests.server_process import REPO, clean_environment
 
 pytestmark = pytest.mark.slow
 
@@ -43,7 +42,6 @@ def carrag_serve(data_dir: Path, grace: float) -> Iterator[tuple[subprocess.Pope
             "LOG_LEVEL": "INFO",
             "EMBED_BATCH_SIZE": "8",
             "SHUTDOWN_GRACE_SECONDS": str(grace),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),
         }
     )
     log_path = data_dir / "server.log"

@@ -11,28 +11,16 @@ Without /usr/bin/chromium the tests skip, unless CARRAG_REQUIRE_BROWSER=1 (CI), 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.server_process import ServerProcess, server_process
+from carrag.bench.browser import CHROMIUM, ask, chromium, enter_api_key, open_page, upload_through_ui, wait_for_jobs
+from carrag.bench.server import server_process
 
-CHROMIUM = Path(os.environ.get("CARRAG_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MANUAL = FIXTURES / "2019_Ford_F150_Owners_Manual.pdf"
 API_KEY = "ui-test-key"
@@ -55,64 +43,6 @@ def require_chromium() -> None:
     if os.environ.get("CARRAG_REQUIRE_BROWSER") == "1":
         pytest.fail(f"CARRAG_REQUIRE_BROWSER=1 but {reason}")
     pytest.skip(reason)
-
-
-@contextlib.contextmanager
-def chromium() -> Iterator[object]:
-    """A headless Chromium browser (Playwright's sync API); never downloads a browser."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
-
-
-def open_page(browser, server: ServerProcess, viewport: dict[str, int] | None = None):
-    """A fresh page on the UI; page errors (uncaught exceptions) are collected on ``page.errors``."""
-    # bypass_csp: Playwright's wait_for_function needs eval, which the UI's CSP forbids. It also makes
-    # the XSS check below test the UI's own escaping, without the CSP's help.
-    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 860}, bypass_csp=True)
-    page = context.new_page()
-    page.set_default_timeout(30_000)
-    page.errors = []
-    page.on("pageerror", lambda error: page.errors.append(str(error)))
-    page.goto(server.url + "/")
-    return page
-
-
-def enter_api_key(page, key: str) -> None:
-    if not page.locator("#key-form").is_visible():
-        page.click("#key-box summary")
-    page.fill("#api-key", key)
-    page.click("#key-form button[type=submit]")
-
-
-def upload_through_ui(page, paths: list[Path], tags: str = "") -> None:
-    page.click("nav.tabs >> text=Ingest")
-    page.set_input_files("#ingest-files", [str(path) for path in paths])
-    if tags:
-        page.fill("#ingest-tags", tags)
-    page.click("#ingest-submit")
-
-
-def wait_for_jobs(page, count: int, timeout_ms: int = 90_000) -> list[str]:
-    """Wait until ``count`` jobs have finished; their states."""
-    page.wait_for_function(
-        "n => document.querySelectorAll('#jobs .job:is([data-state=done],[data-state=failed],[data-state=cancelled])')"
-        ".length >= n",
-        arg=count,
-        timeout=timeout_ms,
-    )
-    return page.eval_on_selector_all("#jobs .job", "jobs => jobs.map(job => job.dataset.state)")
-
-
-def ask(page, question: str) -> None:
-    page.click("nav.tabs >> text=Ask")
-    page.fill("#ask-question", question)
-    page.click("#ask-submit")
 
 
 @pytest.fixture(scope="module")
@@ -237,8 +167,8 @@ def test_answer_streams_from_the_local_llm(browser, tmp_path: Path) -> None:
             """() => {
                 window.answerLengths = [];
                 new MutationObserver(() => window.answerLengths.push(
-                    document.querySelector('#answer-text').textContent.length
-                )).observe(document.querySelector('#answer-text'), {childList: true, subtree: true, characterData: true});
+                    (document.querySelector('#answer-text') || {textContent: ''}).textContent.length
+                )).observe(document.querySelector('#conversation'), {childList: true, subtree: true, characterData: true});
             }"""
         )
         page.click("nav.tabs >> text=Ask")

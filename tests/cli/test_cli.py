@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from carrag.bench.server import server_process
 from carrag.cli.main import app
 from carrag.services.container import build_container
 from carrag.services.llms.extractive import ExtractiveLLM
@@ -22,7 +23,6 @@ from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 from tests.conftest import FIXTURES
 from tests.live_server import served_page
-from tests.server_process import server_process
 
 API_KEY = "cli-test-key"
 PAGE = (

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from carrag.bench.server import server_process
 from carrag.services.stores.sqlite import integrity_problems
-from tests.server_process import server_process
 
 SETTINGS = {"LLM": "none", "RERANK_ENABLED": "false", "TAGGER": "keywords", "EMBED_BATCH_SIZE": "8"}
 KEPT = b"Kept manual. The cold tire pressure is 35 psi front and rear. Rotate the tyres every 6,000 miles.\n" * 4

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from carrag.bench.bench import PeakRss
-from tests.server_process import ServerProcess, server_process
+from carrag.bench.server import ServerProcess, server_process
 
 UPLOAD_LIMIT = 5 * 1024 * 1024
 ATTEMPTED = 400 * 1024 * 1024  # what the client tries to send

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from carrag import __version__
 from carrag.api.deps import ContainerDep
 from carrag.api.schemas.health import HealthOut
 
 router = APIRouter(tags=["health"])
-
-VERSION = "0.1.0"
 
 
 @router.get("/health", response_model=HealthOut, summary="Component status (never needs an API key)")
@@ -22,4 +21,4 @@ async def health(container: ContainerDep) -> HealthOut:
         overall = "degraded"
     else:
         overall = "ok"
-    return HealthOut.model_validate({"status": overall, "version": VERSION, "components": components})
+    return HealthOut.model_validate({"status": overall, "version": __version__, "components": components})

@@ -17,7 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from carrag.api.deps import ContainerDep, require_api_key
 from carrag.services.errors import CarragError, DependencyUnavailable
-from carrag.services.metrics import Metrics
+from carrag.services.telemetry import Telemetry
 
 router = APIRouter(tags=["health"])
 
@@ -75,14 +75,14 @@ async def metrics(request: Request) -> Response:
     return Response(body, media_type=content_type)
 
 
-def count_dependency_errors(app: FastAPI, metrics: Metrics) -> None:
+def count_dependency_errors(app: FastAPI, telemetry: Telemetry) -> None:
     """Count every DependencyUnavailable answered to a client (store errors among them) in
     ``carrag_dependency_errors_total{component}``, then answer as `carrag.api.errors` does."""
     answer_domain_error = app.exception_handlers[CarragError]
 
     async def counted(request: Request, error: Exception) -> Response:
         if isinstance(error, DependencyUnavailable):
-            metrics.dependency_error(error.component)
+            telemetry.dependency_failed(error.component)
         return await answer_domain_error(request, error)
 
     app.add_exception_handler(DependencyUnavailable, counted)

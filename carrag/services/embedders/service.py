@@ -22,6 +22,7 @@ import numpy as np
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
 from carrag.services.errors import DependencyUnavailable, UpstreamError
 from carrag.services.models import ComponentHealth, EmbeddingIdentity
+from carrag.services.telemetry import NullTelemetry, Telemetry
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class EmbeddingService:
         retries: int = 3,
         backoff: float = 0.5,
         timeout: float = 120.0,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.backend = backend
         self.batch_size = batch_size
@@ -86,7 +88,7 @@ class EmbeddingService:
         self.cache = EmbeddingCache(cache_size)
         self.stats = EmbeddingStats()
         self._dimension: int | None = getattr(backend, "dimension", None)
-        self.on_batch: Callable[[int, float], None] | None = None  # metrics hook: (texts, seconds)
+        self.telemetry = telemetry or NullTelemetry()
 
     @property
     def model(self) -> str:
@@ -126,8 +128,7 @@ class EmbeddingService:
             self.stats.backend_calls += 1
             self.stats.texts_embedded += len(texts)
             self.stats.seconds += elapsed
-            if self.on_batch is not None:
-                self.on_batch(len(texts), elapsed)
+            self.telemetry.texts_embedded(len(texts), elapsed)
             self._dimension = int(vectors.shape[1])
             return vectors
         raise AssertionError("unreachable")

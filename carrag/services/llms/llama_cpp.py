@@ -45,7 +45,9 @@ class LlamaCppLLM:
         try:
             from llama_cpp import Llama
         except ImportError as exc:
-            raise DependencyUnavailable("llm", "llama-cpp-python is not installed (see README: `make run`)") from exc
+            raise DependencyUnavailable(
+                "llm", "llama-cpp-python is not installed: pip install 'carrag[embedded]' (see README)"
+            ) from exc
         model_path = model_path or default_model_path()
         if model_path is None or not Path(model_path).is_file():
             raise DependencyUnavailable(

@@ -25,6 +25,7 @@ from carrag.services.retrieval.expansion import build_passages
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
+from carrag.services.telemetry import NullTelemetry, Telemetry
 from carrag.services.vocabulary import SearchMode
 
 EMPTY_INDEX_MESSAGE = (
@@ -72,8 +73,16 @@ class SearchOutcome:
 
 
 class SearchService:
-    def __init__(self, settings: Settings, store: Store, embedder: EmbeddingService, reranker: Reranker) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: EmbeddingService,
+        reranker: Reranker,
+        telemetry: Telemetry | None = None,
+    ) -> None:
         self.settings = settings
+        self.telemetry = telemetry or NullTelemetry()
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
@@ -97,6 +106,7 @@ class SearchService:
             )
         for hit in outcome.hits:
             hit.explained = query.explain
+        self.telemetry.stages("query", outcome.timings_ms)
         return outcome
 
     async def _search(

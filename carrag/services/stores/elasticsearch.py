@@ -47,6 +47,7 @@ from carrag.services.models import (
     StoredChunk,
     chunk_heading,
 )
+from carrag.services.settings import revealed
 from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vectors
 from carrag.services.stores.fts_query import query_terms
 
@@ -326,9 +327,9 @@ class ElasticsearchStore:
         return cls(
             settings.elasticsearch_url,
             index=settings.elasticsearch_index,
-            api_key=settings.elasticsearch_api_key,
+            api_key=revealed(settings.elasticsearch_api_key),
             username=settings.elasticsearch_username,
-            password=settings.elasticsearch_password,
+            password=revealed(settings.elasticsearch_password),
             num_candidates=settings.elasticsearch_num_candidates,
             timeout=settings.elasticsearch_timeout,
         )

@@ -1,4 +1,5 @@
-"""A real Carrag server process on loopback, for the browser, CLI ``--url`` and docs/api.md tests.
+"""A real Carrag server process on loopback: for the end-to-end tests (browser, CLI ``--url``, docs/api.md)
+and the tools that drive a live server (scripts/screenshots.py).
 
 The server is ``uvicorn carrag.api.main:app_factory`` in a child process, on a socket bound here (``--fd``)
 so the port is known before it starts and nothing else can take it. Its working directory is a
@@ -20,9 +21,7 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parent.parent
-
-# Settings every test server gets unless the caller overrides them.
+# Settings every server started here gets unless the caller overrides them.
 BASE_SETTINGS = {
     "PER_HOST_DELAY": "0",
     "LOG_JSON": "false",
@@ -66,7 +65,6 @@ def server_process(data_dir: Path, startup_timeout: float = 60.0, **settings: ob
     env.update(BASE_SETTINGS)
     env.update({key.upper(): str(value) for key, value in settings.items()})
     env["DATA_DIR"] = str(data_dir)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     sock = bind_loopback()
     port = sock.getsockname()[1]
     log_path = data_dir / "server.log"
@@ -105,11 +103,11 @@ def _wait_until_up(server: ServerProcess, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise RuntimeError(f"the test server exited with {server.process.returncode}:\n{server.log()}")
+            raise RuntimeError(f"the server exited with {server.process.returncode}:\n{server.log()}")
         try:
             if httpx.get(f"{server.url}/health", timeout=2).status_code < 500:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
-    raise RuntimeError(f"the test server did not answer /health within {timeout:.0f}s:\n{server.log()}")
+    raise RuntimeError(f"the server did not answer /health within {timeout:.0f}s:\n{server.log()}")

@@ -1,0 +1,73 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from carrag.bench.answer_questions import DEFAULT_QUESTIONS, documents_of, load_questions
+from carrag.bench.answer_runner import parse_answer_modes
+from carrag.services.errors import InvalidInput
+
+
+def write(tmp_path: Path, *records: dict) -> Path:
+    path = tmp_path / "questions.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return path
+
+
+ANSWERABLE = {
+    "id": "a",
+    "documents": ["x.md"],
+    "question": "Q?",
+    "answerable": True,
+    "accepted": ["yes", ["one", "two"]],
+    "evidence": ["e"],
+    "kind": "yesno",
+    "history": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+}
+
+
+def test_questions_load_with_history_and_list_answers(tmp_path: Path) -> None:
+    unanswerable = {"id": "u", "documents": ["y.md", "x.md"], "question": "Q2?", "answerable": False}
+    questions = load_questions(write(tmp_path, ANSWERABLE, unanswerable))
+    assert questions[0].accepted == ("yes", ("one", "two"))
+    assert questions[0].history[1] == {"role": "assistant", "content": "hello"}
+    assert questions[1].kind == "factoid" and questions[1].evidence == ()
+    assert documents_of(questions) == ["x.md", "y.md"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"evidence": []}, "needs accepted answers and evidence"),
+        ({"answerable": False}, "has no accepted answers"),
+        ({"documents": []}, "at least one document"),
+        ({"question": None}, "malformed"),
+    ],
+)
+def test_malformed_questions_are_refused_with_their_line(tmp_path: Path, change: dict, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message) as error:
+        load_questions(write(tmp_path, ANSWERABLE | change))
+    assert "questions.jsonl:1" in error.value.message
+
+
+def test_duplicate_ids_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="duplicate question ids a"):
+        load_questions(write(tmp_path, ANSWERABLE, ANSWERABLE))
+
+
+def test_answer_modes() -> None:
+    assert parse_answer_modes("all") == parse_answer_modes(None) == ["generate", "extract", "auto"]
+    assert parse_answer_modes("extract, generate") == ["extract", "generate"]
+    with pytest.raises(InvalidInput, match="Unknown answer mode"):
+        parse_answer_modes("extract,magic")
+
+
+def test_the_development_set_is_complete() -> None:
+    questions = load_questions(DEFAULT_QUESTIONS)
+    kinds = {question.kind for question in questions}
+    assert len(questions) >= 50
+    assert sum(not question.answerable for question in questions) >= 10
+    assert {"factoid", "number", "list", "table", "yesno", "followup"} <= kinds
+    assert all(question.history for question in questions if question.kind == "followup")
+    formats = {Path(document).suffix for document in documents_of(questions)}
+    assert {".pdf", ".html", ".md", ".docx", ".xlsx", ".txt"} <= formats
