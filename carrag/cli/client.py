@@ -161,7 +161,7 @@ class LocalClient:
     async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentPageOut:
         async with self._errors():
             documents = (await self.container()).documents
-            return DocumentPageOut.model_validate(await documents.list(offset=offset, limit=limit, tag=tag))
+            return DocumentPageOut.model_validate(await documents.page(offset=offset, limit=limit, tag=tag))
 
     async def get_document(self, document_id: str) -> DocumentOut:
         async with self._errors():

@@ -53,8 +53,8 @@ class DocumentService:
             raise NotFound(f"No document with id {document_id}.")
         return record
 
-    async def list(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentList:
-        """Newest first; ``tag`` matches case-insensitively."""
+    async def page(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentList:
+        """A page of documents, newest first; ``tag`` matches case-insensitively."""
         page = await self.store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
         return DocumentList(page.items, page.total, offset, limit)
 

@@ -15,10 +15,10 @@ async def test_get_list_chunks_delete_and_sources(container: Container) -> None:
     )
 
     assert (await documents.get(alpha.document_id)).source_id == "a.txt"
-    listed = await documents.list(offset=0, limit=1)
+    listed = await documents.page(offset=0, limit=1)
     assert listed.total == 2 and [r.document_id for r in listed.items] == [beta.document_id], "newest first"
     assert (listed.offset, listed.limit) == (0, 1)
-    tagged = await documents.list(tag="  SHARED ")
+    tagged = await documents.page(tag="  SHARED ")
     assert [r.document_id for r in tagged.items] == [alpha.document_id], "the tag filter is normalised"
 
     chunks = await documents.chunks(beta.document_id, offset=1, limit=2)

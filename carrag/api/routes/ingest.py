@@ -20,7 +20,7 @@ from carrag.services.ingestion import IngestResult
 from carrag.services.jobs import Job
 from carrag.services.parsers import check_supported
 from carrag.services.requests import split_tags
-from carrag.services.vocabulary import ChunkingStrategy
+from carrag.services.vocabulary import ChunkingStrategy, JobState
 
 router = APIRouter(prefix="/ingest", tags=["ingest"])
 
@@ -34,8 +34,8 @@ ASYNC_RESPONSES: dict[int | str, dict[str, object]] = {
 
 
 def accepted(job: Job) -> JSONResponse:
-    body = JobAccepted(job_id=job.job_id, state="queued", status_url=status_url(job))
-    return JSONResponse(body.model_dump(), status_code=202, headers={"Location": body.status_url})
+    body = JobAccepted(job_id=job.job_id, state=JobState.QUEUED, status_url=status_url(job))
+    return JSONResponse(body.model_dump(mode="json"), status_code=202, headers={"Location": body.status_url})
 
 
 @router.post("/file", response_model=IngestResponse, summary="Upload and ingest a file", responses=ASYNC_RESPONSES)
