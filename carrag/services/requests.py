@@ -1,7 +1,7 @@
 """What callers ask the services for, built and validated once against the settings.
 
 Every entry point (HTTP, the OpenAI-compatible API, MCP, the CLI) turns its input into a
-`SearchQuery`, `AnswerQuery` or `IngestCommand` through `RequestFactory`, so the limits
+`SearchQuery` (an `AnswerQuery` wraps one) or `IngestCommand` through `RequestFactory`, so the limits
 (MAX_QUESTION_CHARS, MAX_TOP_K, chunk overlap), the defaults (DEFAULT_TOP_K) and the normalisation of
 tags and source filters are written once. The services take these types and trust them.
 """
@@ -29,15 +29,15 @@ class SearchQuery:
 
 @dataclass(frozen=True, slots=True)
 class AnswerQuery:
-    question: str
-    top_k: int
-    filters: SearchFilters = field(default_factory=SearchFilters)
-    rerank: bool | None = None
+    """A question to answer: the search that finds its passages (from `RequestFactory.search`, so
+    validated there) and the conversation so far."""
+
+    search: SearchQuery
     history: Sequence[ChatMessage] = ()
 
     @property
-    def search(self) -> SearchQuery:
-        return SearchQuery(self.question, self.top_k, self.filters, self.rerank)
+    def question(self) -> str:
+        return self.search.question
 
 
 @dataclass(slots=True)
@@ -87,20 +87,6 @@ class RequestFactory:
     ) -> SearchQuery:
         return SearchQuery(
             self._question(question), self._top_k(top_k), search_filters(tags, source), rerank, mode, explain
-        )
-
-    def answer(
-        self,
-        question: str,
-        *,
-        top_k: int | None = None,
-        tags: Iterable[str] | None = None,
-        source: str | None = None,
-        rerank: bool | None = None,
-        history: Sequence[ChatMessage] = (),
-    ) -> AnswerQuery:
-        return AnswerQuery(
-            self._question(question), self._top_k(top_k), search_filters(tags, source), rerank, tuple(history)
         )
 
     def ingest(

@@ -7,7 +7,7 @@ import pytest
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ChatMessage
-from carrag.services.requests import RequestFactory, split_tags
+from carrag.services.requests import AnswerQuery, RequestFactory, split_tags
 from carrag.services.vocabulary import ChunkingStrategy, SearchMode
 from tests.conftest import make_settings
 
@@ -34,21 +34,16 @@ def test_search_query_is_trimmed_defaulted_and_normalised(requests: RequestFacto
         ("oil", 21, "MAX_TOP_K"),
     ],
 )
-def test_question_limits_are_checked_once_for_search_and_answer(
-    requests: RequestFactory, question: str, top_k: int | None, message: str
-) -> None:
+def test_question_limits(requests: RequestFactory, question: str, top_k: int | None, message: str) -> None:
     with pytest.raises(InvalidInput, match=re.escape(message)):
         requests.search(question, top_k=top_k)
-    with pytest.raises(InvalidInput, match=re.escape(message)):
-        requests.answer(question, top_k=top_k)
 
 
-def test_answer_query_carries_history_and_searches_with_its_filters(requests: RequestFactory) -> None:
+def test_an_answer_query_is_its_search_plus_the_history(requests: RequestFactory) -> None:
     history = [ChatMessage("user", "hi"), ChatMessage("assistant", "hello")]
-    query = requests.answer("tyre pressure?", top_k=2, tags=["Cars"], rerank=False, history=history)
-    assert list(query.history) == history
-    assert query.search.question == "tyre pressure?" and query.search.filters.tags == ("cars",)
-    assert (query.search.top_k, query.search.rerank) == (2, False)
+    query = AnswerQuery(requests.search(" tyre pressure? ", top_k=2, tags=["Cars"], rerank=False), history)
+    assert query.question == "tyre pressure?" and list(query.history) == history
+    assert query.search.filters.tags == ("cars",) and (query.search.top_k, query.search.rerank) == (2, False)
 
 
 def test_ingest_command_normalises_tags_and_refuses_a_large_overlap(requests: RequestFactory) -> None:

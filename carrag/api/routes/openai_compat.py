@@ -128,13 +128,9 @@ def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> Answe
     texts = [message_text(m) for m in conversation]
     if any(len(text) > MAX_MESSAGE_CHARS for text in texts):
         raise InvalidInput(f"A message is longer than {MAX_MESSAGE_CHARS} characters.")
-    return requests.answer(
-        texts[-1],
-        top_k=body.top_k,
-        tags=body.tags,
-        source=body.source,
-        rerank=body.rerank,
-        history=[ChatMessage(m.role, text) for m, text in zip(conversation[:-1], texts[:-1], strict=True)],
+    search = requests.search(texts[-1], top_k=body.top_k, tags=body.tags, source=body.source, rerank=body.rerank)
+    return AnswerQuery(
+        search, [ChatMessage(m.role, text) for m, text in zip(conversation[:-1], texts[:-1], strict=True)]
     )
 
 

@@ -34,10 +34,10 @@ class QueryRequest(_QuestionBase):
     history: list[HistoryMessage] = Field(default_factory=list, max_length=100)
 
     def to_query(self, requests: RequestFactory) -> AnswerQuery:
-        history = [ChatMessage(m.role, m.content) for m in self.history]
-        return requests.answer(
-            self.question, top_k=self.top_k, tags=self.tags, source=self.source, rerank=self.rerank, history=history
+        search = requests.search(
+            self.question, top_k=self.top_k, tags=self.tags, source=self.source, rerank=self.rerank
         )
+        return AnswerQuery(search, [ChatMessage(m.role, m.content) for m in self.history])
 
 
 class SearchRequest(_QuestionBase):

@@ -73,7 +73,7 @@ async def test_ingest_search_answer_and_jobs_report_to_the_containers_telemetry(
         assert pipeline == "query" and {"embed_query", "retrieve", "total"} <= set(timings)
 
         telemetry.events.clear()
-        await container.answers.answer(AnswerQuery("When is the brake fluid replaced?", top_k=3))
+        await container.answers.answer(AnswerQuery(SearchQuery("When is the brake fluid replaced?", top_k=3)))
         search_timings, answer_timings = (timings for _, timings in telemetry.named("stages"))
         assert "total" in search_timings
         assert set(answer_timings) == {"generate", "first_token"}, "the search stages are not reported twice"
