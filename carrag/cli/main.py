@@ -62,7 +62,7 @@ Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: 
 SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
 Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
-Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown"]
+Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"]
 
 
 @app.command()
@@ -181,7 +181,7 @@ def ingest(
 
 async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: IngestSettings, prune: bool) -> int:
     """Ingest every resolved source, one at a time; returns how many failed."""
-    counts = {"ingested": 0, "unchanged": 0, "failed": len(resolved.missing), "pruned": 0}
+    counts = {"ingested": 0, "unchanged": 0, "duplicate": 0, "failed": len(resolved.missing), "pruned": 0}
     for missing in resolved.missing:
         console.print(f"[red]✗ failed[/red]    {escape(missing)}: no such file or directory")
     for pattern in resolved.unmatched_patterns:
@@ -223,6 +223,10 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
                 seconds = time.perf_counter() - began
                 if result.status == "unchanged":
                     progress.console.print(f"[dim]= unchanged[/dim] {escape(name)}")
+                elif result.status == "duplicate":
+                    progress.console.print(
+                        f"[dim]= duplicate[/dim] {escape(name)}: same text as {escape(result.source_id)}, not stored"
+                    )
                 else:
                     replaced = " (replaced the previous version)" if result.replaced_document_id else ""
                     progress.console.print(
@@ -242,6 +246,8 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
         f"{len(jobs) + len(resolved.missing)} sources: {counts['ingested']} ingested, "
         f"{counts['unchanged']} unchanged, {counts['failed']} failed"
     )
+    if counts["duplicate"]:
+        summary += f", {counts['duplicate']} duplicate"
     if prune:
         summary += f", {counts['pruned']} pruned"
     if resolved.skipped:
@@ -555,11 +561,31 @@ def benchmark(
     quick: Annotated[
         bool, typer.Option("--quick", help="Tiny sizes (a few seconds): checks the bench still works.")
     ] = False,
+    ocr_pages: Annotated[
+        int, typer.Option("--ocr-pages", min=0, help="Scanned copies of the PDF's first N pages read by OCR (0: none).")
+    ] = 3,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the figures as JSON to this file.")
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="`elasticsearch`: instead, the store at ELASTICSEARCH_URL against raw bulk and raw hybrid search.",
+        ),
+    ] = None,
+    documents: Annotated[
+        int, typer.Option("--documents", min=1, help="With --store elasticsearch: synthetic documents written.")
+    ] = 1000,
 ) -> None:
-    """Measure PDF pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    """Measure PDF pages/s, OCR pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    if store == "elasticsearch":
+        from carrag.cli.evaluation import run_es_bench_command
+
+        run_es_bench_command(documents, queries, quick, json_out)
+        return
+    if store not in (None, "sqlite"):
+        raise typer.BadParameter("--store is sqlite (the default bench) or elasticsearch")
     extras.require("eval", "`carrag bench`")
     from carrag.bench.bench import BenchConfig
     from carrag.cli.evaluation import run_bench_command
@@ -568,9 +594,28 @@ def benchmark(
         config = BenchConfig.quick(pdf, dataset, split)
     else:
         config = BenchConfig(
-            pdf, dataset, split, tuple(int(size) for size in sizes.split(",") if size.strip()), queries, limit_documents
+            pdf,
+            dataset,
+            split,
+            tuple(int(size) for size in sizes.split(",") if size.strip()),
+            queries,
+            limit_documents,
+            ocr_pages=ocr_pages,
         )
     run_bench_command(config, json_out)
+
+
+@app.command()
+def reindex(
+    keep_old: Annotated[
+        bool, typer.Option("--keep-old", help="Keep the previous index after the alias has moved.")
+    ] = False,
+) -> None:
+    """Re-embed every document (STORE=elasticsearch) with the configured model into a new index and
+    move the alias to it; searches keep working throughout, writes pause for the final catch-up."""
+    from carrag.cli.reindex import run_reindex
+
+    run_reindex(Settings(), keep_old)
 
 
 @app.command()

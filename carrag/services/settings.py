@@ -60,12 +60,39 @@ class Settings(BaseSettings):
         100, ge=1, le=10000, description="kNN `num_candidates` per shard (HNSW search breadth)."
     )
     elasticsearch_timeout: float = Field(30.0, gt=0, description="Seconds per Elasticsearch request.")
+    elasticsearch_shards: int = Field(
+        1, ge=1, le=1024, description="Primary shards of a new index (one fits a single node; more spread writes)."
+    )
+    elasticsearch_replicas: int = Field(
+        0, ge=0, le=16, description="Replica copies of each shard of a new index (0 on one node; 1+ on a cluster)."
+    )
+    elasticsearch_refresh_interval: str = Field(
+        "1s", description="`index.refresh_interval` of a new index: how often new writes become searchable."
+    )
+    elasticsearch_write_refresh: Literal["wait_for", "true"] = Field(
+        "wait_for",
+        description="How a write waits until readers can see it: `wait_for` the next scheduled refresh "
+        "(cheap under load), or `true` to force one at once (lower latency for single writes).",
+    )
+    elasticsearch_abandoned_after_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="Versions not published within this many seconds (a crashed writer's) are removed by "
+        "the periodic sweep; a write gives up publishing after half of it.",
+    )
 
     # --- ingestion -------------------------------------------------------------------------------
     chunk_size: int = Field(500, ge=50, le=20000, description="Maximum characters per chunk.")
     chunk_overlap: int = Field(100, ge=0, description="Characters shared by consecutive chunks.")
-    chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown"] = Field(
-        "recursive", description="Default chunking strategy (overridable per request)."
+    chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"] = Field(
+        "recursive",
+        description="Default chunking strategy (overridable per request). Source files (.py, .js, .ts, .yaml, "
+        ".toml, .sql) use `code` unless the request names a strategy.",
+    )
+    markdown_chunking_for_markup: bool = Field(
+        True,
+        description="Markdown files and HTML pages (uploaded or fetched) are chunked by headers (`markdown` "
+        "strategy, sections in `section`) unless the request names a strategy; false uses CHUNKING_STRATEGY.",
     )
     min_chunk_size: int = Field(
         100, ge=0, description="`sentence` strategy: a trailing chunk shorter than this is merged."
@@ -83,11 +110,22 @@ class Settings(BaseSettings):
     )
     max_extracted_chars: int = Field(20_000_000, ge=1, description="Largest extracted text accepted from one document.")
     max_pdf_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused.")
+    allow_duplicates: bool = Field(
+        False,
+        description="Store a document whose text (normalised) equals one already stored under another source "
+        'id. Off: such an ingest answers `"status": "duplicate"` with the existing document and stores nothing.',
+    )
     pdf_mode: Literal["text", "markdown"] = Field(
         "text",
         description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
         "and tables (several times slower); page numbers are kept in both.",
     )
+    ocr_enabled: bool = Field(
+        True,
+        description="OCR (rapidocr-onnxruntime, when installed) reads PDF pages without usable text and "
+        "garbage text blocks; progress is reported in the ingest job. False turns it off.",
+    )
+    ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution at which PDF pages are rendered for OCR.")
     max_concurrent_ingests: int = Field(
         2, ge=1, description="Ingests processed at once; further ones wait in the queue."
     )

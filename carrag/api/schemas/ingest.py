@@ -6,7 +6,7 @@ from pydantic import Field
 
 from carrag.api.schemas.base import Schema
 
-ChunkingStrategy = Literal["recursive", "fixed", "paragraph", "sentence", "markdown"]
+ChunkingStrategy = Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"]
 
 
 class IngestUrlRequest(Schema):
@@ -24,8 +24,10 @@ class IngestResponse(Schema):
     filename: str
     chunk_count: int
     tags: list[str] = Field(description="Generated tags first, then the caller's; trimmed, lower case.")
-    status: Literal["ingested", "unchanged"] = Field(
-        description="`unchanged`: this source id already holds the same content; nothing was re-embedded."
+    status: Literal["ingested", "unchanged", "duplicate"] = Field(
+        description="`unchanged`: this source id already holds the same content; nothing was re-embedded. "
+        "`duplicate`: another source id already holds the same text (ALLOW_DUPLICATES is off); nothing was "
+        "stored and `document_id`/`source_id` name that document."
     )
     source_id: str
     replaced_document_id: str | None = Field(None, description="The earlier version of this source, now replaced.")

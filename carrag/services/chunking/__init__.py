@@ -7,6 +7,7 @@ indexes run 0, 1, 2, ... and PDF page numbers follow from the offsets.
 
 from __future__ import annotations
 
+from carrag.services.chunking.code import chunk_code
 from carrag.services.chunking.fixed import chunk_fixed
 from carrag.services.chunking.markdown import chunk_markdown
 from carrag.services.chunking.paragraph import chunk_paragraph
@@ -15,7 +16,15 @@ from carrag.services.chunking.sentence import chunk_sentence
 from carrag.services.errors import InvalidInput
 from carrag.services.models import Chunk, ParsedDocument
 
-STRATEGIES = ("recursive", "fixed", "paragraph", "sentence", "markdown")
+STRATEGIES = ("recursive", "fixed", "paragraph", "sentence", "markdown", "code")
+
+
+# Formats whose text has a structure one strategy follows best; used when the request names none.
+FORMAT_STRATEGIES = {"code": "code"}  # source_type -> strategy
+
+
+def default_strategy(document: ParsedDocument, configured: str) -> str:
+    return FORMAT_STRATEGIES.get(document.source_type, configured)
 
 
 def chunk_document(
@@ -34,4 +43,6 @@ def chunk_document(
         return chunk_sentence(text, size, overlap, min_chunk_size, pages)
     if strategy == "markdown":
         return chunk_markdown(text, size, overlap, pages)
+    if strategy == "code":
+        return chunk_code(text, size, overlap, pages)
     raise InvalidInput(f"Unknown chunking strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
