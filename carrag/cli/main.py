@@ -567,8 +567,25 @@ def benchmark(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the figures as JSON to this file.")
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="`elasticsearch`: instead, the store at ELASTICSEARCH_URL against raw bulk and raw hybrid search.",
+        ),
+    ] = None,
+    documents: Annotated[
+        int, typer.Option("--documents", min=1, help="With --store elasticsearch: synthetic documents written.")
+    ] = 1000,
 ) -> None:
     """Measure PDF pages/s, OCR pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    if store == "elasticsearch":
+        from carrag.cli.evaluation import run_es_bench_command
+
+        run_es_bench_command(documents, queries, quick, json_out)
+        return
+    if store not in (None, "sqlite"):
+        raise typer.BadParameter("--store is sqlite (the default bench) or elasticsearch")
     extras.require("eval", "`carrag bench`")
     from carrag.bench.bench import BenchConfig
     from carrag.cli.evaluation import run_bench_command
@@ -586,6 +603,19 @@ def benchmark(
             ocr_pages=ocr_pages,
         )
     run_bench_command(config, json_out)
+
+
+@app.command()
+def reindex(
+    keep_old: Annotated[
+        bool, typer.Option("--keep-old", help="Keep the previous index after the alias has moved.")
+    ] = False,
+) -> None:
+    """Re-embed every document (STORE=elasticsearch) with the configured model into a new index and
+    move the alias to it; searches keep working throughout, writes pause for the final catch-up."""
+    from carrag.cli.reindex import run_reindex
+
+    run_reindex(Settings(), keep_old)
 
 
 @app.command()

@@ -60,6 +60,26 @@ class Settings(BaseSettings):
         100, ge=1, le=10000, description="kNN `num_candidates` per shard (HNSW search breadth)."
     )
     elasticsearch_timeout: float = Field(30.0, gt=0, description="Seconds per Elasticsearch request.")
+    elasticsearch_shards: int = Field(
+        1, ge=1, le=1024, description="Primary shards of a new index (one fits a single node; more spread writes)."
+    )
+    elasticsearch_replicas: int = Field(
+        0, ge=0, le=16, description="Replica copies of each shard of a new index (0 on one node; 1+ on a cluster)."
+    )
+    elasticsearch_refresh_interval: str = Field(
+        "1s", description="`index.refresh_interval` of a new index: how often new writes become searchable."
+    )
+    elasticsearch_write_refresh: Literal["wait_for", "true"] = Field(
+        "wait_for",
+        description="How a write waits until readers can see it: `wait_for` the next scheduled refresh "
+        "(cheap under load), or `true` to force one at once (lower latency for single writes).",
+    )
+    elasticsearch_abandoned_after_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="Versions not published within this many seconds (a crashed writer's) are removed by "
+        "the periodic sweep; a write gives up publishing after half of it.",
+    )
 
     # --- ingestion -------------------------------------------------------------------------------
     chunk_size: int = Field(500, ge=50, le=20000, description="Maximum characters per chunk.")
