@@ -105,6 +105,9 @@ class _ObserverAdapter:
     def embedded(self, done: int, total: int) -> None:
         self.on_progress(self.state, done, total)
 
+    def ocr_read(self, done: int, total: int) -> None:
+        self.on_progress(self.state, done, total)
+
 
 class LocalClient:
     """Works on the configured store directly; models load on first use."""
@@ -202,6 +205,8 @@ class LocalClient:
                     top_k=request.top_k,
                     filters=search_filters(request.tags, request.source),
                     rerank=request.rerank,
+                    answer_mode=request.answer_mode,
+                    min_relevance=request.min_relevance,
                 )
             )
             try:

@@ -17,8 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from carrag.bench.server import server_process
 from tests.api.test_ui_browser import MANUAL, SPLIT_SMALL_DOCUMENTS, ask, chromium, open_page, require_chromium
-from tests.server_process import server_process
 
 pytestmark = pytest.mark.browser
 
