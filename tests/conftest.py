@@ -119,6 +119,21 @@ def es_url():
     handle.stop()
 
 
+# Tests refresh often so that writes, which wait for a refresh (refresh=wait_for), return quickly.
+ES_TEST_REFRESH_INTERVAL = "100ms"
+
+
+async def drop_es_index(client, name: str) -> None:
+    """Delete the indices behind the alias ``name`` (or the plain index ``name``), if any."""
+    from elasticsearch import NotFoundError
+
+    try:
+        concrete = list((await client.indices.get_alias(name=name)).keys())
+    except NotFoundError:
+        concrete = [name]
+    await client.indices.delete(index=",".join(concrete), ignore_unavailable=True)
+
+
 def es_index_name(prefix: str = "carrag_test") -> str:
     """A fresh index name, so tests sharing the session's node never see each other's data."""
     import uuid

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +99,12 @@ class AnswerEvalReport:
     summaries: list[ModeSummary] = field(default_factory=list)
     answers: dict[str, list[AnsweredQuestion]] = field(default_factory=dict)
 
+    def set_summary(self, mode: str, answered: Sequence[AnsweredQuestion], *, complete: bool) -> None:
+        errors = sum(item.error is not None for item in answered)
+        summary = ModeSummary.of(mode, [item.score for item in answered], errors)
+        summary.complete = complete
+        self.summaries = [existing for existing in self.summaries if existing.mode != mode] + [summary]
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "question_file": self.question_file,
@@ -151,23 +157,34 @@ async def ask(
     return response.json(), seconds, None
 
 
+Checkpoint = Callable[["AnswerEvalReport"], None]
+
+
 async def answer_all(
     client: httpx.AsyncClient,
     questions: Sequence[Question],
     mode: str,
+    report: AnswerEvalReport,
     *,
     top_k: int | None = None,
     progress: EvalProgress | None = None,
-) -> list[AnsweredQuestion]:
+    checkpoint: Checkpoint | None = None,
+) -> None:
+    """Answer every question in ``mode`` into ``report``; after each answer the report holds the mode's
+    answers so far (its summary marked partial) and ``checkpoint`` gets it, so a long run stopped
+    early still has its numbers."""
     progress = progress or _NoProgress()
     phase = f"answers: {mode}"
     progress.start(phase, len(questions))
-    answered = []
+    answered: list[AnsweredQuestion] = []
+    report.answers[mode] = answered
     for question in questions:
         response, seconds, error = await ask(client, question, mode, top_k)
         answered.append(AnsweredQuestion(score_answer(question, response, seconds), response.get("answer", ""), error))
+        report.set_summary(mode, answered, complete=len(answered) == len(questions))
         progress.advance(phase)
-    return answered
+        if checkpoint is not None:
+            checkpoint(report)
 
 
 async def evaluate_answers(
@@ -179,6 +196,7 @@ async def evaluate_answers(
     question_file: str = "",
     top_k: int | None = None,
     progress: EvalProgress | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> AnswerEvalReport:
     from carrag.api.main import create_app  # the API layer only for this in-process client
 
@@ -199,8 +217,5 @@ async def evaluate_answers(
         transport=httpx.ASGITransport(app=app), base_url="http://carrag.eval", timeout=timeout
     ) as client:
         for mode in modes:
-            answered = await answer_all(client, questions, mode, top_k=top_k, progress=progress)
-            report.answers[mode] = answered
-            errors = sum(item.error is not None for item in answered)
-            report.summaries.append(ModeSummary.of(mode, [item.score for item in answered], errors))
+            await answer_all(client, questions, mode, report, top_k=top_k, progress=progress, checkpoint=checkpoint)
     return report

@@ -212,6 +212,7 @@ class ModeSummary:
     truncated: int
     errors: int = 0  # requests that failed (counted as wrong answers)
     by_kind: dict[str, tuple[int, int]] = field(default_factory=dict)  # kind -> (correct, asked), answerable only
+    complete: bool = True  # false while (or when) the run stopped before every question was asked
 
     @staticmethod
     def of(mode: str, scores: Sequence[AnswerScore], errors: int = 0) -> ModeSummary:
@@ -263,6 +264,7 @@ class ModeSummary:
     def as_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
+            "complete": self.complete,
             "answerable_accuracy": round(self.accuracy, 4),
             "correct": self.correct,
             "answerable": self.answerable,

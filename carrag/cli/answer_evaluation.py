@@ -58,6 +58,13 @@ def answers_table(report: AnswerEvalReport) -> Table:
     return table
 
 
+def write_json(report: AnswerEvalReport, path: Path) -> None:
+    """Written after every answer too, so a run stopped early keeps its numbers (``complete: false``)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n")
+    partial.replace(path)
+
+
 def run_eval_answers_command(
     questions_path: Path, modes_text: str, root: Path, top_k: int | None, json_out: Path | None
 ) -> None:
@@ -80,6 +87,7 @@ def run_eval_answers_command(
                     question_file=str(questions_path),
                     top_k=top_k,
                     progress=RichEvalProgress(progress),
+                    checkpoint=(lambda report: write_json(report, json_out)) if json_out else None,
                 )
         finally:
             await container.aclose()
@@ -101,7 +109,7 @@ def run_eval_answers_command(
         f"containing the evidence. Ingest {report.ingest_seconds:.0f} s; settings {escape(str(report.settings))}."
     )
     if json_out is not None:
-        json_out.write_text(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n")
+        write_json(report, json_out)
         console.print(f"Wrote {json_out}.")
     if not report.summaries:
         raise typer.Exit(1)

@@ -27,7 +27,7 @@ from rich.table import Table
 from carrag import extras
 from carrag.api.schemas.documents import ChunkPageOut, DocumentOut
 from carrag.api.schemas.ingest import IngestResponse
-from carrag.api.schemas.query import QueryRequest, SearchRequest, Source, StreamError, StreamToken
+from carrag.api.schemas.query import QueryRequest, SearchRequest, Source, StreamDone, StreamError, StreamToken
 from carrag.cli.client import (
     CarragClient,
     ClientError,
@@ -181,7 +181,7 @@ def ingest(
 
 async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: IngestSettings, prune: bool) -> int:
     """Ingest every resolved source, one at a time; returns how many failed."""
-    counts = {"ingested": 0, "unchanged": 0, "failed": len(resolved.missing), "pruned": 0}
+    counts = {"ingested": 0, "unchanged": 0, "duplicate": 0, "failed": len(resolved.missing), "pruned": 0}
     for missing in resolved.missing:
         console.print(f"[red]✗ failed[/red]    {escape(missing)}: no such file or directory")
     for pattern in resolved.unmatched_patterns:
@@ -223,6 +223,10 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
                 seconds = time.perf_counter() - began
                 if result.status == "unchanged":
                     progress.console.print(f"[dim]= unchanged[/dim] {escape(name)}")
+                elif result.status == "duplicate":
+                    progress.console.print(
+                        f"[dim]= duplicate[/dim] {escape(name)}: same text as {escape(result.source_id)}, not stored"
+                    )
                 else:
                     replaced = " (replaced the previous version)" if result.replaced_document_id else ""
                     progress.console.print(
@@ -242,6 +246,8 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
         f"{len(jobs) + len(resolved.missing)} sources: {counts['ingested']} ingested, "
         f"{counts['unchanged']} unchanged, {counts['failed']} failed"
     )
+    if counts["duplicate"]:
+        summary += f", {counts['duplicate']} duplicate"
     if prune:
         summary += f", {counts['pruned']} pruned"
     if resolved.skipped:
@@ -258,18 +264,24 @@ def query(
     tags: Tags = None,
     source: SourceFilter = None,
     rerank: Rerank = None,
+    answer_mode: Annotated[
+        str | None,
+        typer.Option("--answer-mode", help="generate, extract or auto (default: ANSWER_MODE).", show_default=False),
+    ] = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Ask a question: the answer streams in, then its sources are listed."""
-    request = QueryRequest(**question_fields(question, top_k, tags, source, rerank))
+    request = QueryRequest(**question_fields(question, top_k, tags, source, rerank), answer_mode=answer_mode)
 
     async def work(client: CarragClient) -> bool:
         sources: list[Source] = []
+        streamed = ""
         async for _, data in client.stream_query(request):
             if isinstance(data, list):
                 sources = data
             elif isinstance(data, StreamToken):
+                streamed += data.text
                 typer.echo(data.text, nl=False)
             elif isinstance(data, StreamError):
                 typer.echo("")
@@ -277,11 +289,27 @@ def query(
                 return False
             else:
                 typer.echo("")
+                print_answer_check(data, streamed)
         print_sources(sources)
         return True
 
     if not run_with_client(url, api_key, work):
         raise typer.Exit(1)
+
+
+def print_answer_check(done: StreamDone, streamed: str) -> None:
+    """The final answer when the check changed the streamed one, and why it was made the way it was."""
+    if done.answer and done.answer.strip() != streamed.strip():
+        console.print("\n[bold]Checked answer[/bold]")
+        typer.echo(done.answer)
+    notes = [f"answer: {done.answer_mode}"]
+    if done.fallback_reason:
+        notes.append(done.fallback_reason)
+    if done.finish_reason not in ("stop", "no_answer"):
+        notes.append(f"finish: {done.finish_reason}")
+    if done.grounding is not None and done.grounding.unsupported:
+        notes.append(f"{len(done.grounding.unsupported)} unsupported sentence(s)")
+    console.print(f"({'; '.join(notes)})", markup=False, style="dim")
 
 
 def print_sources(sources: list[Source]) -> None:
@@ -546,11 +574,31 @@ def benchmark(
     quick: Annotated[
         bool, typer.Option("--quick", help="Tiny sizes (a few seconds): checks the bench still works.")
     ] = False,
+    ocr_pages: Annotated[
+        int, typer.Option("--ocr-pages", min=0, help="Scanned copies of the PDF's first N pages read by OCR (0: none).")
+    ] = 3,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the figures as JSON to this file.")
     ] = None,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            help="`elasticsearch`: instead, the store at ELASTICSEARCH_URL against raw bulk and raw hybrid search.",
+        ),
+    ] = None,
+    documents: Annotated[
+        int, typer.Option("--documents", min=1, help="With --store elasticsearch: synthetic documents written.")
+    ] = 1000,
 ) -> None:
-    """Measure PDF pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    """Measure PDF pages/s, OCR pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    if store == "elasticsearch":
+        from carrag.cli.evaluation import run_es_bench_command
+
+        run_es_bench_command(documents, queries, quick, json_out)
+        return
+    if store not in (None, "sqlite"):
+        raise typer.BadParameter("--store is sqlite (the default bench) or elasticsearch")
     extras.require("eval", "`carrag bench`")
     from carrag.bench.bench import BenchConfig
     from carrag.cli.evaluation import run_bench_command
@@ -559,9 +607,28 @@ def benchmark(
         config = BenchConfig.quick(pdf, dataset, split)
     else:
         config = BenchConfig(
-            pdf, dataset, split, tuple(int(size) for size in sizes.split(",") if size.strip()), queries, limit_documents
+            pdf,
+            dataset,
+            split,
+            tuple(int(size) for size in sizes.split(",") if size.strip()),
+            queries,
+            limit_documents,
+            ocr_pages=ocr_pages,
         )
     run_bench_command(config, json_out)
+
+
+@app.command()
+def reindex(
+    keep_old: Annotated[
+        bool, typer.Option("--keep-old", help="Keep the previous index after the alias has moved.")
+    ] = False,
+) -> None:
+    """Re-embed every document (STORE=elasticsearch) with the configured model into a new index and
+    move the alias to it; searches keep working throughout, writes pause for the final catch-up."""
+    from carrag.cli.reindex import run_reindex
+
+    run_reindex(Settings(), keep_old)
 
 
 @app.command()

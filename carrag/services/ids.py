@@ -4,7 +4,11 @@ so that writing the same chunk twice can never create a duplicate."""
 from __future__ import annotations
 
 import hashlib
+import re
+import unicodedata
 import uuid
+
+_WHITESPACE = re.compile(r"\s+")
 
 
 def new_document_id() -> str:
@@ -15,5 +19,13 @@ def chunk_id(document_id: str, chunk_index: int) -> str:
     return hashlib.sha256(f"{document_id}:{chunk_index}".encode()).hexdigest()[:32]
 
 
+def normalised_text(text: str) -> str:
+    """Text as compared for sameness: Unicode NFKC, every run of whitespace one space, trimmed.
+    Line endings, indentation and trailing blanks that differ between two exports of the same
+    document do not make them different."""
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
 def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+    """SHA-256 of the normalised text: equal for the same content under any source id."""
+    return hashlib.sha256(normalised_text(text).encode("utf-8", errors="surrogatepass")).hexdigest()

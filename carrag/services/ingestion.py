@@ -19,7 +19,7 @@ from typing import Protocol
 import numpy as np
 
 from carrag.services.admission import AdmissionGate
-from carrag.services.chunking import chunk_document
+from carrag.services.chunking import chunk_document, default_strategy
 from carrag.services.embedders.coalescing import CoalescingEmbedder
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, InvalidInput
@@ -27,8 +27,10 @@ from carrag.services.fetchers.base import Fetcher
 from carrag.services.ids import content_hash, new_document_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
 from carrag.services.parsers import check_supported, parse_file
-from carrag.services.parsers.pdf import parse_pdf
+from carrag.services.parsers.decoding import decode_declared
+from carrag.services.parsers.pdf import Progress, parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
+from carrag.services.parsers.pdf_ocr import reader_for
 from carrag.services.parsers.text import parse_text
 from carrag.services.parsers.web import parse_web_page
 from carrag.services.requests import IngestCommand
@@ -36,7 +38,7 @@ from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.tagging import Tagger, auto_tags, merge_tags
 from carrag.services.telemetry import NullTelemetry, Telemetry
-from carrag.services.vocabulary import IngestStatus, JobState
+from carrag.services.vocabulary import ChunkingStrategy, IngestStatus, JobState
 
 logger = logging.getLogger(__name__)
 
@@ -48,12 +50,17 @@ class IngestObserver(Protocol):
 
     def embedded(self, done: int, total: int) -> None: ...
 
+    def ocr_read(self, done: int, total: int) -> None: ...  # PDF pages read by OCR, while parsing
+
 
 class _SilentObserver:
     def stage(self, stage: JobState) -> None:
         pass
 
     def embedded(self, done: int, total: int) -> None:
+        pass
+
+    def ocr_read(self, done: int, total: int) -> None:
         pass
 
 
@@ -64,7 +71,7 @@ class IngestResult:
     chunk_count: int
     tags: list[str]
     status: IngestStatus
-    source_id: str
+    source_id: str  # for a duplicate: the source id that already holds this content
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
 
@@ -97,6 +104,15 @@ def text_document(text: str, filename: str, title: str | None) -> ParsedDocument
     )
 
 
+def default_chunking(parsed: ParsedDocument, settings: Settings) -> ChunkingStrategy:
+    """The strategy for a request that names none: by headers for Markdown and HTML (their parsers mark
+    them ``metadata.markup = "markdown"``), else the format's own (`chunking.default_strategy`, e.g.
+    ``code`` for source files), else CHUNKING_STRATEGY."""
+    if settings.markdown_chunking_for_markup and parsed.metadata.get("markup") == "markdown":
+        return ChunkingStrategy.MARKDOWN
+    return default_strategy(parsed, settings.chunking_strategy)
+
+
 DocumentEmbedder = Callable[..., Awaitable[np.ndarray]]  # (texts, progress=...) -> vectors
 
 
@@ -125,6 +141,7 @@ class IngestionService:
         self.embedder = embedder
         self.tagger = tagger
         self.fetcher = fetcher
+        self.ocr = reader_for(settings.ocr_enabled, settings.ocr_dpi)  # None: OCR off or not installed
         self.admission = AdmissionGate(settings.max_concurrent_ingests, settings.ingest_queue_size, "ingestion")
         self.accepting = True  # False once shutdown has begun (stop_accepting)
         self.telemetry = telemetry or NullTelemetry()
@@ -158,14 +175,22 @@ class IngestionService:
             observer = observer or _SilentObserver()
             timings: dict[str, float] = {}
             observer.stage(JobState.PARSING)
-            parsed = await self._parse_upload(data, filename, timings)
+            parsed = await self._parse_upload(data, filename, timings, observer)
             return await self._ingest_parsed(parsed, options, observer, timings)
 
-    async def _parse_upload(self, data: bytes, filename: str, timings: dict[str, float]) -> ParsedDocument:
+    async def _parse_upload(
+        self, data: bytes, filename: str, timings: dict[str, float], observer: IngestObserver | None = None
+    ) -> ParsedDocument:
         check_supported(filename)
         started = time.perf_counter()
         parsed = await asyncio.to_thread(
-            parse_file, data, filename, max_pdf_pages=self.settings.max_pdf_pages, pdf_mode=self.settings.pdf_mode
+            parse_file,
+            data,
+            filename,
+            max_pdf_pages=self.settings.max_pdf_pages,
+            pdf_mode=self.settings.pdf_mode,
+            ocr=self.ocr,
+            on_progress=_progress_from_thread(observer),
         )
         timings["parse"] = _ms(started)
         return parsed
@@ -183,21 +208,25 @@ class IngestionService:
         page = await self.fetcher.fetch(url)
         timings["fetch"] = _ms(started)
         started = time.perf_counter()
-        parsed = await asyncio.to_thread(self._parse_fetched, page.content_type, page.body, page.charset, url)
+        parsed = await asyncio.to_thread(
+            self._parse_fetched, page.content_type, page.body, page.charset, url, _progress_from_thread(observer)
+        )
         timings["parse"] = _ms(started)
         parsed.metadata.setdefault("url", url)
         if page.final_url != url:
             parsed.metadata["final_url"] = page.final_url
         return await self._ingest_parsed(parsed, options, observer, timings)
 
-    def _parse_fetched(self, content_type: str, body: bytes, charset: str | None, url: str) -> ParsedDocument:
+    def _parse_fetched(
+        self, content_type: str, body: bytes, charset: str | None, url: str, on_progress: Progress | None = None
+    ) -> ParsedDocument:
         if content_type == "application/pdf":
             pdf_parser = parse_pdf_markdown if self.settings.pdf_mode == "markdown" else parse_pdf
-            parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages)
+            parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages, ocr=self.ocr, on_progress=on_progress)
         elif content_type in ("text/html", "application/xhtml+xml"):
-            parsed = parse_web_page(body.decode(charset or "utf-8", errors="replace"), url)
+            parsed = parse_web_page(decode_declared(body, charset)[0], url)
         else:
-            parsed = parse_text(body, url)
+            parsed = parse_text(body, url, charset=charset)
             if not parsed.text.strip():
                 raise InvalidInput(f"{url} contains no extractable text.")
         parsed.filename = url
@@ -292,6 +321,22 @@ class IngestionService:
                 source_id=source_id,
                 timings_ms=timings,
             )
+        if not settings.allow_duplicates:
+            twin = await self.store.find_by_content_hash(digest)
+            if twin is not None and twin.source_id != source_id:
+                logger.info(
+                    "duplicate content; nothing stored",
+                    extra={"source_id": source_id, "duplicate_of": twin.source_id, "document_id": twin.document_id},
+                )
+                return IngestResult(
+                    document_id=twin.document_id,
+                    filename=twin.filename,
+                    chunk_count=twin.chunk_count,
+                    tags=twin.tags,
+                    status=IngestStatus.DUPLICATE,
+                    source_id=twin.source_id,
+                    timings_ms=timings,
+                )
         identity = await self._check_embedding_identity()
 
         observer.stage(JobState.TAGGING)
@@ -302,7 +347,7 @@ class IngestionService:
 
         observer.stage(JobState.CHUNKING)
         started = time.perf_counter()
-        strategy = options.chunking or settings.chunking_strategy
+        strategy = options.chunking or default_chunking(parsed, settings)
         size = options.chunk_size or settings.chunk_size
         overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
         split_size = size
@@ -378,6 +423,19 @@ class IngestionService:
         if stored is not None:
             stored.check_accepts(current)
         return current
+
+
+def _progress_from_thread(observer: IngestObserver | None) -> Progress | None:
+    """``observer.ocr_read`` for a parser running in a worker thread (OCR pages done/total during the
+    ``parsing`` stage): each call is handed to the event loop's thread."""
+    if observer is None:
+        return None
+    loop = asyncio.get_running_loop()
+
+    def report(done: int, total: int) -> None:
+        loop.call_soon_threadsafe(observer.ocr_read, done, total)
+
+    return report
 
 
 def _ms(started: float) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from carrag.services.answers.modes import AnswerMode
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ChatMessage, SearchFilters
 from carrag.services.settings import Settings
@@ -34,6 +35,12 @@ class AnswerQuery:
 
     search: SearchQuery
     history: Sequence[ChatMessage] = ()
+    answer_mode: AnswerMode | None = None  # None: ANSWER_MODE (or its per-stack default)
+    min_relevance: float | None = None  # None: ANSWER_MIN_RELEVANCE
+    max_tokens: int | None = None  # None: LLM_MAX_TOKENS (a request can only lower it)
+    temperature: float | None = None  # None: LLM_TEMPERATURE
+    client_instructions: str | None = None  # a client's system message, added after SYSTEM_PROMPT
+    live_tokens: bool = True  # False: send the answer only once it is checked (OpenAI streams)
 
     @property
     def question(self) -> str:

@@ -62,12 +62,39 @@ class Settings(BaseSettings):
         100, ge=1, le=10000, description="kNN `num_candidates` per shard (HNSW search breadth)."
     )
     elasticsearch_timeout: float = Field(30.0, gt=0, description="Seconds per Elasticsearch request.")
+    elasticsearch_shards: int = Field(
+        1, ge=1, le=1024, description="Primary shards of a new index (one fits a single node; more spread writes)."
+    )
+    elasticsearch_replicas: int = Field(
+        0, ge=0, le=16, description="Replica copies of each shard of a new index (0 on one node; 1+ on a cluster)."
+    )
+    elasticsearch_refresh_interval: str = Field(
+        "1s", description="`index.refresh_interval` of a new index: how often new writes become searchable."
+    )
+    elasticsearch_write_refresh: Literal["wait_for", "true"] = Field(
+        "wait_for",
+        description="How a write waits until readers can see it: `wait_for` the next scheduled refresh "
+        "(cheap under load), or `true` to force one at once (lower latency for single writes).",
+    )
+    elasticsearch_abandoned_after_seconds: float = Field(
+        600.0,
+        gt=0,
+        description="Versions not published within this many seconds (a crashed writer's) are removed by "
+        "the periodic sweep; a write gives up publishing after half of it.",
+    )
 
     # --- ingestion -------------------------------------------------------------------------------
     chunk_size: int = Field(500, ge=50, le=20000, description="Maximum characters per chunk.")
     chunk_overlap: int = Field(100, ge=0, description="Characters shared by consecutive chunks.")
     chunking_strategy: ChunkingStrategy = Field(
-        ChunkingStrategy.RECURSIVE, description="Default chunking strategy (overridable per request)."
+        ChunkingStrategy.RECURSIVE,
+        description="Default chunking strategy (overridable per request). Source files (.py, .js, .ts, .yaml, "
+        ".toml, .sql) use `code` unless the request names a strategy.",
+    )
+    markdown_chunking_for_markup: bool = Field(
+        True,
+        description="Markdown files and HTML pages (uploaded or fetched) are chunked by headers (`markdown` "
+        "strategy, sections in `section`) unless the request names a strategy; false uses CHUNKING_STRATEGY.",
     )
     min_chunk_size: int = Field(
         100, ge=0, description="`sentence` strategy: a trailing chunk shorter than this is merged."
@@ -85,11 +112,22 @@ class Settings(BaseSettings):
     )
     max_extracted_chars: int = Field(20_000_000, ge=1, description="Largest extracted text accepted from one document.")
     max_pdf_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused.")
+    allow_duplicates: bool = Field(
+        False,
+        description="Store a document whose text (normalised) equals one already stored under another source "
+        'id. Off: such an ingest answers `"status": "duplicate"` with the existing document and stores nothing.',
+    )
     pdf_mode: PdfMode = Field(
         PdfMode.TEXT,
         description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
         "and tables (several times slower); page numbers are kept in both.",
     )
+    ocr_enabled: bool = Field(
+        True,
+        description="OCR (rapidocr-onnxruntime, when installed) reads PDF pages without usable text and "
+        "garbage text blocks; progress is reported in the ingest job. False turns it off.",
+    )
+    ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution at which PDF pages are rendered for OCR.")
     max_concurrent_ingests: int = Field(
         2, ge=1, description="Ingests processed at once; further ones wait in the queue."
     )
@@ -159,6 +197,33 @@ class Settings(BaseSettings):
         "local LLM, whose prompt processing runs at ~185 tokens/s on 2 cores).",
     )
     max_history_messages: int = Field(20, ge=0, description="Most history messages kept per query.")
+
+    # --- answers (carrag/services/answers/) ---------------------------------------------------------
+    answer_mode: Literal["generate", "extract", "auto"] | None = Field(
+        None,
+        description="`generate` (the LLM writes the answer), `extract` (the best sentences of the passages, "
+        "no LLM) or `auto` (generate, check grounding, fall back to extract). Default: `extract` for the "
+        "local LLM and LLM=none, `auto` for Ollama and OpenAI-compatible servers (docs/configuration.md).",
+    )
+    answer_min_relevance: float = Field(
+        0.42,
+        ge=0,
+        le=1,
+        description="Best sentence relevance (embedder cosine mixed with rare-term overlap) below which the "
+        'answer is "the documents don\'t say" and no LLM runs. 0 never refuses.',
+    )
+    answer_min_rerank_score: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="A top rerank score at least this high makes a question answerable (when reranked).",
+    )
+    answer_min_support: float = Field(
+        0.55,
+        ge=0,
+        le=1,
+        description="Support (0–1) a generated sentence needs from the sources to count as grounded.",
+    )
 
     # --- retrieval ---------------------------------------------------------------------------------
     default_top_k: int = Field(5, ge=1, le=100, description="Results per query when not given.")
@@ -255,6 +320,12 @@ class Settings(BaseSettings):
         return 3000 if self.llm == "local" else 12_000
 
     @property
+    def resolved_answer_mode(self) -> Literal["generate", "extract", "auto"]:
+        from carrag.services.answers.modes import default_answer_mode
+
+        return self.answer_mode or default_answer_mode(self.llm)
+
+    @property
     def resolved_max_concurrent_generations(self) -> int:
         if self.max_concurrent_generations is not None:
             return self.max_concurrent_generations
@@ -324,6 +395,39 @@ LLM=ollama
 Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`) makes the existing vectors
 incomparable: ingestion and queries are refused with a message naming both models until the store
 is emptied (`carrag reset`, or `POST /admin/reset`) and the documents ingested again.
+
+## Answer modes and thresholds
+
+How an answer is made and checked lives in `carrag/services/answers/` (see
+[architecture.md](architecture.md)). `ANSWER_MODE` chooses who writes it: `extract` (the best
+sentences of the retrieved passages, each cited; no LLM), `generate` (the LLM, with a grounding
+check reported in `grounding`) or `auto` (generate, then fall back to `extract` when the check
+finds an unsupported sentence, a loop or nothing, saying why in `fallback_reason`). Unset, the
+default follows the LLM:
+
+- **embedded SmolLM2-135M (`LLM=local`): `extract`.** On the 73-question development set
+  (`carrag/bench/questions/corpus_dev.jsonl`), extract answered ANSWER_EXTRACT_ACCURACY of the answerable
+  questions with a correct, cited answer in a median ANSWER_EXTRACT_LATENCY; generating with SmolLM2 on a
+  sample of the same set: ANSWER_LOCAL_GENERATE, and `auto` fell back to extract for ANSWER_LOCAL_FALLBACK
+  of its answers while costing ANSWER_LOCAL_AUTO_LATENCY per answer. A 135M model does not write grounded
+  answers often enough to be worth its seconds.
+- **Ollama and OpenAI-compatible servers: `auto`.** A capable model writes better prose than a
+  quote, and the check catches what it invents (tested on recorded Ollama answers); the fallback
+  keeps a wrong generation from reaching the user.
+- **`LLM=none`**: `extract` (every mode answers extractively).
+
+`ANSWER_MIN_RELEVANCE` decides "the documents don't say": the best sentence of the retrieved
+passages is scored against the question (0.55 × the embedder's cosine + 0.45 × the share of the
+question's terms it contains, rarer terms weighing more); below the threshold, or when the question
+names a number, year, code or capitalised name that no passage mentions, the answer says the
+documents do not contain it, lists the closest passages, and no LLM runs. The default,
+ANSWER_THRESHOLD_DEFAULT, was measured on two sets with the embedded MiniLM embedder: the development set
+(answerable vs. unanswerable questions over the same documents; ANSWER_THRESHOLD_DEV) and SciFact
+(claims whose abstract is ingested vs. off-topic questions over the same abstracts;
+ANSWER_THRESHOLD_SCIFACT). Command: `python -m carrag.bench.answer_calibration --questions
+carrag/bench/questions/corpus_dev.jsonl --scifact ../shared/data/scifact-dev`. Another embedder
+(`EMBEDDER=ollama`) has another cosine scale: recalibrate with the same command. A request can
+override it with `min_relevance` (0 never refuses).
 """
 
 

@@ -2,11 +2,12 @@
 
 Two taggers share one contract:
 - `LLMTagger` sends the filename and the first ``TAGGING_CONTENT_CHARS`` characters to the LLM with
-  ``TAGGING_PROMPT`` and parses its comma-separated reply.
+  ``TAGGING_PROMPT`` and parses its comma-separated reply; replies that are stop words or filler
+  in the document's language are dropped (`keyphrases.acceptable_tag`).
 - `KeywordTagger` is the deterministic fallback for the embedded default, where the bundled 135M
   model cannot follow the prompt: vehicle make, model and year when present (from the filename
-  first, then the text), the document type from telltale phrases, then the most frequent content
-  words. Documented in docs/architecture.md.
+  first, then the text; seed 001), the document type from telltale phrases, then key phrases
+  (YAKE in the document's own language, `keyphrases.py`). Documented in docs/architecture.md.
 
 Tagging never blocks ingestion: any failure is logged and yields no auto-tags.
 """
@@ -19,9 +20,9 @@ import re
 from collections import Counter
 from typing import Protocol
 
+from carrag.services.keyphrases import acceptable_tag, detect_language, keyphrases, stopwords_for
 from carrag.services.llms.base import LLM, complete
 from carrag.services.models import ChatMessage
-from carrag.services.stores.fts_query import STOPWORDS
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,13 @@ class LLMTagger:
         ]
         reply = await asyncio.wait_for(complete(self.llm, messages, max_tokens=64, temperature=0.0), self.timeout)
         reply = re.sub(r"^\s*tags\s*:\s*", "", reply.strip(), flags=re.I)
-        return clean_tags(re.split(r"[,\n]", reply), self.max_tags)
+        return valid_tags(clean_tags(re.split(r"[,\n]", reply), self.max_tags * 2), text, self.max_tags)
+
+
+def valid_tags(tags: list[str], text: str, limit: int) -> list[str]:
+    """The tags that pass `acceptable_tag` for the document's language, at most ``limit``."""
+    stop = stopwords_for(detect_language(text))
+    return [tag for tag in tags if _YEAR.fullmatch(tag) or acceptable_tag(tag, stop)][:limit]
 
 
 VEHICLE_MAKES = {
@@ -193,70 +200,6 @@ DOCUMENT_TYPES = [
     (r"\btutorial\b", "tutorial"),
 ]
 _YEAR = re.compile(r"(?<!\d)(19[5-9]\d|20[0-4]\d)(?!\d)")
-_WORD = re.compile(r"[a-z][a-z'\-]{2,}")
-_GENERIC = STOPWORDS | {
-    "also",
-    "may",
-    "must",
-    "use",
-    "used",
-    "using",
-    "one",
-    "two",
-    "see",
-    "page",
-    "pages",
-    "figure",
-    "table",
-    "shall",
-    "within",
-    "without",
-    "however",
-    "thus",
-    "therefore",
-    "well",
-    "like",
-    "make",
-    "made",
-    "get",
-    "many",
-    "much",
-    "new",
-    "first",
-    "last",
-    "next",
-    "http",
-    "https",
-    "www",
-    "com",
-    "html",
-    "org",
-    "can't",
-    "don't",
-    "it's",
-    "this",
-    "that",
-    "these",
-    "those",
-    "which",
-    "while",
-    "where",
-    "there",
-    "their",
-    "they",
-    "other",
-    "such",
-    "each",
-    "every",
-    "some",
-    "more",
-    "most",
-    "than",
-    "then",
-    "into",
-    "onto",
-    "upon",
-}
 
 
 def _filename_words(filename: str) -> str:
@@ -272,7 +215,7 @@ class KeywordTagger:
         self.max_tags = max_tags
 
     async def tags(self, text: str, filename: str) -> list[str]:
-        return self.tags_sync(text[: self.content_chars], filename)
+        return await asyncio.to_thread(self.tags_sync, text[: self.content_chars], filename)  # CPU-bound
 
     def tags_sync(self, text: str, filename: str) -> list[str]:
         lowered = text.lower()
@@ -296,10 +239,8 @@ class KeywordTagger:
         types = {label for _, label in DOCUMENT_TYPES}
         first_type = next((t for t in tags if t in types), None)
         tags = [t for t in tags if t not in types or t == first_type]
-        for word, _count in self._topics(lowered, exclude=set(tags)):
-            if len(tags) >= self.max_tags:
-                break
-            tags.append(word)
+        if len(tags) < self.max_tags:
+            tags.extend(keyphrases(text, self.max_tags - len(tags), exclude=tags))
         return clean_tags(tags, self.max_tags)
 
     @staticmethod
@@ -333,16 +274,6 @@ class KeywordTagger:
             return None
         years = Counter(_YEAR.findall(lowered[:3000]))
         return years.most_common(1)[0][0] if years else None
-
-    @staticmethod
-    def _topics(lowered: str, exclude: set[str]) -> list[tuple[str, int]]:
-        counts = Counter(
-            w.strip("'-") for w in _WORD.findall(lowered) if w.strip("'-") not in _GENERIC and len(w.strip("'-")) >= 4
-        )
-        for word in list(counts):
-            if word in exclude or any(word in tag.split() for tag in exclude):
-                del counts[word]
-        return [(w, c) for w, c in counts.most_common(10) if c >= 2]
 
 
 class NoTagger:

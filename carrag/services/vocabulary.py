@@ -19,6 +19,7 @@ class ChunkingStrategy(StrEnum):
     PARAGRAPH = "paragraph"
     SENTENCE = "sentence"
     MARKDOWN = "markdown"
+    CODE = "code"  # source files (.py, .js, .ts, .yaml, .toml, .sql)
 
 
 class SearchMode(StrEnum):
@@ -54,6 +55,7 @@ class JobKind(StrEnum):
 class IngestStatus(StrEnum):
     INGESTED = "ingested"
     UNCHANGED = "unchanged"  # this source id already holds the same content: nothing re-embedded
+    DUPLICATE = "duplicate"  # another source id holds the same text (ALLOW_DUPLICATES off): nothing stored
 
 
 class PdfMode(StrEnum):

@@ -49,6 +49,20 @@ CASES = [
         ["## Sheet: Parts used", '"Chain replaced, brakes bled",89.5'],
     ),
     ("owners_handbook.md", "text", {"line_count": 31}, ["Walk assist", "aurora-cli pair"]),
+    (
+        "real/sample-presentation.pptx",
+        "pptx",
+        {"slide_count": 4, "title": "Title Slide"},
+        ["## This is the second content slide", "| 2 | A2 | B2 | C2 |"],
+    ),
+    ("real/fake.odt", "odt", {"table_count": 1}, ["Lorem ipsum dolor sit amet.", "| Leader | Sarah | Mark | Ryan |"]),
+    ("real/fake-doc.rtf", "rtf", {"encoding": "cp1252"}, ["My first paragraph.", "| Row 2, Cell 1 | Row 2, Cell 2 |"]),
+    (
+        "real/fake-email-attachment.eml",
+        "email",
+        {"subject": "Fake email with attachment", "body_type": "text/plain"},
+        ["# Fake email with attachment", "Hey this is a fake attachment!"],
+    ),
 ]
 
 
@@ -80,7 +94,8 @@ async def test_every_format_end_to_end(
 ) -> None:
     path = FORMATS / filename
     body = await ingest(client, path, chunking="paragraph", chunk_size="200", chunk_overlap="40")
-    assert body["status"] == "ingested" and body["filename"] == filename
+    assert body["status"] == "ingested" and body["filename"] == path.name
+    filename = path.name
 
     document = (await client.get(f"/documents/{body['document_id']}")).json()
     assert document["source_type"] == source_type
@@ -89,9 +104,11 @@ async def test_every_format_end_to_end(
 
     parsed = parse_file(path.read_bytes(), filename)
     chunks = await chunks_of(client, body["document_id"])
-    assert len(chunks) == body["chunk_count"] == document["chunk_count"] >= 2
+    assert len(chunks) == body["chunk_count"] == document["chunk_count"] >= (2 if len(parsed.text) > 200 else 1)
     assert_offsets(parsed.text, chunks)
     assert all(len(c["text"]) <= 200 and c["vector_dimension"] == 384 for c in chunks)
+    if source_type == "pptx":
+        assert {page for c in chunks for page in c["pages"]} == {1, 2, 3, 4}, "slides are the pages"
     for phrase in phrases:
         assert any(phrase in c["text"] for c in chunks), phrase
 
@@ -175,7 +192,9 @@ async def test_bad_files_are_clear_400s_and_store_nothing(client: httpx.AsyncCli
         ("broken.docx", b"PK\x03\x04 truncated", "not a readable .docx file"),
         ("locked.xlsx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64, "password-protected"),
         ("blank.html", b"<html><script>only()</script></html>", "no extractable text"),
-        ("slides.pptx", b"PK\x03\x04", "Unsupported file type (.pptx)"),
+        ("slides.pptx", b"PK\x03\x04", "not a readable .pptx file"),
+        ("slides.ppt", b"\xd0\xcf\x11\xe0", "Unsupported file type (.ppt)"),
+        ("mail.eml", b"no headers here", "not an e-mail message"),
     ]
     for filename, data, message in cases:
         response = await client.post("/ingest/file", files={"file": (filename, data)})
@@ -191,6 +210,20 @@ async def test_bad_files_are_clear_400s_and_store_nothing(client: httpx.AsyncCli
 
     listing = (await client.get("/documents")).json()
     assert listing["total"] == 0, "no half-ingested documents"
+
+
+async def test_source_files_are_code_chunked_by_default(client: httpx.AsyncClient) -> None:
+    source = 'import math\n\n\ndef to_bar(psi):\n    return psi * 0.0689476\n\n\nclass Gauge:\n    unit = "bar"\n'
+    response = await client.post(
+        "/ingest/file", files={"file": ("gauge.py", source.encode())}, data={"chunk_size": "50", "chunk_overlap": "0"}
+    )
+    assert response.status_code == 200, response.text
+    document = (await client.get(f"/documents/{response.json()['document_id']}")).json()
+    assert document["source_type"] == "code" and document["metadata"]["language"] == "python"
+    assert document["metadata"]["chunking"]["strategy"] == "code"
+    chunks = await chunks_of(client, document["document_id"])
+    assert [c["text"].splitlines()[0] for c in chunks] == ["import math", "def to_bar(psi):", "class Gauge:"]
+    assert [c["section"] for c in chunks] == [None, "def to_bar", "class Gauge"]
 
 
 async def test_unknown_strategy_is_rejected_by_validation(client: httpx.AsyncClient) -> None:

@@ -94,3 +94,20 @@ async def test_overlap_above_half_the_chunk_size_is_refused(client: httpx.AsyncC
 def test_overlap_setting_above_half_the_chunk_size_is_refused(tmp_path) -> None:
     with pytest.raises(ValidationError, match="at most half of CHUNK_SIZE"):
         make_settings(tmp_path, chunk_size=100, chunk_overlap=60)
+
+
+async def test_same_file_under_another_source_id_is_a_duplicate(client: httpx.AsyncClient) -> None:
+    text = b"# Towing\n\nCross the safety chains under the tongue of the trailer.\n"
+    first = await client.post("/ingest/file", files={"file": ("towing.md", text)})  # curl: source id = file name
+    assert first.status_code == 200 and first.json()["status"] == "ingested"
+    copy = await client.post(
+        "/ingest/file",
+        files={"file": ("towing.md", text.replace(b"\n", b"\r\n"))},
+        data={"source_id": "docs/towing.md"},
+    )
+    assert copy.status_code == 200, copy.text
+    body = copy.json()
+    assert body["status"] == "duplicate"
+    assert (body["document_id"], body["source_id"]) == (first.json()["document_id"], "towing.md")
+    listing = (await client.get("/documents")).json()
+    assert [item["source_id"] for item in listing["items"]] == ["towing.md"]

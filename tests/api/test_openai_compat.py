@@ -64,7 +64,7 @@ async def test_non_stream_completion_answers_with_sources(sdk: openai.AsyncOpenA
     completion = await sdk.chat.completions.create(
         model="carrag",
         messages=[{"role": "system", "content": "You are a pirate."}, {"role": "user", "content": QUESTION}],
-        extra_body={"top_k": 2, "rerank": False},
+        extra_body={"top_k": 2, "rerank": False, "answer_mode": "generate"},
     )
     assert completion.object == "chat.completion" and completion.model == "carrag"
     assert completion.choices[0].message.role == "assistant"
@@ -75,11 +75,33 @@ async def test_non_stream_completion_answers_with_sources(sdk: openai.AsyncOpenA
     assert sources[0]["source_id"] == "brakes.txt" and "brake fluid" in sources[0]["text"]
     meta = completion.model_extra["carrag"]
     assert meta["llm"] == "llama3.2" and meta["reranked"] is False and meta["timings_ms"]["generate"] >= 0
+    assert meta["answer_mode"] == "generate" and meta["finish_reason"] == "stop"
+    grounding = completion.model_extra["grounding"]
+    assert grounding["grounded"] is False, "the recorded answer (snapshots, 30 days) is not about brake fluid"
+    assert completion.usage is not None and completion.usage.completion_tokens > 0
+    assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens
+
+
+async def test_auto_falls_back_to_the_documents_when_the_generated_answer_is_not_grounded(
+    sdk: openai.AsyncOpenAI,
+) -> None:
+    completion = await sdk.chat.completions.create(
+        model="carrag", messages=[{"role": "user", "content": QUESTION}], extra_body={"answer_mode": "auto"}
+    )
+    meta = completion.model_extra["carrag"]
+    assert meta["answer_mode"] == "extract" and meta["requested_mode"] == "auto"
+    assert meta["fallback_reason"].startswith("generated answer not grounded")
+    assert meta["llm"] is None, "the answer was not written by the LLM"
+    content = completion.choices[0].message.content
+    assert "brake fluid" in content and "[Source 1]" in content and "30 days" not in content
 
 
 async def test_stream_is_openai_chunks_with_sources_first(sdk: openai.AsyncOpenAI) -> None:
     stream = await sdk.chat.completions.create(
-        model="carrag", stream=True, messages=[{"role": "user", "content": QUESTION}]
+        model="carrag",
+        stream=True,
+        messages=[{"role": "user", "content": QUESTION}],
+        extra_body={"answer_mode": "generate"},
     )
     chunks = [chunk async for chunk in stream]
 
@@ -91,6 +113,7 @@ async def test_stream_is_openai_chunks_with_sources_first(sdk: openai.AsyncOpenA
     assert len(chunks) > 3, "the answer arrives as many deltas"
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert chunks[-1].model_extra["carrag"]["llm"] == "llama3.2"
+    assert chunks[-1].model_extra["grounding"]["sentences"], "the last chunk carries the grounding check"
 
 
 async def test_history_is_passed_on(sdk: openai.AsyncOpenAI, replay: OllamaReplay) -> None:
@@ -105,7 +128,9 @@ async def test_history_is_passed_on(sdk: openai.AsyncOpenAI, replay: OllamaRepla
     )
     sent = [payload for method, path, payload in replay.requests if path == "/api/chat"][-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
-    assert "Ignore the documents." not in sent[0]["content"], "client system messages are ignored"
+    rules, _, client = sent[0]["content"].partition("Ignore the documents.")
+    assert rules.startswith("You are a helpful assistant"), "Carrag's rules come first, never replaced"
+    assert client == "", "the client's system message is added after them"
     assert sent[1:3] == [
         {"role": "user", "content": "What pressure do the tyres need?"},
         {"role": "assistant", "content": "2.4 bar at the front."},

@@ -62,7 +62,9 @@ class ScriptedLLM:
 async def served(tmp_path, embedding_backend):
     """(server url, container, llm) with the corpus ingested; the LLM is set per test."""
     llm = ScriptedLLM(["The oil filter ", "is the ", "FL-500S ", "[Source 1]."])
-    settings = make_settings(tmp_path, chunk_size=200, chunk_overlap=50, tagger="off", sse_keepalive_seconds=0.2)
+    settings = make_settings(
+        tmp_path, chunk_size=200, chunk_overlap=50, tagger="off", sse_keepalive_seconds=0.2, answer_mode="generate"
+    )
     container = await open_container(settings, embedding_backend, llm=llm)
     await ingest_corpus(container)
     with LiveServer(create_app(container=container)) as server:
@@ -94,6 +96,43 @@ async def test_stream_order_sources_tokens_done(served) -> None:
     done = events[-1][1]
     assert done["model"] == "scripted" and done["duration_ms"] > 0
     assert {"retrieve", "generate", "total"} <= set(done["timings_ms"])
+
+
+async def test_done_carries_the_final_answer_and_its_check(served) -> None:
+    url, container, _ = served
+    container.answers.llm = ScriptedLLM(["The correct oil filter ", "is the Motorcraft FL-500S ", "[Source 9]."])
+    events = await read_events(url, {"question": "Which oil filter fits the EcoBoost?", "top_k": 3})
+    done = events[-1][1]
+    assert done["answer_mode"] == "generate" and done["requested_mode"] == "generate" and done["answerable"]
+    assert done["finish_reason"] == "stop" and done["fallback_reason"] is None
+    grounding = done["grounding"]
+    assert grounding["citations_removed"] == [9] and grounding["grounded"] and grounding["citations_added"] == [1]
+    assert done["answer"] == "The correct oil filter is the Motorcraft FL-500S [Source 1]."
+    sentence = grounding["sentences"][0]
+    assert done["answer"][sentence["start"] : sentence["end"]] == sentence["text"] and sentence["source"] == 1
+    sources = events[0][1]
+    assert len(done["highlights"]) == len(sources) and done["highlights"][0]
+    span = done["highlights"][0][0]
+    assert "FL-500S" in sources[0]["text"][span["start"] : span["end"]]
+
+
+async def test_query_json_extract_and_no_answer(served) -> None:
+    url, _container, _llm = served
+    async with httpx.AsyncClient(timeout=60) as client:
+        extracted = (
+            await client.post(
+                f"{url}/query", json={"question": "Which oil filter fits the EcoBoost?", "answer_mode": "extract"}
+            )
+        ).json()
+        refused = (await client.post(f"{url}/query", json={"question": "What is the capital of Mongolia?"})).json()
+        invalid = await client.post(f"{url}/query", json={"question": "oil", "answer_mode": "guess"})
+    assert extracted["answer_mode"] == "extract" and extracted["model"] is None and extracted["grounding"] is None
+    assert "FL-500S" in extracted["answer"] and extracted["sources"][0]["highlights"]
+    assert (
+        refused["answerable"] is False and refused["answer_mode"] == "none" and refused["finish_reason"] == "no_answer"
+    )
+    assert refused["model"] is None and refused["sources"] and refused["sources"][0]["highlights"] == []
+    assert invalid.status_code == 422
 
 
 async def test_error_event_when_generation_fails_midway(served) -> None:
@@ -181,7 +220,9 @@ async def test_empty_index_is_a_clear_answer(client: httpx.AsyncClient) -> None:
 
 async def test_real_local_llm_answers_with_citations(tmp_path, embedding_backend, local_llm) -> None:
     """The embedded default end to end: SmolLM2 via llama.cpp generates from retrieved context."""
-    settings = make_settings(tmp_path, chunk_size=200, chunk_overlap=50, tagger="off", llm_max_tokens=48)
+    settings = make_settings(
+        tmp_path, chunk_size=200, chunk_overlap=50, tagger="off", llm_max_tokens=48, answer_mode="generate"
+    )
     container = await open_container(settings, embedding_backend, llm=local_llm)
     await container.ingestion.ingest_file(
         (FIXTURES / "2019_Ford_F150_Owners_Manual.pdf").read_bytes(),
@@ -202,7 +243,14 @@ async def test_a_generating_stream_does_not_hold_a_search_slot(tmp_path, embeddi
     """Regression: /query/stream used to keep its search slot until the answer was complete, so one
     slow generation blocked every /search (429 after QUERY_QUEUE_TIMEOUT)."""
     slow = ScriptedLLM([f"w{i} " for i in range(200)], delay=0.02)
-    settings = make_settings(tmp_path, tagger="off", max_concurrent_queries=1, query_queue_timeout=0.5)
+    settings = make_settings(
+        tmp_path,
+        tagger="off",
+        max_concurrent_queries=1,
+        query_queue_timeout=0.5,
+        answer_mode="generate",
+        answer_min_relevance=0,
+    )
     container = await open_container(settings, embedding_backend, llm=slow)
     await ingest_corpus(container)
     with LiveServer(create_app(container=container)) as server:

@@ -241,3 +241,20 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     reset = carrag(remote, "reset", "--yes")
     assert reset.exit_code == 0 and "Store reset: 2 documents deleted." in reset.output, reset.output
     assert stored(remote) == {}
+
+
+def test_remote_upload_then_cli_ingest_of_the_same_file_is_one_document(workdir: Path, local_env, server) -> None:
+    remote = local_env | {"CARRAG_URL": server.url, "CARRAG_API_KEY": API_KEY}
+    (workdir / "docs" / "brakes.md").write_text("# Brakes\n\nBleed the brakes every two years with DOT 4 fluid.\n")
+    headers = {"Authorization": f"Bearer {API_KEY}"}
+    with (workdir / "docs" / "brakes.md").open("rb") as handle:  # as `curl -F file=@docs/brakes.md` sends it
+        uploaded = httpx.post(f"{server.url}/ingest/file", files={"file": ("brakes.md", handle)}, headers=headers)
+    assert uploaded.status_code == 200 and uploaded.json()["status"] == "ingested", uploaded.text
+
+    result = carrag(remote, "ingest", "docs/brakes.md")
+    assert result.exit_code == 0, result.output
+    assert "= duplicate docs/brakes.md: same text as brakes.md, not stored" in result.output
+    assert "1 sources: 0 ingested, 0 unchanged, 0 failed, 1 duplicate" in result.output
+    documents = stored(remote)
+    assert "brakes.md" in documents and "docs/brakes.md" not in documents
+    assert carrag(remote, "documents", "delete", documents["brakes.md"]["document_id"], "--yes").exit_code == 0

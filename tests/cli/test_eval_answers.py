@@ -68,6 +68,8 @@ def test_eval_answers_scores_every_question_and_writes_json(tmp_path: Path) -> N
     report = json.loads(report_path.read_text())
     assert (report["questions"], report["documents"]) == (3, 3) and report["chunks"] >= 3
     assert [mode["mode"] for mode in report["modes"]] == ["generate", "extract"]
+    assert all(mode["complete"] for mode in report["modes"])
+    assert not report_path.with_name("report.json.partial").exists()
     assert not (tmp_path / "data").exists(), "the evaluation store is a temporary one"
     for mode in report["modes"]:
         assert (mode["answerable"], mode["unanswerable"], mode["answers"], mode["errors"]) == (2, 1, 3, 0)

@@ -4,13 +4,17 @@ Chat frontends and SDKs can use Carrag as a model named ``carrag`` that answers 
 The answer comes from the same path as ``/query`` (`AnswerService.stream_answer`):
 
 - the last message must be the user's question; earlier user/assistant messages are the history;
-- system (and developer) messages are ignored: Carrag's SYSTEM_PROMPT, which keeps the answer to
-  the documents and asks for [Source n] citations, always governs;
-- extra body fields ``top_k``, ``tags``, ``source``, ``rerank`` tune retrieval; sampling parameters
-  (temperature, max_tokens, ...) are accepted and ignored (LLM_TEMPERATURE, LLM_MAX_TOKENS apply);
+- system (and developer) messages are added after Carrag's SYSTEM_PROMPT, never replacing it: the
+  rules that keep the answer to the documents and ask for [Source n] citations always govern;
+- ``max_tokens`` (``max_completion_tokens``; at most LLM_MAX_TOKENS) and ``temperature`` are honoured;
+- extra body fields ``top_k``, ``tags``, ``source``, ``rerank`` tune retrieval, ``answer_mode`` and
+  ``min_relevance`` the answer (see carrag/services/answers/);
 - the passages used come back in an extra ``sources`` field: on the response, or on the first chunk
-  of a stream; ``carrag`` (generator model, timings_ms, reranked) is on the response or the last
-  chunk. The openai SDK exposes both through ``model_extra``.
+  of a stream; ``grounding`` and ``carrag`` (generator model, answer_mode, finish_reason,
+  timings_ms, ...) are on the response or the last chunk. The openai SDK exposes them through
+  ``model_extra``. ``usage`` counts tokens (prompt tokens estimated).
+- a stream in ``auto`` mode sends the answer once it is checked (one content chunk), since an
+  OpenAI stream cannot take back text it already sent.
 
 Streams are OpenAI's format: ``data: {chat.completion.chunk}`` lines, then ``data: [DONE]``. An
 error after the stream began is sent as ``data: {"error": {...}}`` (the SDK raises it). Error
@@ -41,7 +45,7 @@ from carrag.api.schemas.openai import (
     ModelListOut,
     ModelOut,
 )
-from carrag.api.schemas.query import SOURCE_LIST, jsonable, stream_payload
+from carrag.api.schemas.query import SOURCE_LIST, Usage, jsonable, stream_payload
 from carrag.api.streaming import opened
 from carrag.services.answering import AnswerEvent
 from carrag.services.errors import InvalidInput, NotFound
@@ -123,6 +127,7 @@ def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> Answe
     if body.n not in (None, 1):
         raise InvalidInput("Only n=1 is supported.")
     conversation = [m for m in body.messages if m.role in ("user", "assistant")]
+    instructions = "\n".join(message_text(m) for m in body.messages if m.role in ("system", "developer"))
     if not conversation or conversation[-1].role != "user":
         raise InvalidInput("The last message must be the user's question (role 'user').")
     texts = [message_text(m) for m in conversation]
@@ -130,8 +135,30 @@ def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> Answe
         raise InvalidInput(f"A message is longer than {MAX_MESSAGE_CHARS} characters.")
     search = requests.search(texts[-1], top_k=body.top_k, tags=body.tags, source=body.source, rerank=body.rerank)
     return AnswerQuery(
-        search, [ChatMessage(m.role, text) for m, text in zip(conversation[:-1], texts[:-1], strict=True)]
+        search,
+        [ChatMessage(m.role, text) for m, text in zip(conversation[:-1], texts[:-1], strict=True)],
+        answer_mode=body.answer_mode,
+        min_relevance=body.min_relevance,
+        max_tokens=body.max_completion_tokens or body.max_tokens,
+        temperature=body.temperature,
+        client_instructions=instructions[:MAX_MESSAGE_CHARS] or None,
+        live_tokens=(body.answer_mode or requests.settings.resolved_answer_mode) != "auto",
     )
+
+
+CHECK_FIELDS = ("answer_mode", "requested_mode", "fallback_reason", "answerable", "finish_reason")
+
+
+def carrag_meta(done: dict[str, Any]) -> dict[str, Any]:
+    """The ``carrag`` extra: the ``done`` summary but the answer, grounding, highlights and usage."""
+    meta = {"llm": done.get("model")}
+    meta.update({k: v for k, v in done.items() if k not in ("model", "answer", "grounding", "highlights", "usage")})
+    return meta
+
+
+def openai_finish_reason(finish_reason: str) -> str:
+    """OpenAI's values: a loop cut the answer short like the token limit does."""
+    return "length" if finish_reason in ("length", "loop") else "stop"
 
 
 @router.post(
@@ -154,10 +181,18 @@ async def chat_completions(
             id=completion_id,
             created=created,
             model=MODEL_ID,
-            choices=[Choice(message=AssistantMessage(content=answer.answer))],
+            choices=[
+                Choice(
+                    message=AssistantMessage(content=answer.answer),
+                    finish_reason=openai_finish_reason(answer.finish_reason),  # type: ignore[arg-type]
+                )
+            ],
+            usage=Usage.model_validate(answer.usage) if answer.usage else None,
             sources=SOURCE_LIST.validate_python(answer.sources),
+            grounding=answer.grounding,
             carrag={
                 "llm": answer.model,
+                **{name: getattr(answer, name) for name in CHECK_FIELDS},
                 "duration_ms": answer.duration_ms,
                 "timings_ms": answer.timings_ms,
                 "reranked": answer.reranked,
@@ -185,8 +220,9 @@ async def chat_completions(
         if event.kind == "token":
             return chunk({"content": payload["text"]})
         if event.kind == "done":
-            meta = {"llm": payload["model"], **{k: v for k, v in payload.items() if k != "model"}}
-            return chunk({}, "stop", carrag=meta) + "data: [DONE]\n\n"
+            meta = carrag_meta(payload)
+            extra = {"grounding": payload["grounding"], "usage": payload["usage"], "carrag": meta}
+            return chunk({}, openai_finish_reason(payload["finish_reason"]), **extra) + "data: [DONE]\n\n"
         return f"data: {json.dumps({'error': {'message': payload['detail'], 'type': 'server_error'}})}\n\n"
 
     async def stream() -> AsyncIterator[str]:

@@ -22,7 +22,9 @@ class IngestResponse(Schema):
     chunk_count: int
     tags: list[str] = Field(description="Generated tags first, then the caller's; trimmed, lower case.")
     status: IngestStatus = Field(
-        description="`unchanged`: this source id already holds the same content; nothing was re-embedded."
+        description="`unchanged`: this source id already holds the same content; nothing was re-embedded. "
+        "`duplicate`: another source id already holds the same text (ALLOW_DUPLICATES is off); nothing was "
+        "stored and `document_id`/`source_id` name that document."
     )
     source_id: str
     replaced_document_id: str | None = Field(None, description="The earlier version of this source, now replaced.")

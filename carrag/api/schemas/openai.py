@@ -2,7 +2,8 @@
 
 Requests accept (and ignore) OpenAI parameters that make no sense for a document-grounded answer
 (tools, logprobs, ...), so frontends that send them still work. Carrag's own knobs ride along as
-extra body fields (``extra_body`` in the openai SDK): ``top_k``, ``tags``, ``source``, ``rerank``.
+extra body fields (``extra_body`` in the openai SDK): ``top_k``, ``tags``, ``source``, ``rerank``,
+``answer_mode``, ``min_relevance``. ``max_tokens``, ``temperature`` and system messages are honoured.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from carrag.api.schemas.base import Schema
-from carrag.api.schemas.query import Source
+from carrag.api.schemas.query import AnswerOptions, Grounding, Source, Usage
 
 
 class TextPart(Schema):
@@ -29,13 +30,16 @@ class ChatMessageIn(Schema):
     content: str | list[TextPart] | None = None
 
 
-class ChatCompletionRequest(Schema):
-    model_config = ConfigDict(extra="allow")  # temperature, max_tokens, tools, user, ... are accepted and ignored
+class ChatCompletionRequest(AnswerOptions):
+    model_config = ConfigDict(extra="allow")  # tools, user, ... are accepted and ignored
 
     model: str = Field(..., max_length=200, examples=["carrag"])
     messages: list[ChatMessageIn] = Field(..., min_length=1, max_length=200)
     stream: bool = False
     n: int | None = Field(None, description="Only 1 is supported.")
+    max_tokens: int | None = Field(None, ge=1, description="Most tokens generated (capped at LLM_MAX_TOKENS).")
+    max_completion_tokens: int | None = Field(None, ge=1, description="OpenAI's newer name for max_tokens.")
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (default LLM_TEMPERATURE).")
     # Carrag's extras
     top_k: int | None = Field(None, ge=1, le=100, description="Passages retrieved (default DEFAULT_TOP_K).")
     tags: list[str] | None = Field(None, max_length=50, description="Only documents with any of these tags.")
@@ -64,7 +68,9 @@ class AssistantMessage(Schema):
 class Choice(Schema):
     index: int = 0
     message: AssistantMessage
-    finish_reason: Literal["stop", "length"] = "stop"
+    finish_reason: Literal["stop", "length"] = Field(
+        "stop", description="`length`: cut by the token limit or a repetition loop (see `carrag.finish_reason`)."
+    )
     logprobs: None = None
 
 
@@ -74,10 +80,13 @@ class ChatCompletionOut(Schema):
     created: int
     model: str
     choices: list[Choice]
-    usage: None = Field(None, description="Token counts are not tracked.")
+    usage: Usage | None = Field(None, description="Token counts of the generation (zero when no LLM ran).")
     sources: list[Source] = Field(
         default_factory=list, description="Carrag extra: the passages the answer was generated from."
     )
+    grounding: Grounding | None = Field(None, description="Carrag extra: the grounding check of the answer.")
     carrag: dict[str, Any] = Field(
-        default_factory=dict, description="Carrag extra: generator model, timings_ms, reranked, rerank_note."
+        default_factory=dict,
+        description="Carrag extra: llm (null when none ran), answer_mode, requested_mode, fallback_reason, "
+        "answerable, finish_reason, timings_ms, reranked, rerank_note.",
     )

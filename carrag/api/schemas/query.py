@@ -30,14 +30,33 @@ class _QuestionBase(Schema):
         return value
 
 
-class QueryRequest(_QuestionBase):
+AnswerModeName = Literal["generate", "extract", "auto"]
+
+
+class AnswerOptions(Schema):
+    """How the answer is made (carrag/services/answers/): shared by /query* and /v1/chat/completions."""
+
+    answer_mode: AnswerModeName | None = Field(
+        None, description="`generate`, `extract` or `auto` for this request (default: ANSWER_MODE)."
+    )
+    min_relevance: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description='Override the "documents don\'t say" threshold for this request (0 never refuses); '
+        "see ANSWER_MIN_RELEVANCE.",
+    )
+
+
+class QueryRequest(_QuestionBase, AnswerOptions):
     history: list[HistoryMessage] = Field(default_factory=list, max_length=100)
 
     def to_query(self, requests: RequestFactory) -> AnswerQuery:
         search = requests.search(
             self.question, top_k=self.top_k, tags=self.tags, source=self.source, rerank=self.rerank
         )
-        return AnswerQuery(search, [ChatMessage(m.role, m.content) for m in self.history])
+        history = [ChatMessage(m.role, m.content) for m in self.history]
+        return AnswerQuery(search, history, answer_mode=self.answer_mode, min_relevance=self.min_relevance)
 
 
 class SearchRequest(_QuestionBase):
@@ -66,6 +85,48 @@ class Explain(Schema):
     chunk_text: str = Field(validation_alias=AliasChoices("chunk_text", AliasPath("chunk", "text")))
 
 
+class Highlight(Schema):
+    start: int
+    end: int
+
+
+class GroundedSentence(Schema):
+    text: str
+    start: int = Field(description="Character offset of the sentence in `answer`.")
+    end: int
+    support: float = Field(ge=0, le=1)
+    source: int | None = Field(None, description="1-based [Source n] that supports it best (null: none does).")
+    supported: bool
+
+
+class Grounding(Schema):
+    grounded: bool = Field(description="Every sentence is supported by a source.")
+    support: float = Field(ge=0, le=1, description="The weakest sentence's support.")
+    sentences: list[GroundedSentence]
+    citations_removed: list[int] = Field(default_factory=list, description="[Source n] that pointed at no source.")
+    citations_added: list[int] = Field(default_factory=list, description="Citations added to uncited sentences.")
+    unsupported: list[int] = Field(default_factory=list, description="Indexes into `sentences`.")
+
+
+FinishReason = Literal["stop", "length", "loop", "no_answer"]
+
+
+class AnswerCheck(Schema):
+    """What made the answer and how it was checked: in /query, the SSE `done` event and /v1 (`carrag`)."""
+
+    answer_mode: Literal["generate", "extract", "none"] = Field(
+        "generate", description="What produced the answer; `none`: the documents don't say."
+    )
+    requested_mode: AnswerModeName = "generate"
+    fallback_reason: str | None = Field(None, description="Why `auto` did not keep the generated answer.")
+    answerable: bool = Field(True, description="false: no passage was relevant enough; `sources` are the closest.")
+    finish_reason: FinishReason = "stop"
+    grounding: Grounding | None = Field(None, description="The grounding check of a generated answer.")
+    relevance: float | None = Field(
+        None, description="The best passage sentence's relevance to the question (compared with min_relevance)."
+    )
+
+
 class Source(Schema):
     """A search hit (`carrag.services.retrieval.search.SearchHit`): its chunk's fields, the expanded passage."""
 
@@ -85,12 +146,15 @@ class Source(Schema):
     window: list[int] | None = None
     merged_chunk_indexes: list[int] = Field(default_factory=list)
     explain: Explain | None = None
+    highlights: list[Highlight] = Field(
+        default_factory=list, description="Character offsets in `text` of the sentences the answer relies on."
+    )
 
 
-class QueryResponse(Schema):
+class QueryResponse(AnswerCheck):
     answer: str
     sources: list[Source] = Field(description="The passages the answer was generated from; [Source n] is the n-th.")
-    model: str = Field(description="The generator (LLM) that wrote the answer.")
+    model: str | None = Field(description="The LLM that wrote the answer; null when none ran.")
     duration_ms: float
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Milliseconds spent in each stage.")
     reranked: bool = False
@@ -110,13 +174,22 @@ class StreamToken(Schema):
     text: str = Field(description="One text delta; never cumulative.")
 
 
-class StreamDone(Schema):
-    model: str | None = Field(description="The generator; null when nothing was generated (no passage found).")
+class Usage(Schema):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class StreamDone(AnswerCheck):
+    model: str | None = Field(description="The LLM that wrote the answer; null when none ran.")
     duration_ms: float
     timings_ms: dict[str, float]
     reranked: bool = False
     rerank_note: str | None = None
     empty_index: bool = False
+    answer: str = Field("", description="The final answer: replaces the streamed tokens.")
+    highlights: list[list[Highlight]] = Field(default_factory=list, description="Per source, in `sources` order.")
+    usage: Usage | None = None
 
 
 class StreamError(Schema):

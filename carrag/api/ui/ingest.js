@@ -174,7 +174,8 @@ class JobView {
     if (state === "done") {
       const result = job.result || {};
       const link = h("a", { href: `#/documents/${encodeURIComponent(result.document_id)}` }, "open document");
-      const verb = result.status === "unchanged" ? "Unchanged (already ingested)" : "Ingested";
+      const verb = result.status === "unchanged" ? "Unchanged (already ingested)"
+        : result.status === "duplicate" ? `Duplicate of ${result.source_id}, not stored` : "Ingested";
       replaceChildren(this.detail, `${verb}: ${plural(result.chunk_count, "chunk")}`,
         result.tags && result.tags.length ? ` · tags: ${result.tags.join(", ")}` : "",
         timingsText(job.timings_ms || result.timings_ms), " · ", link);

@@ -7,6 +7,7 @@ indexes run 0, 1, 2, ... and PDF page numbers follow from the offsets.
 
 from __future__ import annotations
 
+from carrag.services.chunking.code import chunk_code
 from carrag.services.chunking.fixed import chunk_fixed
 from carrag.services.chunking.markdown import chunk_markdown
 from carrag.services.chunking.paragraph import chunk_paragraph
@@ -15,6 +16,13 @@ from carrag.services.chunking.sentence import chunk_sentence
 from carrag.services.errors import InvalidInput
 from carrag.services.models import Chunk, ParsedDocument
 from carrag.services.vocabulary import ChunkingStrategy
+
+# Formats whose text has a structure one strategy follows best; used when the request names none.
+FORMAT_STRATEGIES = {"code": ChunkingStrategy.CODE}  # source_type -> strategy
+
+
+def default_strategy(document: ParsedDocument, configured: ChunkingStrategy) -> ChunkingStrategy:
+    return FORMAT_STRATEGIES.get(document.source_type, configured)
 
 
 def chunk_document(
@@ -33,4 +41,6 @@ def chunk_document(
         return chunk_sentence(text, size, overlap, min_chunk_size, pages)
     if strategy == "markdown":
         return chunk_markdown(text, size, overlap, pages)
+    if strategy == "code":
+        return chunk_code(text, size, overlap, pages)
     raise InvalidInput(f"Unknown chunking strategy {strategy!r}; choose one of {', '.join(ChunkingStrategy)}.")

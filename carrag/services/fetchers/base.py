@@ -15,7 +15,9 @@ class FetchedPage:
     body: bytes
 
     def text(self) -> str:
-        return self.body.decode(self.charset or "utf-8", errors="replace")
+        from carrag.services.parsers.decoding import decode_declared
+
+        return decode_declared(self.body, self.charset)[0]
 
 
 class Fetcher(Protocol):

@@ -1,19 +1,28 @@
-"""Plain text and Markdown: UTF-8 with undecodable bytes replaced (seed 001 step 2)."""
+"""Plain text and Markdown: UTF-8 with undecodable bytes replaced (seed 001 step 2).
+
+A Markdown file is marked ``metadata.markup = "markdown"`` (so the pipeline chunks it by headers
+unless the request names a strategy) and takes its first ``#`` heading as its title."""
 
 from __future__ import annotations
 
+from carrag.services.chunking.markdown import find_headers
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
+from carrag.services.parsers.decoding import decode_declared
 
 # Share of control characters (other than tab/newline/carriage return/form feed) above which a file
 # is treated as binary data with a text extension rather than text.
 _BINARY_CONTROL_RATIO = 0.10
 
 
-def decode_text(data: bytes, filename: str) -> str:
+def decode_text(data: bytes, filename: str, charset: str | None = None) -> str:
+    """UTF-8 (UTF-16 with a BOM), undecodable bytes replaced. With a ``charset`` declared by the
+    sender (a web server), that charset when Python knows it and it fits, else detection."""
     if b"\x00" in data[:8192] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise InvalidInput(f"{filename} looks like binary data, not text (it contains NUL bytes).")
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if charset is not None:
+        text = decode_declared(data, charset)[0]
+    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = data.decode("utf-16", errors="replace")
     else:
         text = data.decode("utf-8", errors="replace").removeprefix("\ufeff")
@@ -32,11 +41,23 @@ def looks_binary(text: str) -> bool:
     return (controls + replaced) / len(sample) > _BINARY_CONTROL_RATIO
 
 
-def parse_text(data: bytes, filename: str) -> ParsedDocument:
-    text = decode_text(data, filename)
+def parse_text(data: bytes, filename: str, *, charset: str | None = None) -> ParsedDocument:
+    text = decode_text(data, filename, charset)
     return ParsedDocument(
         text=text,
         filename=filename,
         source_type="text",
         metadata={"line_count": len(text.splitlines())},
     )
+
+
+def first_markdown_h1(text: str) -> str | None:
+    """The text of the first level-1 ATX heading (``# Title``) outside fenced code blocks."""
+    return next((header.title for header in find_headers(text) if header.level == 1 and header.title), None)
+
+
+def parse_markdown(data: bytes, filename: str) -> ParsedDocument:
+    parsed = parse_text(data, filename)
+    parsed.title = first_markdown_h1(parsed.text)
+    parsed.metadata |= {"markup": "markdown", "title": parsed.title}
+    return parsed

@@ -68,7 +68,26 @@ def build_passages(winners: Sequence[StoredChunk], neighbours: Sequence[StoredCh
             target.winners.append(position)
             target.first_index = min(target.first_index, low)
             target.last_index = max(target.last_index, high)
-    # A merge can make a passage reach another one; fold those together too.
+    # A merge can make a passage reach another one, and a fold can reach one already folded: fold
+    # until nothing overlaps or touches, so no chunk ever lands in two passages.
+    merged = passages
+    while True:
+        folded = _fold_once(merged)
+        if len(folded) == len(merged):
+            break
+        merged = folded
+    for passage in merged:
+        passage.winners.sort()
+        passage.chunks = [
+            by_key[(passage.document_id, index)]
+            for index in range(passage.first_index, passage.last_index + 1)
+            if (passage.document_id, index) in by_key
+        ]
+    merged.sort(key=lambda p: p.winners[0])
+    return merged
+
+
+def _fold_once(passages: list[Passage]) -> list[Passage]:
     merged: list[Passage] = []
     for passage in passages:
         host = next(
@@ -87,12 +106,4 @@ def build_passages(winners: Sequence[StoredChunk], neighbours: Sequence[StoredCh
             host.winners.extend(passage.winners)
             host.first_index = min(host.first_index, passage.first_index)
             host.last_index = max(host.last_index, passage.last_index)
-    for passage in merged:
-        passage.winners.sort()
-        passage.chunks = [
-            by_key[(passage.document_id, index)]
-            for index in range(passage.first_index, passage.last_index + 1)
-            if (passage.document_id, index) in by_key
-        ]
-    merged.sort(key=lambda p: p.winners[0])
     return merged

@@ -2,7 +2,8 @@
 ``search_documents`` tool and ``carrag eval``:
 
 1. retrieve: the BM25 leg and the kNN leg (after embedding the question) run concurrently, each
-   returning ``top_k × RETRIEVAL_K_MULTIPLIER`` candidates; Reciprocal Rank Fusion merges them;
+   returning ``top_k × RETRIEVAL_K_MULTIPLIER`` candidates; Reciprocal Rank Fusion merges them,
+   and a candidate whose text repeats a better one is dropped (`distinct.py`);
 2. rerank: a cross-encoder scores the fused candidates in one batch and the best ``top_k`` stay
    (skipped, with the reason reported, when no reranker model is installed);
 3. expand: each winner's neighbours come back in one batched store call and are stitched into
@@ -21,6 +22,7 @@ from carrag.services.errors import CarragError
 from carrag.services.models import ScoredChunk, SearchFilters, StoredChunk
 from carrag.services.requests import SearchQuery
 from carrag.services.rerankers.base import Reranker
+from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.expansion import build_passages
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import Settings
@@ -50,6 +52,7 @@ class SearchHit:
     window: tuple[int, int] | None = None  # chunk_index range of the passage
     merged_chunk_indexes: list[int] = field(default_factory=list)
     explained: bool = False  # the query asked for the ranks and scores behind this hit
+    highlights: list[dict[str, int]] = field(default_factory=list)  # {start, end} in text the answer relies on
 
     @property
     def page(self) -> int | None:
@@ -124,7 +127,7 @@ class SearchService:
         await self.check_embedding_identity()
         depth = depth or top_k * self.settings.retrieval_k_multiplier
 
-        lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode)
+        lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode, timings)
         timings["embed_query"] = embed_ms
         timings["retrieve"] = _ms(started)
 
@@ -165,6 +168,7 @@ class SearchService:
             )
             for item in fused
         ]
+        hits = distinct_by_text(hits, lambda hit: hit.chunk.text)  # the same passage stored twice shows once
 
         reranked, note = False, None
         wants_rerank = self.settings.rerank_enabled if rerank is None else rerank
@@ -176,7 +180,7 @@ class SearchService:
 
         if expand and self.settings.neighbour_window > 0:
             step = time.perf_counter()
-            hits = await self._expand(hits)
+            hits = distinct_by_text(await self._expand(hits), lambda hit: hit.text)
             timings["expand"] = _ms(step)
         for rank, hit in enumerate(hits, start=1):
             hit.rank = rank
@@ -184,14 +188,18 @@ class SearchService:
         return SearchOutcome(hits, timings, reranked, note)
 
     async def _retrieve(
-        self, question: str, depth: int, filters: SearchFilters, mode: SearchMode
+        self, question: str, depth: int, filters: SearchFilters, mode: SearchMode, timings: dict[str, float]
     ) -> tuple[list[ScoredChunk], list[ScoredChunk], float]:
+        """Both legs at once; ``timings`` gets each leg's own store time (``bm25_leg``, ``knn_leg``)."""
         embed_ms = 0.0
 
         async def bm25_leg() -> list[ScoredChunk]:
             if mode == SearchMode.KNN:
                 return []
-            return await self.store.lexical_search(question, depth, filters)
+            step = time.perf_counter()
+            found = await self.store.lexical_search(question, depth, filters)
+            timings["bm25_leg"] = _ms(step)
+            return found
 
         async def knn_leg() -> list[ScoredChunk]:
             nonlocal embed_ms
@@ -200,7 +208,10 @@ class SearchService:
             step = time.perf_counter()
             vector = await self.embedder.embed_query(question)
             embed_ms = _ms(step)
-            return await self.store.vector_search(vector, depth, filters)
+            step = time.perf_counter()
+            found = await self.store.vector_search(vector, depth, filters)
+            timings["knn_leg"] = _ms(step)
+            return found
 
         lexical, semantic = await asyncio.gather(bm25_leg(), knn_leg())
         return lexical, semantic, embed_ms

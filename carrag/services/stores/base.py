@@ -80,6 +80,9 @@ class Store(Protocol):
 
     async def find_by_source(self, source_id: str) -> DocumentRecord | None: ...
 
+    async def find_by_content_hash(self, content_hash: str) -> DocumentRecord | None:
+        """A document whose ``content_hash`` is exactly this one (the newest when several are)."""
+
     async def list_documents(self, *, offset: int, limit: int, tag: str | None = None) -> DocumentPage: ...
 
     async def list_sources(self) -> list[tuple[str, str]]:

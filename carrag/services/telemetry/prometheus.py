@@ -24,7 +24,18 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 
 # The stages exported per pipeline (one label value each, so the series stay bounded): SearchService
 # and AnswerService report the query stages, IngestionService the ingest stages.
 PIPELINE_STAGES: dict[Pipeline, tuple[str, ...]] = {
-    "query": ("embed_query", "retrieve", "fuse", "rerank", "expand", "total", "generate", "first_token"),
+    "query": (
+        "embed_query",
+        "retrieve",
+        "fuse",
+        "rerank",
+        "expand",
+        "total",
+        "select",
+        "generate",
+        "first_token",
+        "check",
+    ),
     "ingest": ("fetch", "parse", "tag", "chunk", "embed", "index"),
 }
 JOB_STATES = ("queued", "parsing", "tagging", "chunking", "embedding", "indexing", "done", "failed", "cancelled")
@@ -62,7 +73,7 @@ class PrometheusTelemetry:
         self.stage_seconds = Histogram(
             "carrag_stage_duration_seconds",
             "Pipeline stage latency. pipeline=query: embed_query, retrieve, fuse, rerank, expand, total, "
-            "generate, first_token; pipeline=ingest: fetch, parse, tag, chunk, embed, index.",
+            "select (sentence scoring), generate, first_token, check (grounding); pipeline=ingest: fetch, parse, tag, chunk, embed, index.",
             ["pipeline", "stage"],
             buckets=LATENCY_BUCKETS,
             registry=r,
@@ -76,7 +87,7 @@ class PrometheusTelemetry:
         self.indexed_chunks = Counter("carrag_chunks_indexed", "Chunks written to the store.", registry=r)
         self.documents_ingested = Counter(
             "carrag_documents_ingested",
-            "Ingests that completed, by outcome (ingested, unchanged).",
+            "Ingests that completed, by outcome (ingested, unchanged, duplicate).",
             ["status"],
             registry=r,
         )

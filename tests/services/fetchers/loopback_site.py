@@ -21,6 +21,14 @@ PAGE = (
     b"</article></body></html>"
 )
 
+ODD_CHARSET_PAGE = (
+    "<html><head><title>Öl und Reifen</title></head><body><article><h1>Ölwechsel</h1>"
+    "<p>Wechseln Sie das Motoröl alle 15.000 km oder einmal im Jahr, je nachdem, was zuerst eintritt. "
+    "Verwenden Sie vollsynthetisches Öl der Viskosität 5W-30 und einen neuen Ölfilter bei jedem Wechsel.</p>"
+    "<p>Prüfen Sie den Ölstand bei jedem Tankstopp; füllen Sie nach, wenn der Messstab unter der Markierung liegt.</p>"
+    "</article></body></html>"
+).encode()
+
 
 @functools.cache
 def gzip_bomb() -> bytes:
@@ -78,6 +86,12 @@ class LoopbackSite:
             def _route(self, path: str, query: dict[str, str]) -> None:
                 if path == "/page":
                     self._send(200, PAGE)
+                elif path == "/utf8mb4-page":  # a charset name from MySQL that Python does not know
+                    self._send(200, ODD_CHARSET_PAGE, "text/html; charset=utf8mb4")
+                elif path == "/mislabelled-text":  # declared UTF-8, sent as Windows-1252
+                    self._send(200, "Crème brûlée, 5 °C.\n".encode("cp1252"), "text/plain; charset=utf-8")
+                elif path == "/bogus-charset-text":
+                    self._send(200, "Température de l’huile : 90 °C.\n".encode("cp1252"), "text/plain; charset=x-bogus")
                 elif path == "/text":
                     self._send(200, b"Tire pressure: 35 psi front and rear.\n", "text/plain")
                 elif path == "/echo-host":

@@ -23,6 +23,23 @@ EXPECTED = {
     ".text",
     ".txt",
     ".xlsx",
+    ".pptx",
+    ".epub",
+    ".odt",
+    ".rtf",
+    ".eml",
+    ".py",
+    ".pyi",
+    ".js",
+    ".mjs",
+    ".cjs",
+    ".jsx",
+    ".ts",
+    ".tsx",
+    ".yaml",
+    ".yml",
+    ".toml",
+    ".sql",
 }
 
 
@@ -31,8 +48,8 @@ def test_supported_extensions() -> None:
 
 
 def test_unsupported_type_lists_the_supported_ones() -> None:
-    with pytest.raises(UnsupportedFormat, match=r"Unsupported file type \(.pptx\).*\.docx, .htm, .html, .json"):
-        parse_file(b"PK", "slides.pptx")
+    with pytest.raises(UnsupportedFormat, match=r"Unsupported file type \(.ppt\).*\.docx, .eml, .epub, .htm, .html"):
+        parse_file(b"\xd0\xcf", "slides.ppt")
 
 
 def test_rst_is_utf8_text() -> None:
@@ -54,6 +71,9 @@ def test_extensions_are_case_insensitive() -> None:
         ("openpyxl", "service_log.xlsx", "openpyxl", {}),
         ("markdownify", "troubleshooting.html", "markdownify", {}),
         ("bs4", "troubleshooting.html", "beautifulsoup4", {}),
+        ("pptx", "real/sample-presentation.pptx", "python-pptx", {}),
+        ("odf.opendocument", "real/simple.odt", "odfpy", {}),
+        ("striprtf.striprtf", "real/fake-doc.rtf", "striprtf", {}),
         ("pymupdf4llm", "manual.pdf", "pymupdf4llm", {"pdf_mode": "markdown"}),
     ],
 )

@@ -55,3 +55,16 @@ def test_transitive_merges() -> None:
     passages = build_passages([CHUNKS[1], CHUNKS[5], CHUNKS[3]], CHUNKS, radius=1)
     assert len(passages) == 1 and passages[0].winners == [0, 1, 2]
     assert passages[0].text == TEXT[0:1100]
+
+
+def test_no_chunk_lands_in_two_passages_when_merges_chain() -> None:
+    """Winners 10, 20, 15, 13, 17 with radius 1: 13 joins 10's window, 17 joins 20's, and the
+    single folding pass used to leave chunk 16 in both 9–16 and 16–21."""
+    chunks = [chunk(i, i * 150, i * 150 + 200) for i in range(24)]
+    by_index = {c.chunk_index: c for c in chunks}
+    winners = [by_index[i] for i in (10, 20, 15, 13, 17)]
+    passages = build_passages(winners, chunks, radius=1)
+    indexes = [c.chunk_index for p in passages for c in p.chunks]
+    assert len(indexes) == len(set(indexes)), f"a chunk repeats across passages: {sorted(indexes)}"
+    assert [(p.first_index, p.last_index) for p in passages] == [(9, 21)]
+    assert passages[0].winners == [0, 1, 2, 3, 4]

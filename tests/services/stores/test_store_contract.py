@@ -19,8 +19,9 @@ from carrag.services.errors import EmbeddingModelMismatch
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, SearchFilters
 from carrag.services.stores.base import Store
 from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.process_lock import StoreInUse
 from carrag.services.stores.sqlite import SqliteStore
-from tests.conftest import es_index_name
+from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
 
 DIMENSION = 8
 IDENTITY = EmbeddingIdentity("test:contract-model", DIMENSION)
@@ -46,7 +47,7 @@ async def open_store(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[
         url, index = request.getfixturevalue("es_url"), es_index_name()
 
         def make() -> Store:
-            return ElasticsearchStore(url, index=index)
+            return ElasticsearchStore(url, index=index, refresh_interval=ES_TEST_REFRESH_INTERVAL)
 
     opened: list[Store] = []
 
@@ -58,7 +59,7 @@ async def open_store(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[
 
     yield opener
     if request.param == "elasticsearch" and opened:
-        await opened[0].client.indices.delete(index=index, ignore_unavailable=True)  # type: ignore[attr-defined]
+        await drop_es_index(opened[0].client, index)  # type: ignore[attr-defined]
     for store in opened:
         await store.close()
 
@@ -181,6 +182,17 @@ async def test_written_document_reads_back_exactly(store: Store) -> None:
         "Truck Manual",
     )
     assert [item.chunk.chunk_index for item in await store.get_chunks("doc-1", offset=1, limit=1)] == [1]
+
+
+async def test_find_by_content_hash_is_an_exact_match(store: Store) -> None:
+    await write(store, record("doc-a", "a.txt"), ["Alpha text."])
+    await write(store, record("doc-b", "copies/b.txt"), ["Beta text."])
+    found = await store.find_by_content_hash("hash-doc-b")
+    assert found is not None and (found.document_id, found.source_id) == ("doc-b", "copies/b.txt")
+    assert await store.find_by_content_hash("hash-doc") is None, "no prefix or partial matches"
+    assert await store.find_by_content_hash("HASH-DOC-B") is None, "no case folding"
+    await store.delete_document("doc-b")
+    assert await store.find_by_content_hash("hash-doc-b") is None
 
 
 async def test_lexical_search_stems_ranks_and_limits(store: Store) -> None:
@@ -445,11 +457,19 @@ async def test_mismatched_vectors_are_refused_before_writing(store: Store) -> No
 async def test_a_second_handle_sees_the_same_store(open_store: StoreOpener) -> None:
     first = await open_store()
     vectors = await write(first, record("a", "a.txt", tags=["t"], chunks=2), ["persistent words", "more words"])
+    one_at_a_time = first.backend == "sqlite"  # one process per SQLite file: the second waits for the first
+    if one_at_a_time:
+        with pytest.raises(StoreInUse):
+            await open_store()
+        await first.close()
     second = await open_store()
     assert await second.embedding_identity() == IDENTITY
     assert await second.count_chunks() == 2
     assert keys(await second.vector_search(vectors[1], 1, SearchFilters())) == [("a", 1)]
     assert keys(await second.lexical_search("persistent", 5, SearchFilters())) == [("a", 0)]
     await second.delete_document("a")
+    if one_at_a_time:
+        await second.close()
+        first = await open_store()
     assert await first.count_chunks() == 0
     assert await first.vector_search(vectors[1], 1, SearchFilters()) == []

@@ -1,0 +1,95 @@
+"""What the model sees: every listed source, cleaned and fitted to the context budget.
+
+Each source gets an equal share of ``MAX_CONTEXT_CHARS`` (a short source gives what it does not
+use to the ones after it). A source that fits its share goes in whole; a longer one is cut down to
+its best sentences (by their score against the question), kept in document order and joined by
+``…`` where sentences were left out. So every listed source reaches the model and can be cited,
+and a citation can only point at text the model was given (the grounding check reads the same
+text). Markdown link targets, images and page chrome (navigation, cookie and share lines) are
+stripped: they cost context and invite the model to cite them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
+
+GAP = " … "
+HEADER_ALLOWANCE = 80  # "[Source n: filename]\n" plus the separator between sources
+
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
+_BARE_TARGET = re.compile(r"<https?://[^>]+>")
+_CHROME_LINE = re.compile(
+    r"^\s*(?:skip to (?:main )?content|menu|search|share|tweet|print|log ?in|sign ?in|sign up|subscribe|"
+    r"accept(?: all)?(?: cookies)?|cookie.*|we use cookies.*|back to top|previous|next|home|close|"
+    r"page \d+(?: of \d+)?|advertisement|related articles?|read more|edit|\d+ comments?)\s*$",
+    re.I,
+)
+_LINK_ONLY_LINE = re.compile(r"^\s*(?:[-*•|]\s*)?(?:\[[^\]]*\]\([^)]*\)\s*[|·•,]?\s*)+$")
+
+
+def clean_for_model(text: str) -> str:
+    """Text without link targets, images and chrome lines; white space inside lines kept."""
+    lines = []
+    for line in text.split("\n"):
+        if _CHROME_LINE.match(line) or (_LINK_ONLY_LINE.match(line) and line.count("](") >= 2):
+            continue
+        line = _IMAGE.sub(lambda m: m.group(1), line)
+        line = _LINK.sub(lambda m: m.group(1), line)
+        lines.append(_BARE_TARGET.sub("", line))
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+@dataclass(slots=True)
+class FittedSource:
+    filename: str
+    text: str  # what the model sees of this source
+    sentences: list[ScoredSentence] = field(default_factory=list)  # the sentences it contains
+    whole: bool = True
+
+
+def fit_context(
+    scored: ScoredPassages, passages: Sequence[str], filenames: Sequence[str], max_chars: int
+) -> list[FittedSource]:
+    fitted: list[FittedSource] = []
+    remaining = max_chars
+    for source, (passage, filename) in enumerate(zip(passages, filenames, strict=True)):
+        share = max(remaining // (len(passages) - source) - HEADER_ALLOWANCE, 0)
+        cleaned = clean_for_model(passage)
+        sentences = scored.of_source(source)
+        if len(cleaned) <= share:
+            fitted.append(FittedSource(filename, cleaned, sentences, whole=True))
+        else:
+            fitted.append(_best_sentences(filename, sentences, share, scored))
+        remaining -= len(fitted[-1].text) + HEADER_ALLOWANCE
+    return fitted
+
+
+def _best_sentences(filename: str, sentences: list[ScoredSentence], share: int, scored: ScoredPassages) -> FittedSource:
+    chosen: list[ScoredSentence] = []
+    used = 0
+    for candidate in sorted(sentences, key=scored.strength, reverse=True):
+        text = clean_for_model(candidate.sentence.text)
+        cost = len(text) + len(GAP)
+        if used + cost > share:
+            continue
+        chosen.append(candidate)
+        used += cost
+    chosen.sort(key=lambda s: s.sentence.start)
+    parts: list[str] = []
+    previous: ScoredSentence | None = None
+    for sentence in chosen:
+        if previous is not None:
+            parts.append(" " if _adjacent(previous, sentence, sentences) else GAP)
+        parts.append(clean_for_model(sentence.sentence.text))
+        previous = sentence
+    return FittedSource(filename, "".join(parts), chosen, whole=False)
+
+
+def _adjacent(first: ScoredSentence, second: ScoredSentence, all_sentences: list[ScoredSentence]) -> bool:
+    positions = {id(s): i for i, s in enumerate(all_sentences)}
+    return positions.get(id(second), -1) - positions.get(id(first), -2) == 1

@@ -1,0 +1,178 @@
+"""Score every sentence of the retrieved passages against the question.
+
+A sentence's score mixes the embedder's cosine similarity to the question (one batched call for
+all sentences; the embedding cache makes repeats free) with lexical evidence: the share of the
+question's content terms it contains, each weighted by its rarity among the candidate sentences,
+so numbers and rare terms of the question count most. The scores serve the refusal decision, the
+choice of what the model sees, the extractive answer and the highlights.
+
+A sentence can echo the question without answering it (a heading, a table's header row, a title
+line: "Tensile Strength of SNB22-3"). ``strength`` ranks sentences for the answer: it discounts
+sentences that add fewer than ``INFORMATIVE_TERMS`` terms beyond the question's, headings, and,
+when the question asks for a quantity ("how many", "what year", ...), sentences without a number.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from carrag.services.answers.evidence import idf, numbers, terms, weighted_coverage
+from carrag.services.answers.sentences import Sentence, split_sentences
+from carrag.services.embedders.service import EmbeddingService
+
+COSINE_WEIGHT = 0.55
+LEXICAL_WEIGHT = 0.45
+MAX_SENTENCES = 160  # bound the embedding work of one request (top_k × window × sentences)
+INFORMATIVE_TERMS = 3  # terms beyond the question's that make a sentence a possible answer
+NO_NUMBER_FACTOR = 0.6
+HEADING_FACTOR = 0.5
+_QUANTITY_QUESTION = re.compile(
+    r"\b(how (many|much|long|old|far|often|tall|big|large|heavy)|what (year|percentage|number|amount|date|size)|"
+    r"when|which year|in what year)\b",
+    re.I,
+)
+_HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*$)")
+
+
+@dataclass(slots=True, eq=False)  # compared by identity: it holds a vector
+class ScoredSentence:
+    source: int  # 0-based position in the request's sources
+    sentence: Sentence
+    terms: list[str]
+    cosine: float
+    lexical: float
+    vector: np.ndarray | None = None
+    new_terms: int = 0  # content terms the question does not have
+    has_number: bool = False
+    is_heading: bool = False
+    is_header_row: bool = False  # the first row of a table block
+    label: str = ""  # for a table row: the table's title and header row, which say what its cells mean
+
+    @property
+    def display(self) -> str:
+        """The sentence as an answer shows it; a table row with its header: ``Team: Flyers; Stanley Cups: 2``."""
+        header = self.label.rsplit("\n", 1)[-1] if self.label else ""
+        names, cells = _fields(header), _fields(self.sentence.text)
+        if self.sentence.is_table_row and not self.is_header_row and names and len(names) == len(cells):
+            return "; ".join(f"{name}: {cell}" for name, cell in zip(names, cells, strict=True) if cell)
+        return self.sentence.text
+
+    @property
+    def score(self) -> float:
+        return COSINE_WEIGHT * max(self.cosine, 0.0) + LEXICAL_WEIGHT * self.lexical
+
+
+@dataclass(slots=True)
+class ScoredPassages:
+    query: str
+    query_terms: list[str]
+    sentences: list[ScoredSentence]  # in source order, then text order
+    weights: dict[str, float]
+
+    def of_source(self, source: int) -> list[ScoredSentence]:
+        return [s for s in self.sentences if s.source == source]
+
+    def best(self) -> ScoredSentence | None:
+        return max(self.sentences, key=lambda s: s.score, default=None)
+
+    @property
+    def expects_number(self) -> bool:
+        return bool(_QUANTITY_QUESTION.search(self.query))
+
+    def strength(self, sentence: ScoredSentence) -> float:
+        """How good an answer the sentence would be (``score`` discounted as the module says)."""
+        value = sentence.score * min(1.0, 0.4 + 0.6 * sentence.new_terms / INFORMATIVE_TERMS)
+        if sentence.is_heading or sentence.is_header_row:
+            value *= HEADING_FACTOR
+        if self.expects_number and not sentence.has_number:
+            value *= NO_NUMBER_FACTOR
+        return value
+
+
+def _fields(row: str) -> list[str]:
+    if not row:
+        return []
+    return [cell.strip().strip('"') for cell in next(csv.reader([row]), [])]
+
+
+def _labels(sentences: list[Sentence]) -> list[str]:
+    """For each table row, the line before its table (a title) and the table's first row (the header)."""
+    labels: list[str] = []
+    title, header, previous_row = "", "", False
+    for sentence in sentences:
+        if sentence.is_table_row:
+            if not previous_row:
+                header = sentence.text
+            labels.append(f"{title}\n{header}" if sentence.text != header else title)
+        else:
+            title = sentence.text.lstrip("#* ").removeprefix("Sheet: ")
+            labels.append("")
+        previous_row = sentence.is_table_row
+    return labels
+
+
+def _bounded(sentences: list[Sentence], query_terms: list[str], limit: int) -> list[Sentence]:
+    """At most ``limit`` sentences of one passage: those sharing most terms with the question, in order."""
+    if len(sentences) <= limit:
+        return sentences
+    wanted = set(query_terms)
+    overlap = [len(wanted & set(terms(sentence.text))) for sentence in sentences]
+    keep = sorted(range(len(sentences)), key=lambda i: (-overlap[i], i))[:limit]
+    return [sentences[i] for i in sorted(keep)]
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+async def score_passages(query: str, passages: Sequence[str], embedder: EmbeddingService) -> ScoredPassages:
+    query_terms = terms(query)
+    per_source = max(MAX_SENTENCES // max(len(passages), 1), 1)
+    candidates: list[tuple[int, Sentence, str]] = []
+    for source, text in enumerate(passages):
+        sentences = split_sentences(text)
+        labels = dict(zip(sentences, _labels(sentences), strict=True))
+        candidates.extend(
+            (source, sentence, labels[sentence]) for sentence in _bounded(sentences, query_terms, per_source)
+        )
+    # A table row is read with its title and header ("Flyers,PHI,2" says little alone).
+    readable = [f"{label}\n{sentence.text}" if label else sentence.text for _, sentence, label in candidates]
+    sentence_terms = [terms(text) for text in readable]
+    weights = idf(sentence_terms)
+    cosines = np.zeros(len(candidates), dtype=np.float32)
+    vectors: np.ndarray | None = None
+    if candidates:
+        query_vector = _unit(await embedder.embed_query(query))
+        vectors = _unit(await embedder.embed_documents(readable))
+        cosines = vectors @ query_vector.reshape(-1)
+    asked = set(query_terms)
+    scored = []
+    previous_was_row: dict[int, bool] = {}
+    for i, ((source, sentence, label), found) in enumerate(zip(candidates, sentence_terms, strict=True)):
+        has_number = bool(numbers(sentence.text))
+        header_row = sentence.is_table_row and not previous_was_row.get(source, False) and not has_number
+        previous_was_row[source] = sentence.is_table_row
+        scored.append(
+            ScoredSentence(
+                source=source,
+                sentence=sentence,
+                terms=found,
+                cosine=float(cosines[i]),
+                lexical=weighted_coverage(query_terms, set(found), weights),
+                vector=None if vectors is None else vectors[i],
+                new_terms=len(set(found) - asked),
+                has_number=has_number,
+                is_heading=bool(_HEADING.match(passages[source][sentence.start : sentence.end])),
+                is_header_row=header_row,
+                label=label,
+            )
+        )
+    return ScoredPassages(query, query_terms, scored, weights)

@@ -1,0 +1,123 @@
+"""Split a passage into sentences, keeping each one's character offsets in the passage.
+
+Boundaries: sentence punctuation followed by white space and a capital, digit or bracket; blank
+lines; a line break before a list item, heading or table line; a line break after a line ending in
+a colon or without final punctuation when the next line starts with a capital (headings, PDF
+title lines). Lines of a table (csv/xlsx rows: several commas or ``|``) are one unit each. Soft
+line breaks inside a sentence (wrapped PDF text) are not boundaries. Units longer than
+``MAX_SENTENCE_CHARS`` are cut at ``;`` or at line breaks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+
+MAX_SENTENCE_CHARS = 400
+MIN_SENTENCE_CHARS = 3
+
+_ABBREVIATIONS = {"e.g", "i.e", "etc", "fig", "no", "vs", "mr", "mrs", "dr", "st", "approx", "cf", "al", "inc", "ltd"}
+_SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)(?=\s+[\"'(\[]?[A-Z0-9•\-*#])")
+_LINE_START_ITEM = re.compile(r"^\s*(?:[-*•#|>]|\d{1,3}[.)]\s|[A-Za-z][.)]\s)")
+_FIELD_COMMA = re.compile(r"(?<!\d),|,(?!\d)")  # a comma that is not a thousands separator
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    start: int  # offsets in the passage text
+    end: int
+    text: str  # the passage text between them, white space collapsed
+    is_table_row: bool = False
+
+
+def is_table_line(line: str) -> bool:
+    """A csv/xlsx row (short comma-separated fields, no sentence inside) or a markdown table line."""
+    line = line.strip()
+    if line.startswith("|") and line.count("|") >= 2:
+        return True
+    fields = _FIELD_COMMA.split(line)
+    if len(fields) < 3 or ". " in line:
+        return False
+    return sum(len(field) for field in fields) / len(fields) <= 40
+
+
+def _line_breaks(text: str) -> list[int]:
+    """Offsets where a line ends a unit (the offset of the newline)."""
+    breaks: list[int] = []
+    lines = text.split("\n")
+    position = 0
+    for current, following in itertools.pairwise(lines):
+        position += len(current)
+        stripped, next_stripped = current.strip(), following.strip()
+        hard = (
+            not stripped
+            or not next_stripped
+            or is_table_line(stripped)
+            or is_table_line(next_stripped)
+            or _LINE_START_ITEM.match(following) is not None
+            or stripped.endswith(":")
+            or (stripped[-1] not in ".,;:-–—(" and next_stripped[:1].isupper() and len(stripped) < 80)
+            or stripped[-1] in ".!?"
+        )
+        if hard:
+            breaks.append(position)
+        position += 1
+    return breaks
+
+
+def _is_abbreviation(text: str, end: int) -> bool:
+    word = re.search(r"([A-Za-z.]+)$", text[max(0, end - 8) : end])
+    return bool(word) and word.group(1).lower().rstrip(".") in _ABBREVIATIONS
+
+
+def split_sentences(text: str) -> list[Sentence]:
+    cuts = {0, len(text)}
+    cuts.update(_line_breaks(text))
+    for match in _SENTENCE_END.finditer(text):
+        end = match.end()
+        if text[match.start()] == "." and _is_abbreviation(text, match.start()):
+            continue
+        if text[match.start()] == "." and match.start() > 0 and text[match.start() - 1].isdigit():
+            after = text[end:].lstrip()
+            if after[:1].isdigit():
+                continue  # 1. 2 …
+        cuts.add(end)
+    ordered = sorted(cuts)
+    sentences: list[Sentence] = []
+    for start, end in itertools.pairwise(ordered):
+        for piece_start, piece_end in _cut_long(text, start, end):
+            sentence = _make(text, piece_start, piece_end)
+            if sentence is not None:
+                sentences.append(sentence)
+    return sentences
+
+
+def _cut_long(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    if end - start <= MAX_SENTENCE_CHARS:
+        return [(start, end)]
+    pieces: list[tuple[int, int]] = []
+    while end - start > MAX_SENTENCE_CHARS:
+        window = text[start : start + MAX_SENTENCE_CHARS]
+        cut = max(window.rfind("; "), window.rfind("\n"), window.rfind(", "))
+        if cut < MAX_SENTENCE_CHARS // 3:
+            cut = window.rfind(" ")
+        if cut <= 0:
+            cut = MAX_SENTENCE_CHARS
+        pieces.append((start, start + cut + 1))
+        start += cut + 1
+    pieces.append((start, end))
+    return pieces
+
+
+def _make(text: str, start: int, end: int) -> Sentence | None:
+    raw = text[start:end]
+    leading = len(raw) - len(raw.lstrip())
+    trailing = len(raw) - len(raw.rstrip())
+    start, end = start + leading, end - trailing
+    if end - start < MIN_SENTENCE_CHARS:
+        return None
+    body = text[start:end]
+    if not any(ch.isalnum() for ch in body):
+        return None
+    return Sentence(start, end, " ".join(body.split()), is_table_row=is_table_line(body) and "\n" not in body)

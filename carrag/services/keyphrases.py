@@ -1,0 +1,570 @@
+"""Key phrases of a document for its tags: YAKE over the document's own language, then a filter
+that every tag (keyword or LLM) passes.
+
+- Language: py3langid (a small offline model inside the package) on the first few thousand
+  characters. YAKE's stop-word list for that language (it ships 34) is used for extraction; for a
+  language without a list, the English one.
+- Placeholder text: paragraphs that are mostly *lorem ipsum* vocabulary are dropped first, so a
+  template's filler does not become its topic.
+- Extraction: YAKE (Campos et al., 2020; statistical, no model) scores 1- to 3-word candidates
+  from their position, frequency, casing and context; multi-word terms and capitalised names get
+  a bonus on top, and a candidate contained in a better one is dropped.
+  Candidates never span a line break.
+- Validation (`acceptable_tag`): a tag must hold a letter, be at most `MAX_TAG_LENGTH` characters,
+  carry no markup or address and no site-chrome word ("toggle", "navigation"), must not start or
+  end with a stop word of the document's language or of English or with a filler word (generic
+  words such as "nothing", "find", "heading", "page", "main", "contents"), and must not consist
+  only of such words.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+MAX_TAG_LENGTH = 40
+SAMPLE_CHARS = 20_000  # of the document, for extraction; language detection reads the first 5,000
+# py3langid codes whose YAKE stop-word file has another name.
+_YAKE_LIST_NAMES = {"cs": "cz"}
+FILLER_WORDS = frozenset(
+    [
+        "thing",
+        "things",
+        "stuff",
+        "way",
+        "ways",
+        "lot",
+        "lots",
+        "kind",
+        "kinds",
+        "sort",
+        "part",
+        "parts",
+        "bit",
+        "piece",
+        "nothing",
+        "something",
+        "anything",
+        "everything",
+        "someone",
+        "anyone",
+        "everyone",
+        "nobody",
+        "whatever",
+        "whenever",
+        "wherever",
+        "however",
+        "therefore",
+        "thus",
+        "hence",
+        "also",
+        "find",
+        "found",
+        "get",
+        "got",
+        "make",
+        "made",
+        "use",
+        "used",
+        "using",
+        "need",
+        "needs",
+        "want",
+        "take",
+        "took",
+        "give",
+        "gave",
+        "see",
+        "seen",
+        "look",
+        "looks",
+        "say",
+        "said",
+        "tell",
+        "told",
+        "know",
+        "known",
+        "think",
+        "thought",
+        "go",
+        "goes",
+        "went",
+        "come",
+        "came",
+        "put",
+        "set",
+        "let",
+        "keep",
+        "kept",
+        "show",
+        "shown",
+        "try",
+        "little",
+        "big",
+        "small",
+        "large",
+        "good",
+        "great",
+        "bad",
+        "best",
+        "better",
+        "new",
+        "old",
+        "first",
+        "last",
+        "next",
+        "previous",
+        "many",
+        "much",
+        "few",
+        "several",
+        "various",
+        "different",
+        "same",
+        "other",
+        "others",
+        "another",
+        "certain",
+        "possible",
+        "available",
+        "able",
+        "real",
+        "simple",
+        "full",
+        "whole",
+        "main",
+        "general",
+        "specific",
+        "particular",
+        "important",
+        "following",
+        "follows",
+        "above",
+        "below",
+        "etc",
+        "yes",
+        "okay",
+        "ok",
+        "per",
+        "via",
+        "heading",
+        "headings",
+        "header",
+        "headers",
+        "footer",
+        "page",
+        "pages",
+        "section",
+        "sections",
+        "chapter",
+        "paragraph",
+        "paragraphs",
+        "text",
+        "texts",
+        "example",
+        "examples",
+        "sample",
+        "figure",
+        "figures",
+        "table",
+        "tables",
+        "contents",
+        "content",
+        "item",
+        "items",
+        "line",
+        "lines",
+        "note",
+        "notes",
+        "document",
+        "documents",
+        "file",
+        "files",
+        "click",
+        "here",
+        "read",
+        "more",
+        "view",
+        "edit",
+        "home",
+        "menu",
+        "navigation",
+        "search",
+        "login",
+        "log",
+        "sign",
+        "simply",
+        "really",
+        "just",
+        "quite",
+        "very",
+        "actually",
+        "basically",
+        "dummy",
+        "special",
+        "title",
+        "titles",
+        "import",
+        "return",
+        "def",
+        "class",
+        "print",
+        "self",
+        "none",
+        "null",
+        "true",
+        "false",
+    ]
+)
+# Words of site chrome and markup: a phrase holding any of them is not a topic.
+CHROME_WORDS = frozenset(
+    [
+        "toggle",
+        "subsection",
+        "sidebar",
+        "navigation",
+        "menu",
+        "login",
+        "logout",
+        "signup",
+        "skip",
+        "jump",
+        "retrieved",
+        "wikipedia",
+        "wiki",
+        "http",
+        "https",
+        "www",
+        "html",
+        "php",
+        "cookie",
+        "cookies",
+        "javascript",
+        "returnto",
+    ]
+)
+LOREM_WORDS = frozenset(
+    [
+        "lorem",
+        "ipsum",
+        "dolor",
+        "sit",
+        "amet",
+        "consectetur",
+        "consectetuer",
+        "adipiscing",
+        "adipisicing",
+        "elit",
+        "sed",
+        "do",
+        "eiusmod",
+        "tempor",
+        "incididunt",
+        "ut",
+        "labore",
+        "et",
+        "dolore",
+        "magna",
+        "aliqua",
+        "enim",
+        "ad",
+        "minim",
+        "veniam",
+        "quis",
+        "nostrud",
+        "exercitation",
+        "ullamco",
+        "laboris",
+        "nisi",
+        "aliquip",
+        "ex",
+        "ea",
+        "commodo",
+        "consequat",
+        "duis",
+        "aute",
+        "irure",
+        "in",
+        "reprehenderit",
+        "voluptate",
+        "velit",
+        "esse",
+        "cillum",
+        "eu",
+        "fugiat",
+        "nulla",
+        "pariatur",
+        "excepteur",
+        "sint",
+        "occaecat",
+        "cupidatat",
+        "non",
+        "proident",
+        "sunt",
+        "culpa",
+        "qui",
+        "officia",
+        "deserunt",
+        "mollit",
+        "anim",
+        "id",
+        "est",
+        "laborum",
+        "vitae",
+        "morbi",
+        "nunc",
+        "nam",
+        "ac",
+        "at",
+        "vel",
+        "eget",
+        "quam",
+        "mauris",
+        "pellentesque",
+        "vestibulum",
+        "aliquam",
+        "fusce",
+        "donec",
+        "sapien",
+        "lectus",
+        "diam",
+        "tellus",
+        "purus",
+        "felis",
+        "risus",
+        "tortor",
+        "mi",
+        "nibh",
+        "justo",
+        "leo",
+        "lacus",
+        "massa",
+        "erat",
+        "libero",
+        "metus",
+        "ante",
+        "odio",
+        "neque",
+        "arcu",
+        "orci",
+        "sem",
+        "urna",
+        "augue",
+        "dui",
+        "dictum",
+        "tincidunt",
+        "ultricies",
+        "ultrices",
+        "suspendisse",
+        "vivamus",
+        "integer",
+        "curabitur",
+        "phasellus",
+        "praesent",
+        "proin",
+        "etiam",
+        "maecenas",
+        "aenean",
+        "cras",
+        "nullam",
+        "sagittis",
+        "semper",
+        "porttitor",
+        "viverra",
+        "volutpat",
+        "pretium",
+        "accumsan",
+        "faucibus",
+        "fermentum",
+        "feugiat",
+        "gravida",
+        "hendrerit",
+        "iaculis",
+        "imperdiet",
+        "lacinia",
+        "laoreet",
+        "lobortis",
+        "malesuada",
+        "mattis",
+        "molestie",
+        "nec",
+        "nisl",
+        "placerat",
+        "posuere",
+        "pulvinar",
+        "rhoncus",
+        "rutrum",
+        "scelerisque",
+        "sodales",
+        "tempus",
+        "tristique",
+        "varius",
+        "vehicula",
+        "venenatis",
+        "vulputate",
+        "condimentum",
+        "congue",
+        "convallis",
+        "cursus",
+        "dapibus",
+        "efficitur",
+        "egestas",
+        "eleifend",
+        "elementum",
+        "euismod",
+        "facilisis",
+        "fringilla",
+        "habitant",
+        "interdum",
+        "luctus",
+        "maximus",
+        "ornare",
+        "quisque",
+        "sollicitudin",
+        "blandit",
+        "bibendum",
+        "auctor",
+        "aliquet",
+        "commodo",
+    ]
+)
+_TOKEN = re.compile(r"[^\W\d_][\w'’\-]*|\d+", re.UNICODE)
+_MARKUP = re.compile(r"[|#*_`<>\[\]{}()=\\/@]|://|\.\w{2,4}$")
+_LINE_BREAK = re.compile(r"(?<![.!?:;,])[ \t]*\n")
+_PARAGRAPH = re.compile(r"\n\s*\n|\n(?=[#\-*|])")
+
+
+def _stopword_dir() -> Path:
+    import yake
+
+    return Path(yake.__file__).parent / "core" / "StopwordsList"
+
+
+@functools.cache
+def stopwords(language: str) -> frozenset[str]:
+    """YAKE's stop words for a language code (empty when YAKE has no list for it)."""
+    name = _YAKE_LIST_NAMES.get(language, language)
+    path = _stopword_dir() / f"stopwords_{name}.txt"
+    return read_word_list(path) if path.is_file() else frozenset()
+
+
+def read_word_list(path: Path) -> frozenset[str]:
+    """One word a line; UTF-8, or ISO-8859-1 for the few lists YAKE ships in it (as YAKE reads them)."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("iso-8859-1")
+    return frozenset(word.strip().lower() for word in text.splitlines() if word.strip())
+
+
+def detect_language(text: str) -> str:
+    """An ISO 639-1 code, "en" when the text is too short to tell."""
+    sample = text[:5000]
+    if len(_TOKEN.findall(sample)) < 5:
+        return "en"
+    import py3langid
+
+    language, _score = py3langid.classify(sample)
+    return language
+
+
+def stopwords_for(language: str) -> frozenset[str]:
+    """The document's language's stop words plus English ones (documents mix in English terms)."""
+    return stopwords(language) | stopwords("en")
+
+
+def without_placeholder_text(text: str) -> str:
+    """The text without paragraphs that are mostly lorem-ipsum vocabulary."""
+    kept: list[str] = []
+    for paragraph in _PARAGRAPH.split(text):
+        words = [word.lower() for word in _TOKEN.findall(paragraph) if not word.isdigit()]
+        if len(words) >= 4 and sum(word in LOREM_WORDS for word in words) / len(words) >= 0.5:
+            continue
+        kept.append(paragraph)
+    return "\n\n".join(kept)
+
+
+def acceptable_tag(tag: str, stop: Iterable[str]) -> bool:
+    """Whether ``tag`` says something about a document (see the module docstring)."""
+    tag = tag.strip().lower()
+    if not tag or len(tag) > MAX_TAG_LENGTH or not any(ch.isalpha() for ch in tag) or _MARKUP.search(tag):
+        return False
+    words = [word.strip("'’-") for word in tag.split()]
+    stop = stop if isinstance(stop, (set, frozenset)) else frozenset(stop)
+    if words[0] in stop or words[-1] in stop:
+        return False
+    if any(word in CHROME_WORDS for word in words) or words[0] in FILLER_WORDS or words[-1] in FILLER_WORDS:
+        return False
+    content = [word for word in words if word not in stop and word not in FILLER_WORDS and word not in LOREM_WORDS]
+    if not content:
+        return False
+    return all(len(word) >= 3 or word.isdigit() or any(ch.isdigit() for ch in word) for word in content)
+
+
+def keyphrases(text: str, limit: int, *, language: str | None = None, exclude: Iterable[str] = ()) -> list[str]:
+    """Up to ``limit`` lower-case key phrases of ``text``, best first."""
+    import yake
+
+    text = without_placeholder_text(text[:SAMPLE_CHARS])
+    if len(_TOKEN.findall(text)) < 3:
+        return []
+    language = language or detect_language(text)
+    stop = stopwords_for(language)
+    extractor = yake.KeywordExtractor(lan="en", n=3, dedup_lim=0.8, top=max(limit * 6, 20), stopwords=set(stop))
+    # A line break ends a phrase: PDF title blocks, author lists and table rows are lines, and
+    # three-word windows across them ("wyn roberts date") are not terms.
+    candidates = extractor.extract_keywords(_LINE_BREAK.sub(" .\n", text))
+    ranked = sorted(candidates, key=lambda pair: _adjusted(pair[0], pair[1]))
+    chosen: list[str] = []
+    excluded = [phrase.lower() for phrase in exclude]
+    for phrase, _score in ranked:
+        if _name_runs_into_words(phrase, stop):
+            continue
+        tag = re.sub(r"\s+", " ", phrase).strip().lower()
+        if not acceptable_tag(tag, stop):
+            continue
+        if any(_overlaps(tag, other) for other in [*excluded, *chosen]):
+            continue
+        chosen.append(tag)
+        if len(chosen) >= limit:
+            break
+    return chosen
+
+
+def _name_runs_into_words(phrase: str, stop: frozenset[str]) -> bool:
+    """A name run together with ordinary words ("Pavlovna Scherer received", "Scherer received
+    Prince", "reception in Petersburg"): capitalised and lower-case content words mixed, unless the
+    one capital is the first word (a sentence start: "Tire pressure monitoring")."""
+    words = [word for word in phrase.split() if word.lower() not in stop]
+    capitals = [index for index, word in enumerate(words) if word[:1].isupper()]
+    if not capitals or len(capitals) == len(words):
+        return False
+    return capitals != [0]
+
+
+def _overlaps(tag: str, other: str) -> bool:
+    """Whether two phrases say the same thing: all but one word of the shorter in the longer (so
+    "bedoya rob bestgen" after "hernando bedoya rob", "standing trustee" after "united states
+    trustee"), or one inside the other."""
+    words, other_words = [_stem(word) for word in tag.split()], [_stem(word) for word in other.split()]
+    shared = len(set(words) & set(other_words))
+    return shared >= max(1, min(len(words), len(other_words)) - 1)
+
+
+def _stem(word: str) -> str:
+    """Enough stemming to see "owners manual" and "owner manual" as one: a plural or possessive s."""
+    word = word.removesuffix("'s").removesuffix("’s")
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def _adjusted(phrase: str, score: float) -> float:
+    """YAKE's score (lower is better) with a bonus for multi-word terms and two-word capitalised
+    names."""
+    words = phrase.split()
+    bonus = 1.5 if len(words) > 1 else 1.0
+    if len(words) == 2 and all(word[:1].isupper() for word in words):
+        bonus *= 1.5
+    return score / bonus

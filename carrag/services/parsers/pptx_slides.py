@@ -1,0 +1,154 @@
+"""PPTX → Markdown with python-pptx: the slides in order, each under its title as a heading.
+
+Each slide becomes ``## <title>`` (``## Slide N`` when it has no title; a title of several lines
+keeps its first line as the heading and the rest as text), then its shapes in the order the slide
+stores them: text as paragraphs (indented paragraph levels as nested ``- `` items), tables as
+Markdown rows, grouped shapes by their members, pictures by their alt text. The speaker notes
+follow as ``Notes: ...``. Every slide's span of the text is recorded like a PDF page, so a chunk's
+``pages`` are its slide numbers. Charts, SmartArt and slide masters are not read.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+from carrag.services.errors import InvalidInput
+from carrag.services.models import PageSpan, ParsedDocument
+from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.optional import import_optional
+
+_WHITESPACE = re.compile(r"[ \t\r\f\v]+")
+IMAGE_FILE_NAME = re.compile(r"\.(png|jpe?g|gif|bmp|svg|tiff?|emf|wmf|webp)$", re.IGNORECASE)
+# Titles that presentation programs write into the core properties by themselves.
+PLACEHOLDER_TITLES = {"powerpoint presentation", "presentation", "untitled presentation", "title slide"}
+
+
+def _line(text: str) -> str:
+    return _WHITESPACE.sub(" ", text.replace("\x0b", " ")).strip()
+
+
+def text_frame_block(frame: Any, *, as_list: bool) -> str:
+    """A text frame's paragraphs; in body placeholders (``as_list``) each paragraph is a list item
+    indented by its outline level."""
+    lines: list[str] = []
+    for paragraph in frame.paragraphs:
+        text = _line(paragraph.text)
+        if not text:
+            continue
+        level = paragraph.level or 0
+        if as_list or level > 0:
+            lines.append("  " * level + "- " + text)
+        else:
+            lines.append(text)
+    return "\n".join(lines)
+
+
+def table_markdown(table: Any) -> str:
+    rows = [[_line(cell.text).replace("|", "\\|") for cell in row.cells] for row in table.rows]
+    rows = [row for row in rows if any(row)]
+    if not rows:
+        return ""
+    width = max(len(row) for row in rows)
+    lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in rows]
+    lines.insert(1, "| " + " | ".join(["---"] * width) + " |")
+    return "\n".join(lines)
+
+
+def _is_body_placeholder(shape: Any) -> bool:
+    if not shape.is_placeholder:
+        return False
+    try:
+        kind = str(shape.placeholder_format.type)
+    except (ValueError, AttributeError):
+        return False
+    return "BODY" in kind or "OBJECT" in kind
+
+
+def _is_furniture(shape: Any) -> bool:
+    """Date, footer and slide-number placeholders repeat on every slide and say nothing."""
+    if not shape.is_placeholder:
+        return False
+    try:
+        kind = str(shape.placeholder_format.type)
+    except (ValueError, AttributeError):
+        return False
+    return any(name in kind for name in ("DATE", "FOOTER", "SLIDE_NUMBER", "HEADER"))
+
+
+def shape_blocks(shape: Any, depth: int = 0) -> list[str]:
+    if depth > 20 or _is_furniture(shape):
+        return []
+    if getattr(shape, "shapes", None) is not None and not getattr(shape, "has_text_frame", False):  # a group
+        return [block for member in shape.shapes for block in shape_blocks(member, depth + 1)]
+    if getattr(shape, "has_table", False) and shape.has_table:
+        block = table_markdown(shape.table)
+        return [block] if block else []
+    if getattr(shape, "has_text_frame", False) and shape.has_text_frame:
+        block = text_frame_block(shape.text_frame, as_list=_is_body_placeholder(shape))
+        return [block] if block else []
+    description = _line(shape._element.xpath("string(.//p:cNvPr/@descr)")) if hasattr(shape, "_element") else ""
+    if not description or IMAGE_FILE_NAME.search(description):  # a picture's file name says nothing
+        return []
+    return [description]
+
+
+def slide_text(slide: Any, number: int) -> tuple[str, str | None, bool]:
+    """The slide as Markdown, its title, and whether it holds any text of its own."""
+    title_shape = slide.shapes.title
+    title_lines = [_line(line) for line in (title_shape.text_frame.text if title_shape is not None else "").split("\n")]
+    title_lines = [line for line in title_lines if line]
+    heading = title_lines[0] if title_lines else f"Slide {number}"
+    blocks = [f"## {heading}"]
+    if title_lines[1:]:
+        blocks.append("\n".join(title_lines[1:]))
+    for shape in slide.shapes:
+        if title_shape is not None and shape.shape_id == title_shape.shape_id:
+            continue
+        blocks.extend(shape_blocks(shape))
+    if slide.has_notes_slide and slide.notes_slide.notes_text_frame is not None:
+        notes = "\n".join(_line(p.text) for p in slide.notes_slide.notes_text_frame.paragraphs if _line(p.text))
+        if notes:
+            blocks.append("Notes: " + notes)
+    title = title_lines[0] if title_lines else None
+    return "\n\n".join(blocks), title, bool(title_lines) or len(blocks) > 1
+
+
+def parse_pptx(data: bytes, filename: str) -> ParsedDocument:
+    pptx = import_optional("pptx", package="python-pptx", extension=".pptx")
+    check_office_archive(data, filename, ".pptx")
+    try:
+        presentation = pptx.Presentation(io.BytesIO(data))
+    except Exception as exc:  # python-pptx raises many types for damaged packages
+        raise InvalidInput(f"{filename} is not a readable .pptx file ({exc}).") from exc
+    parts: list[str] = []
+    spans: list[PageSpan] = []
+    position = 0
+    notes = 0
+    has_text = False
+    slide_titles: list[str] = []
+    try:
+        for number, slide in enumerate(presentation.slides, start=1):
+            text, slide_title, slide_has_text = slide_text(slide, number)
+            has_text = has_text or slide_has_text
+            slide_titles.extend([slide_title] if slide_title else [])
+            notes += "\n\nNotes: " in text
+            if parts:
+                position += 2  # the blank line between slides
+            spans.append(PageSpan(page=number, start=position, end=position + len(text)))
+            parts.append(text)
+            position += len(text)
+        title = (presentation.core_properties.title or "").strip() or None
+    except Exception as exc:
+        raise InvalidInput(f"{filename}: a slide cannot be read ({exc}).") from exc
+    if title is None or title.lower() in PLACEHOLDER_TITLES or re.fullmatch(r"slide \d+", title.lower()):
+        title = slide_titles[0] if slide_titles else None
+    return ParsedDocument(
+        text="\n\n".join(parts) if has_text else "",
+        filename=filename,
+        source_type="pptx",
+        metadata={"slide_count": len(spans), "slides_with_notes": notes, "title": title},
+        page_spans=spans if has_text else [],
+        title=title,
+    )

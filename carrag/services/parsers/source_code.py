@@ -1,0 +1,38 @@
+"""Source and configuration files (.py, .js, .ts, .yaml, .toml, .sql, ...) as text.
+
+The file is read like a plain text file (UTF-8, binary data refused) and marked ``source_type:
+code`` with its language, so the pipeline chunks it with the `code` strategy by default: on blank
+lines and definitions before characters (`carrag/services/chunking/code.py`).
+"""
+
+from __future__ import annotations
+
+from carrag.services.models import ParsedDocument
+from carrag.services.parsers.text import decode_text
+
+LANGUAGES = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".toml": "toml",
+    ".sql": "sql",
+}
+CODE_EXTENSIONS = tuple(sorted(LANGUAGES))
+
+
+def parse_code(data: bytes, filename: str) -> ParsedDocument:
+    text = decode_text(data, filename)
+    extension = "." + filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+    return ParsedDocument(
+        text=text,
+        filename=filename,
+        source_type="code",
+        metadata={"language": LANGUAGES.get(extension), "line_count": len(text.splitlines())},
+    )

@@ -1,0 +1,27 @@
+"""One hit per passage text: the same words stored twice (a copy under another source id, a
+document that repeats a paragraph, copies allowed by ALLOW_DUPLICATES) are shown once.
+
+Hits are compared by their normalised text (`carrag.services.ids.normalised_text`: Unicode NFKC,
+whitespace runs collapsed, case kept), above the stores, so both backends behave the same. The
+first hit of each text, the best ranked, stays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from carrag.services.ids import normalised_text
+
+T = TypeVar("T")
+
+
+def distinct_by_text(items: Iterable[T], text_of: Callable[[T], str]) -> list[T]:
+    seen: set[str] = set()
+    kept: list[T] = []
+    for item in items:
+        key = normalised_text(text_of(item))
+        if key not in seen:
+            seen.add(key)
+            kept.append(item)
+    return kept

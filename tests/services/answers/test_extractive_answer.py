@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+from carrag.services.answers.evidence import terms
+from carrag.services.answers.extractive import extract_answer
+from carrag.services.answers.scoring import ScoredPassages, ScoredSentence, score_passages
+from carrag.services.answers.sentences import Sentence
+
+MANUAL = (
+    "Engine oil service\n"
+    "This section explains routine maintenance of the engine. Check the oil level every month with the dipstick. "
+    "The correct oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S. "
+    "Dispose of used oil at a recycling centre."
+)
+TABLE = "## Sheet: Sizes\n\nproduct,size,colour\nrubber duck,large,yellow\nrubber duck,small,blue\nfrog,medium,green"
+
+
+async def test_the_sentence_that_answers_not_the_first_one(embedder) -> None:
+    scored = await score_passages("Which oil filter fits the EcoBoost?", [MANUAL], embedder)
+    answer = extract_answer(scored)
+    assert answer.text.startswith("The correct oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S.")
+    assert answer.text.count("[Source 1]") == len(answer.chosen)
+    (start, end) = answer.highlights[0][0]
+    assert MANUAL[start:end] == "The correct oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S."
+
+
+async def test_table_rows_are_answers_and_cite_their_source(embedder) -> None:
+    scored = await score_passages("What colour is the small rubber duck?", [MANUAL, TABLE], embedder)
+    answer = extract_answer(scored)
+    assert "product: rubber duck; size: small; colour: blue [Source 2]" in answer.text.split("\n")
+    assert all(sentence.source == 1 for sentence in answer.chosen)
+    start, end = answer.highlights[1][0]
+    assert TABLE[start:end] == "rubber duck,small,blue", "the highlight is the row itself"
+
+
+def scored_by_hand(scores: list[tuple[int, str, float]]) -> ScoredPassages:
+    """(source, sentence text, cosine) in text order; every sentence shares no term with the question."""
+    sentences, offset = [], 0
+    for source, text, cosine in scores:
+        sentence = Sentence(offset, offset + len(text), text)
+        sentences.append(ScoredSentence(source, sentence, terms(text), cosine, 0.0))
+        offset += len(text) + 1
+    return ScoredPassages("question", ["question"], sentences, {})
+
+
+def test_sentences_of_one_passage_keep_document_order() -> None:
+    scored = scored_by_hand(
+        [
+            (0, "First fact about the engine oil.", 0.80),
+            (0, "Second fact about the oil filter.", 0.90),
+            (0, "Unrelated remark about seats.", 0.10),
+        ]
+    )
+    answer = extract_answer(scored)
+    assert answer.text == "First fact about the engine oil. [Source 1] Second fact about the oil filter. [Source 1]"
+    assert answer.highlights == {0: [(0, 32), (33, 66)]}
+
+
+def test_sentences_of_several_passages_are_grouped_best_source_first() -> None:
+    scored = scored_by_hand(
+        [
+            (0, "Weaker sentence in passage number one.", 0.80),
+            (1, "Best sentence in source two.", 0.90),
+            (1, "Same sentence repeated here.", 0.10),
+            (2, "Best sentence in source two.", 0.90),
+        ]
+    )
+    answer = extract_answer(scored)
+    assert answer.text == "Best sentence in source two. [Source 2] Weaker sentence in passage number one. [Source 1]"
+
+
+async def test_nothing_to_extract_from(embedder) -> None:
+    scored = await score_passages("anything", [], embedder)
+    assert extract_answer(scored).text == ""
+
+
+def test_a_sentence_ending_in_a_colon_brings_what_it_announces() -> None:
+    scored = scored_by_hand(
+        [
+            (0, "To install the package with pip, run:", 0.9),
+            (0, "pip install docling", 0.1),
+            (0, "Unrelated remark about licensing terms.", 0.1),
+        ]
+    )
+    assert (
+        extract_answer(scored).text == "To install the package with pip, run: [Source 1] pip install docling [Source 1]"
+    )

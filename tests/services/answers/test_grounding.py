@@ -1,0 +1,95 @@
+"""The grounding check against real recorded Ollama answers and against answers written to fail it."""
+
+from __future__ import annotations
+
+import json
+
+from carrag.services.answers.grounding import check_grounding, normalise_citations
+from tests.ollama_replay import RECORDINGS
+
+RECORDED = "".join(
+    json.loads(line)["message"]["content"] for line in (RECORDINGS / "chat_stream.ndjson").read_text().splitlines()
+)  # "Snapshots are retained for thirty days.\n\nThe answer is: 30 days"
+SNAPSHOTS = (
+    "Backups\nThe database takes a snapshot every night. Snapshots are retained for thirty days, then deleted. "
+    "Restoring a snapshot takes about ten minutes."
+)
+BRAKES = (
+    "Brake fluid\nUse DOT 4 LV brake fluid. Replace the brake fluid every three years because it absorbs "
+    "moisture from the air. Check the level monthly."
+)
+OIL = (
+    "Engine oil service\nThe correct oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S. "
+    "Change the engine oil and filter every 7,500 miles or six months, whichever comes first."
+)
+MIN_SUPPORT = 0.55
+
+
+async def test_recorded_ollama_answer_is_grounded_in_its_source(embedder, fitted_sources) -> None:
+    question = "How long are snapshots retained?"
+    sources = await fitted_sources(question, [SNAPSHOTS, BRAKES])
+    grounding = await check_grounding(RECORDED, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert grounding.grounded, grounding.as_dict()
+    assert [s.source for s in grounding.sentences] == [1, 1]
+    assert grounding.citations_added == [1], "the uncited, supported sentences get their source"
+    assert grounding.answer.count("[Source 1]") == 2
+    highlights = grounding.highlights()
+    start, end = highlights[0][0]
+    assert "retained for thirty days" in SNAPSHOTS[start:end]
+
+
+async def test_recorded_ollama_answer_is_not_grounded_in_unrelated_sources(embedder, fitted_sources) -> None:
+    question = "How often should the brake fluid be replaced?"
+    sources = await fitted_sources(question, [BRAKES, OIL])
+    grounding = await check_grounding(RECORDED, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert not grounding.grounded
+    assert grounding.unsupported == [0, 1]
+    assert grounding.citations_added == [] and "[Source" not in grounding.answer
+
+
+async def test_phantom_citations_are_removed_and_reported(embedder, fitted_sources) -> None:
+    question = "Which oil filter fits the EcoBoost?"
+    sources = await fitted_sources(question, [OIL, BRAKES])
+    answer = "The EcoBoost takes the Motorcraft FL-500S oil filter [Source 3: wikiHow]. See also [Sources 1, 7]."
+    grounding = await check_grounding(answer, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert grounding.citations_removed == [3, 7]
+    assert "[Source 3" not in grounding.answer and "wikiHow" not in grounding.answer
+    assert grounding.sentences[0].supported and grounding.sentences[0].source == 1
+    assert "[Source 1]" in grounding.sentences[0].text
+
+
+async def test_invented_numbers_make_a_sentence_unsupported(embedder, fitted_sources) -> None:
+    question = "How often should the oil be changed?"
+    sources = await fitted_sources(question, [OIL, BRAKES])
+    answer = "Change the engine oil and filter every 10,000 miles [Source 1]. The capital is worth 1.28 billion USD."
+    grounding = await check_grounding(answer, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert not grounding.grounded
+    assert grounding.unsupported == [0, 1]
+    right = "Change the engine oil and filter every 7,500 miles [Source 1]."
+    checked = await check_grounding(right, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert checked.grounded and checked.support >= MIN_SUPPORT
+
+
+async def test_a_citation_to_a_source_that_does_not_support_the_sentence_is_moved(embedder, fitted_sources) -> None:
+    question = "Which oil filter fits the EcoBoost?"
+    sources = await fitted_sources(question, [BRAKES, OIL])
+    answer = "The correct oil filter for the EcoBoost engine is the Motorcraft FL-500S [Source 1]."
+    grounding = await check_grounding(answer, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert grounding.sentences[0].source == 2
+    assert grounding.citations_removed == [1] and grounding.citations_added == [2]
+    assert grounding.answer == "The correct oil filter for the EcoBoost engine is the Motorcraft FL-500S [Source 2]."
+
+
+async def test_offsets_index_the_final_answer(embedder, fitted_sources) -> None:
+    question = "Which oil filter fits the EcoBoost?"
+    sources = await fitted_sources(question, [OIL])
+    answer = "Use the Motorcraft FL-500S filter. Change oil and filter every 7,500 miles or six months."
+    grounding = await check_grounding(answer, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    for sentence in grounding.sentences:
+        assert grounding.answer[sentence.start : sentence.end] == sentence.text
+
+
+def test_citation_forms_are_normalised() -> None:
+    text, removed = normalise_citations("A [Source 2: manual.pdf]. B [2]. C [Sources 1, 2 and 9]. D [source 0].", 2)
+    assert text == "A [Source 2]. B [Source 2]. C [Source 1] [Source 2]. D."
+    assert removed == [0, 9]

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from carrag.services.answers.sentences import is_table_line, split_sentences
+
+MANUAL = """2019 Ford F-150 Owner's Manual
+Engine oil
+Check the engine oil level every month. Use a Motorcraft FL-500S oil
+filter for the 3.5L engine, e.g. the EcoBoost. Change the oil every 7,500 miles.
+
+name,size,price
+Duck,large,12.50
+- item one
+- item two"""
+
+
+def test_offsets_point_at_the_sentence_in_the_passage() -> None:
+    for sentence in split_sentences(MANUAL):
+        assert " ".join(MANUAL[sentence.start : sentence.end].split()) == sentence.text
+
+
+def test_wrapped_lines_abbreviations_headings_tables_and_lists() -> None:
+    texts = [s.text for s in split_sentences(MANUAL)]
+    assert texts == [
+        "2019 Ford F-150 Owner's Manual",
+        "Engine oil",
+        "Check the engine oil level every month.",
+        "Use a Motorcraft FL-500S oil filter for the 3.5L engine, e.g. the EcoBoost.",
+        "Change the oil every 7,500 miles.",
+        "name,size,price",
+        "Duck,large,12.50",
+        "- item one",
+        "- item two",
+    ]
+    assert [s.is_table_row for s in split_sentences(MANUAL)][5:7] == [True, True]
+
+
+def test_a_sentence_with_commas_and_thousands_is_not_a_table_row() -> None:
+    assert not is_table_line("filter for the 3.5L engine, e.g. the EcoBoost. Change it every 7,500 miles, or so.")
+    assert is_table_line("2023,Q2,Segment A,1.28")
+    assert is_table_line("| Year | Revenue |")
+
+
+def test_long_units_are_cut() -> None:
+    text = "; ".join(f"clause number {i} of a very long statement" for i in range(40))
+    assert all(len(s.text) <= 401 for s in split_sentences(text))
