@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from carrag.services.vocabulary import ChunkingStrategy, PdfMode
+
 DEFAULT_TAGGING_PROMPT = (
     "You are a document tagging assistant for a technical document library, mostly vehicle "
     "manuals. Reply with ONLY a comma-separated list of at most 5 short, lowercase tags.\n"
@@ -84,8 +86,8 @@ class Settings(BaseSettings):
     # --- ingestion -------------------------------------------------------------------------------
     chunk_size: int = Field(500, ge=50, le=20000, description="Maximum characters per chunk.")
     chunk_overlap: int = Field(100, ge=0, description="Characters shared by consecutive chunks.")
-    chunking_strategy: Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"] = Field(
-        "recursive",
+    chunking_strategy: ChunkingStrategy = Field(
+        ChunkingStrategy.RECURSIVE,
         description="Default chunking strategy (overridable per request). Source files (.py, .js, .ts, .yaml, "
         ".toml, .sql) use `code` unless the request names a strategy.",
     )
@@ -115,8 +117,8 @@ class Settings(BaseSettings):
         description="Store a document whose text (normalised) equals one already stored under another source "
         'id. Off: such an ingest answers `"status": "duplicate"` with the existing document and stores nothing.',
     )
-    pdf_mode: Literal["text", "markdown"] = Field(
-        "text",
+    pdf_mode: PdfMode = Field(
+        PdfMode.TEXT,
         description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
         "and tables (several times slower); page numbers are kept in both.",
     )
@@ -392,7 +394,7 @@ LLM=ollama
 
 Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`) makes the existing vectors
 incomparable: ingestion and queries are refused with a message naming both models until the store
-is re-ingested with `force` (`carrag ingest ... --force`, or `"force": true` in the API).
+is emptied (`carrag reset`, or `POST /admin/reset`) and the documents ingested again.
 
 ## Answer modes and thresholds
 

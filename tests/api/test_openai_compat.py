@@ -13,8 +13,8 @@ import pytest
 
 from carrag.api.main import create_app
 from carrag.services.container import Container
-from carrag.services.ingestion import IngestOptions
 from carrag.services.llms.ollama import OllamaLLM
+from carrag.services.requests import IngestCommand
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.live_server import LiveServer
 from tests.ollama_replay import MISSING_MODEL, RECORDINGS, OllamaReplay
@@ -36,7 +36,7 @@ async def carrag_with_ollama(tmp_path, embedding_backend, replay: OllamaReplay, 
     settings = make_settings(tmp_path, api_keys=API_KEY, tagger="keywords", llm="ollama")
     container = await open_container(settings, embedding_backend, llm=OllamaLLM(replay.url, model))
     for name in ("brakes.txt", "oil_service.txt", "tire_pressure.txt"):
-        await container.ingestion.ingest_file((FIXTURES / "corpus" / name).read_bytes(), name, IngestOptions())
+        await container.ingestion.ingest_file((FIXTURES / "corpus" / name).read_bytes(), name, IngestCommand())
     return container
 
 
