@@ -32,14 +32,13 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
 
 
 @pytest.fixture(autouse=True)
-def restored_root_logger() -> Iterator[None]:
-    """CLI commands run in-process set the root logger's level and handlers (`carrag eval` quiets it to
-    ERROR); put them back, so a later test's caplog still sees warnings."""
+def root_log_level_restored() -> Iterator[None]:
+    """CLI commands run in-process quieten the root logger (`carrag eval`, `carrag eval-answers`);
+    later tests that check logged warnings (caplog) must not inherit that."""
     root = logging.getLogger()
-    level, handlers = root.level, root.handlers[:]
+    level = root.level
     yield
     root.setLevel(level)
-    root.handlers[:] = handlers
 
 
 @pytest.fixture(scope="session")
