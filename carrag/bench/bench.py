@@ -5,11 +5,14 @@
    next to the raw embedding backend's chunks/s on exactly the same chunk texts. Their ratio is
    what the pipeline costs on top of the model.
 3. Query: p50/p95 latency of ``POST /search`` (no generation) through the real ASGI app, at each
-   store size, with and without reranking, next to the query embedding alone. The store grows to
-   each size by writing copies of the ingested documents under new ids straight through the store
-   with the vectors already computed (nothing is re-embedded).
+   store size, with and without reranking, next to the query embedding alone, and the medians of
+   each search leg (BM25, kNN) as the service reports them. The store grows to each size by writing
+   copies of the ingested documents under new ids straight into the store with the vectors already
+   computed (nothing is re-embedded; the SQLite store takes them in bulk transactions). Then the
+   search indexes catch up, the store is closed and reopened, and the time to open it and answer
+   the first query is measured, with the store's size on disk.
 4. Memory: peak RSS of this process (which is the service: store, models and app run in it)
-   during each phase.
+   while growing the store and, separately, while serving (reopen + queries).
 
 The embedding cache is off (``EMBED_CACHE_SIZE=0``) so that every query and chunk is embedded.
 """
@@ -34,6 +37,7 @@ import numpy as np
 import psutil
 
 from carrag.bench.beir import BeirDataset, load_beir
+from carrag.bench.ocr import bench_ocr
 from carrag.bench.runner import eval_settings, ingest_corpus
 from carrag.services.chunking import chunk_document
 from carrag.services.container import Container, build_container
@@ -58,12 +62,20 @@ class BenchConfig:
     queries: int = 200
     limit_documents: int | None = None
     warmup_queries: int = 5
+    ocr_pages: int = 3  # scanned copies of the PDF's first pages read by OCR (0: no OCR row)
 
     @classmethod
     def quick(cls, pdf: Path, dataset: Path, split: str = "train") -> BenchConfig:
         """Small sizes that keep the whole run to a few seconds (tests, smoke checks)."""
         return cls(
-            pdf=pdf, dataset=dataset, split=split, sizes=(100, 300), queries=10, limit_documents=50, warmup_queries=1
+            pdf=pdf,
+            dataset=dataset,
+            split=split,
+            sizes=(100, 300),
+            queries=10,
+            limit_documents=50,
+            warmup_queries=1,
+            ocr_pages=0,
         )
 
 
@@ -91,10 +103,14 @@ class QueryFigures:
     search_rerank: Latency | None
     rerank_note: str | None
     embed_query: Latency
-    first_query_ms: float  # includes loading the grown vector index
+    first_query_ms: float  # the first query after reopening the store
     stage_medians_ms: dict[str, float]
-    peak_rss_mb: float
+    peak_rss_mb: float  # the whole phase: growing, index catch-up, reopening, queries
     grow_seconds: float
+    index_seconds: float = 0.0  # the search indexes catching up with the grown store
+    open_ms: float = 0.0  # Store.open() on the grown store
+    disk_mb: float = 0.0
+    peak_rss_serving_mb: float = 0.0  # reopening the store and the queries only
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -108,6 +124,12 @@ class QueryFigures:
             "stage_medians_ms": self.stage_medians_ms,
             "peak_rss_mb": round(self.peak_rss_mb, 1),
             "grow_seconds": round(self.grow_seconds, 1),
+            "index_seconds": round(self.index_seconds, 1),
+            "open_ms": round(self.open_ms, 1),
+            "open_and_first_query_ms": round(self.open_ms + self.first_query_ms, 1),
+            "disk_mb": round(self.disk_mb, 1),
+            "peak_rss_serving_mb": round(self.peak_rss_serving_mb, 1),
+            "load_average": [round(x, 2) for x in psutil.getloadavg()],
         }
 
 
@@ -115,6 +137,7 @@ class QueryFigures:
 class BenchReport:
     machine: dict[str, Any]
     pdf: dict[str, Any] = field(default_factory=dict)
+    ocr: dict[str, Any] = field(default_factory=dict)
     ingest: dict[str, Any] = field(default_factory=dict)
     queries: list[QueryFigures] = field(default_factory=list)
 
@@ -122,6 +145,7 @@ class BenchReport:
         return {
             "machine": self.machine,
             "pdf": self.pdf,
+            "ocr": self.ocr,
             "ingest": self.ingest,
             "queries": [q.as_dict() for q in self.queries],
         }
@@ -321,10 +345,10 @@ async def grow_store(
     identity = await container.embedder.embedding_identity()
     current = await store.count_chunks()
     gate = asyncio.Semaphore(8)
+    bulk = getattr(store, "write_documents", None)  # one transaction per batch where the store has it
 
-    async def write(document: PreparedDocument, copy: int) -> None:
-        assert document.vectors is not None
-        record = DocumentRecord(
+    def copy_record(document: PreparedDocument, copy: int) -> DocumentRecord:
+        return DocumentRecord(
             document_id=new_document_id(),
             filename=f"{dataset_name}/copy-{copy}/{document.record_id}",
             source_id=f"{dataset_name}:{document.record_id}#copy-{copy}",
@@ -337,8 +361,16 @@ async def grow_store(
             title=document.title,
             external_id=document.record_id,
         )
+
+    async def write(document: PreparedDocument, copy: int) -> None:
+        assert document.vectors is not None
         async with gate:
-            await store.write_document(record, document.chunks, document.vectors, identity)
+            await store.write_document(copy_record(document, copy), document.chunks, document.vectors, identity)
+
+    async def write_bulk(batch: list[PreparedDocument], copy: int) -> None:
+        for offset in range(0, len(batch), BULK_DOCUMENTS):
+            part = batch[offset : offset + BULK_DOCUMENTS]
+            await bulk([(copy_record(d, copy), d.chunks, d.vectors) for d in part], identity)
 
     while current < target_chunks:
         copy_counter[0] += 1
@@ -348,8 +380,23 @@ async def grow_store(
                 break
             batch.append(document)
             current += len(document.chunks)
-        await asyncio.gather(*(write(document, copy_counter[0]) for document in batch))
+        if bulk is not None:
+            await write_bulk(batch, copy_counter[0])
+        else:
+            await asyncio.gather(*(write(document, copy_counter[0]) for document in batch))
     return await store.count_chunks()
+
+
+BULK_DOCUMENTS = 2_000
+
+
+def disk_bytes(path: Path) -> int:
+    """The SQLite file, its WAL and everything beside it that belongs to it (``<file>.*``)."""
+    total = 0
+    for item in path.parent.glob(path.name + "*"):
+        files = item.rglob("*") if item.is_dir() else [item]
+        total += sum(f.stat().st_size for f in files if f.is_file())
+    return total
 
 
 async def bench_queries(
@@ -412,6 +459,10 @@ async def run_bench(
     report(f"PDF extraction: {config.pdf}")
     result.pdf = await asyncio.to_thread(bench_pdf, config.pdf, base_settings)
     report(f"  {result.pdf['pages']} pages in {result.pdf['seconds']} s = {result.pdf['pages_per_second']} pages/s")
+    if config.ocr_pages:
+        report(f"OCR: scanned copies of the first {config.ocr_pages} pages")
+        result.ocr = await asyncio.to_thread(bench_ocr, config.pdf, base_settings, config.ocr_pages)
+        report(f"  {result.ocr}")
 
     with tempfile.TemporaryDirectory(prefix="carrag-bench-", dir=work_dir) as directory:
         settings = eval_settings(base_settings, Path(directory) / "bench.db").model_copy(update={"embed_cache_size": 0})
@@ -440,16 +491,43 @@ async def run_bench(
                     chunks = await grow_store(container, documents, size, dataset.name, copies)
                     grow_seconds = time.perf_counter() - started
                     page = await container.store.list_documents(offset=0, limit=1)
-                    search, reranked, note, embed, first_ms, stages = await bench_queries(
-                        container, questions, config.warmup_queries
-                    )
+                    started = time.perf_counter()
+                    sync = getattr(container.store, "sync_indexes", None)
+                    if sync is not None:
+                        await sync()
+                    index_seconds = time.perf_counter() - started
+                    await container.store.close()
+                    with PeakRss() as serving:
+                        started = time.perf_counter()
+                        await container.store.open()
+                        open_ms = (time.perf_counter() - started) * 1000
+                        search, reranked, note, embed, first_ms, stages = await bench_queries(
+                            container, questions, config.warmup_queries
+                        )
                 figures = QueryFigures(
-                    chunks, page.total, search, reranked, note, embed, first_ms, stages, rss.peak_mb, grow_seconds
+                    chunks,
+                    page.total,
+                    search,
+                    reranked,
+                    note,
+                    embed,
+                    first_ms,
+                    stages,
+                    rss.peak_mb,
+                    grow_seconds,
+                    index_seconds,
+                    open_ms,
+                    disk_bytes(settings.resolved_sqlite_path) / 2**20,
+                    serving.peak_mb,
                 )
                 result.queries.append(figures)
                 report(
                     f"Query at {chunks} chunks: /search p50 {search.p50:.1f} ms, p95 {search.p95:.1f} ms; "
-                    f"query embedding p50 {embed.p50:.1f} ms; rerank {'n/a' if note else 'measured'}"
+                    f"query embedding p50 {embed.p50:.1f} ms; legs p50 BM25 {stages.get('bm25_leg', 0):.1f} ms, "
+                    f"kNN {stages.get('knn_leg', 0):.1f} ms; open + first query {open_ms + first_ms:.0f} ms; "
+                    f"disk {figures.disk_mb:.0f} MB; peak RSS {rss.peak_mb:.0f} MB (serving {serving.peak_mb:.0f} MB); "
+                    f"grow {grow_seconds:.0f} s, index catch-up {index_seconds:.0f} s; "
+                    f"load {figures.as_dict()['load_average']}; rerank {'n/a' if note else 'measured'}"
                 )
         finally:
             if embedding_backend is None:

@@ -105,6 +105,9 @@ class _ObserverAdapter:
     def embedded(self, done: int, total: int) -> None:
         self.on_progress(self.state, done, total)
 
+    def ocr_read(self, done: int, total: int) -> None:
+        self.on_progress(self.state, done, total)
+
 
 class LocalClient:
     """Works on the configured store directly; models load on first use."""

@@ -151,6 +151,15 @@ def bench_tables(report: BenchReport) -> list[Table]:
         f"{pdf['pages_per_second']} pages/s",
         str(pdf["peak_rss_mb"]),
     )
+    ocr = report.ocr
+    if ocr.get("pages"):
+        head.add_row(
+            f"OCR (scanned copies of {ocr['pages']} pages, {ocr['dpi']} dpi; token F1 {ocr['token_f1']})",
+            f"{ocr['pages_per_second']} pages/s",
+            "",
+        )
+    elif ocr.get("skipped"):
+        head.add_row(f"OCR: {ocr['skipped']}", "n/a", "")
     pipeline, raw = ingest["pipeline"], ingest["raw_embedder"]
     head.add_row(
         f"pipeline, {ingest['dataset']} ({pipeline['documents']} docs, {pipeline['chunks']} chunks)",
@@ -168,8 +177,10 @@ def bench_tables(report: BenchReport) -> list[Table]:
         "rerank p50/p95",
         "query embed p50",
         "query embed p95",
-        "first query",
-        "peak RSS MB",
+        "BM25 / kNN leg p50",
+        "open + first query",
+        "disk MB",
+        "peak RSS MB (serving)",
     ):
         queries.add_column(column, justify="right")
     for figures in report.queries:
@@ -183,8 +194,10 @@ def bench_tables(report: BenchReport) -> list[Table]:
             rerank,
             _ms(figures.embed_query.p50),
             _ms(figures.embed_query.p95),
-            _ms(figures.first_query_ms),
-            f"{figures.peak_rss_mb:.0f}",
+            f"{figures.stage_medians_ms.get('bm25_leg', 0):.1f} / {figures.stage_medians_ms.get('knn_leg', 0):.1f}",
+            _ms(figures.open_ms + figures.first_query_ms),
+            f"{figures.disk_mb:.0f}",
+            f"{figures.peak_rss_mb:.0f} ({figures.peak_rss_serving_mb:.0f})",
         )
     return [head, queries]
 

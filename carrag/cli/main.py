@@ -561,6 +561,9 @@ def benchmark(
     quick: Annotated[
         bool, typer.Option("--quick", help="Tiny sizes (a few seconds): checks the bench still works.")
     ] = False,
+    ocr_pages: Annotated[
+        int, typer.Option("--ocr-pages", min=0, help="Scanned copies of the PDF's first N pages read by OCR (0: none).")
+    ] = 3,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the figures as JSON to this file.")
     ] = None,
@@ -575,7 +578,7 @@ def benchmark(
         int, typer.Option("--documents", min=1, help="With --store elasticsearch: synthetic documents written.")
     ] = 1000,
 ) -> None:
-    """Measure PDF pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    """Measure PDF pages/s, OCR pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
     if store == "elasticsearch":
         from carrag.cli.evaluation import run_es_bench_command
 
@@ -591,7 +594,13 @@ def benchmark(
         config = BenchConfig.quick(pdf, dataset, split)
     else:
         config = BenchConfig(
-            pdf, dataset, split, tuple(int(size) for size in sizes.split(",") if size.strip()), queries, limit_documents
+            pdf,
+            dataset,
+            split,
+            tuple(int(size) for size in sizes.split(",") if size.strip()),
+            queries,
+            limit_documents,
+            ocr_pages=ocr_pages,
         )
     run_bench_command(config, json_out)
 

@@ -28,8 +28,9 @@ from carrag.services.ids import content_hash, new_document_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
 from carrag.services.parsers import check_supported, parse_file
 from carrag.services.parsers.decoding import decode_declared
-from carrag.services.parsers.pdf import parse_pdf
+from carrag.services.parsers.pdf import Progress, parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
+from carrag.services.parsers.pdf_ocr import reader_for
 from carrag.services.parsers.text import parse_text
 from carrag.services.parsers.web import parse_web_page
 from carrag.services.settings import Settings
@@ -49,12 +50,17 @@ class IngestObserver(Protocol):
 
     def embedded(self, done: int, total: int) -> None: ...
 
+    def ocr_read(self, done: int, total: int) -> None: ...  # PDF pages read by OCR, while parsing
+
 
 class _SilentObserver:
     def stage(self, stage: Stage) -> None:
         pass
 
     def embedded(self, done: int, total: int) -> None:
+        pass
+
+    def ocr_read(self, done: int, total: int) -> None:
         pass
 
 
@@ -107,6 +113,15 @@ def text_document(text: str, filename: str, title: str | None) -> ParsedDocument
     )
 
 
+def default_chunking(parsed: ParsedDocument, settings: Settings) -> str:
+    """The strategy for a request that names none: by headers for Markdown and HTML (their parsers mark
+    them ``metadata.markup = "markdown"``), else the format's own (`chunking.default_strategy`, e.g.
+    ``code`` for source files), else CHUNKING_STRATEGY."""
+    if settings.markdown_chunking_for_markup and parsed.metadata.get("markup") == "markdown":
+        return "markdown"
+    return default_strategy(parsed, settings.chunking_strategy)
+
+
 DocumentEmbedder = Callable[..., Awaitable[np.ndarray]]  # (texts, progress=...) -> vectors
 
 
@@ -135,6 +150,7 @@ class IngestionService:
         self.embedder = embedder
         self.tagger = tagger
         self.fetcher = fetcher
+        self.ocr = reader_for(settings.ocr_enabled, settings.ocr_dpi)  # None: OCR off or not installed
         self.admission = AdmissionGate(settings.max_concurrent_ingests, settings.ingest_queue_size, "ingestion")
         self.accepting = True  # False once shutdown has begun (stop_accepting)
         self.telemetry = telemetry or NullTelemetry()
@@ -166,14 +182,22 @@ class IngestionService:
         observer = observer or _SilentObserver()
         timings: dict[str, float] = {}
         observer.stage("parsing")
-        parsed = await self._parse_upload(data, filename, timings)
+        parsed = await self._parse_upload(data, filename, timings, observer)
         return await self._ingest_parsed(parsed, options, observer, timings)
 
-    async def _parse_upload(self, data: bytes, filename: str, timings: dict[str, float]) -> ParsedDocument:
+    async def _parse_upload(
+        self, data: bytes, filename: str, timings: dict[str, float], observer: IngestObserver | None = None
+    ) -> ParsedDocument:
         check_supported(filename)
         started = time.perf_counter()
         parsed = await asyncio.to_thread(
-            parse_file, data, filename, max_pdf_pages=self.settings.max_pdf_pages, pdf_mode=self.settings.pdf_mode
+            parse_file,
+            data,
+            filename,
+            max_pdf_pages=self.settings.max_pdf_pages,
+            pdf_mode=self.settings.pdf_mode,
+            ocr=self.ocr,
+            on_progress=_progress_from_thread(observer),
         )
         timings["parse"] = _ms(started)
         return parsed
@@ -188,17 +212,21 @@ class IngestionService:
         page = await self.fetcher.fetch(url)
         timings["fetch"] = _ms(started)
         started = time.perf_counter()
-        parsed = await asyncio.to_thread(self._parse_fetched, page.content_type, page.body, page.charset, url)
+        parsed = await asyncio.to_thread(
+            self._parse_fetched, page.content_type, page.body, page.charset, url, _progress_from_thread(observer)
+        )
         timings["parse"] = _ms(started)
         parsed.metadata.setdefault("url", url)
         if page.final_url != url:
             parsed.metadata["final_url"] = page.final_url
         return await self._ingest_parsed(parsed, options, observer, timings)
 
-    def _parse_fetched(self, content_type: str, body: bytes, charset: str | None, url: str) -> ParsedDocument:
+    def _parse_fetched(
+        self, content_type: str, body: bytes, charset: str | None, url: str, on_progress: Progress | None = None
+    ) -> ParsedDocument:
         if content_type == "application/pdf":
             pdf_parser = parse_pdf_markdown if self.settings.pdf_mode == "markdown" else parse_pdf
-            parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages)
+            parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages, ocr=self.ocr, on_progress=on_progress)
         elif content_type in ("text/html", "application/xhtml+xml"):
             parsed = parse_web_page(decode_declared(body, charset)[0], url)
         else:
@@ -322,7 +350,7 @@ class IngestionService:
 
         observer.stage("chunking")
         started = time.perf_counter()
-        strategy = options.chunking or default_strategy(parsed, settings.chunking_strategy)
+        strategy = options.chunking or default_chunking(parsed, settings)
         size = options.chunk_size or settings.chunk_size
         overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
         if overlap * 2 > size:
@@ -408,6 +436,19 @@ class IngestionService:
         )
         await self.store.wipe()
         return current
+
+
+def _progress_from_thread(observer: IngestObserver | None) -> Progress | None:
+    """``observer.ocr_read`` for a parser running in a worker thread (OCR pages done/total during the
+    ``parsing`` stage): each call is handed to the event loop's thread."""
+    if observer is None:
+        return None
+    loop = asyncio.get_running_loop()
+
+    def report(done: int, total: int) -> None:
+        loop.call_soon_threadsafe(observer.ocr_read, done, total)
+
+    return report
 
 
 def _ms(started: float) -> float:

@@ -45,8 +45,8 @@ def _now() -> datetime:
 
 @dataclass(slots=True)
 class Progress:
-    done: int = 0  # chunks embedded so far
-    total: int = 0  # chunks to embed (0 until the embedding stage starts)
+    done: int = 0  # chunks embedded so far (while parsing: PDF pages read by OCR)
+    total: int = 0  # chunks to embed, 0 until the embedding stage starts (while parsing: pages to OCR)
 
 
 @dataclass(eq=False)
@@ -80,6 +80,9 @@ class Job:
     def embedded(self, done: int, total: int) -> None:
         self.progress.done, self.progress.total = done, total
         self.updated_at = _now()
+
+    def ocr_read(self, done: int, total: int) -> None:
+        self.embedded(done, total)  # the same counter, in the parsing stage
 
     # --- transitions ---------------------------------------------------------------------------
     def _enter(self, state: JobState) -> None:

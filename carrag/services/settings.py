@@ -91,6 +91,11 @@ class Settings(BaseSettings):
         description="Default chunking strategy (overridable per request). Source files (.py, .js, .ts, .yaml, "
         ".toml, .sql) use `code` unless the request names a strategy.",
     )
+    markdown_chunking_for_markup: bool = Field(
+        True,
+        description="Markdown files and HTML pages (uploaded or fetched) are chunked by headers (`markdown` "
+        "strategy, sections in `section`) unless the request names a strategy; false uses CHUNKING_STRATEGY.",
+    )
     min_chunk_size: int = Field(
         100, ge=0, description="`sentence` strategy: a trailing chunk shorter than this is merged."
     )
@@ -117,6 +122,12 @@ class Settings(BaseSettings):
         description="`text`: PyMuPDF plain text (fast). `markdown`: pymupdf4llm Markdown with headings "
         "and tables (several times slower); page numbers are kept in both.",
     )
+    ocr_enabled: bool = Field(
+        True,
+        description="OCR (rapidocr-onnxruntime, when installed) reads PDF pages without usable text and "
+        "garbage text blocks; progress is reported in the ingest job. False turns it off.",
+    )
+    ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution at which PDF pages are rendered for OCR.")
     max_concurrent_ingests: int = Field(
         2, ge=1, description="Ingests processed at once; further ones wait in the queue."
     )
@@ -195,7 +206,7 @@ class Settings(BaseSettings):
         "local LLM and LLM=none, `auto` for Ollama and OpenAI-compatible servers (docs/configuration.md).",
     )
     answer_min_relevance: float = Field(
-        0.45,
+        0.42,
         ge=0,
         le=1,
         description="Best sentence relevance (embedder cosine mixed with rare-term overlap) below which the "

@@ -32,6 +32,8 @@ async def test_quick_bench_measures_every_figure(tmp_path: Path, embedding_backe
     for figures in report.queries:
         assert figures.search.p50 > 0 and figures.search.p95 >= figures.search.p50
         assert figures.embed_query.p50 > 0
-        assert figures.peak_rss_mb > 0
+        assert figures.peak_rss_mb > 0 and figures.peak_rss_serving_mb > 0
+        assert figures.open_ms > 0 and figures.disk_mb > 0
+        assert figures.stage_medians_ms["bm25_leg"] > 0 and figures.stage_medians_ms["knn_leg"] > 0
         assert figures.search_rerank is None and figures.rerank_note.startswith("n/a: ")
     assert any(line.startswith("Query at 300 chunks") for line in lines)

@@ -1,7 +1,8 @@
 """SQLite under concurrent readers and writers: many ingests and searches through the API at once,
-while a second store on the same file (as the CLI in another process would be) writes and reads too.
-WAL lets readers run beside the writer; writers take turns (BEGIN IMMEDIATE + busy timeout), so no
-client ever sees "database is locked", and every write lands whole."""
+while other code in the process writes to and reads the store directly (as `carrag ingest` in the
+same process would). WAL lets readers run beside the writer; writes take turns on the writer thread,
+so no client ever sees "database is locked", and every write lands whole. A second *process* is
+refused (tests/services/stores/test_sqlite_indexes.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import numpy as np
 from carrag.api.main import create_app
 from carrag.services.ids import new_document_id
 from carrag.services.models import Chunk, DocumentRecord, SearchFilters
-from carrag.services.stores.sqlite import SqliteStore
 from tests.conftest import close_container, make_settings, open_container
 
 TOPICS = ["tire pressure", "oil change", "brake fluid", "coolant level", "wiper blades", "battery terminals"]
@@ -29,7 +29,7 @@ def text_for(i: int) -> bytes:
     ).encode()
 
 
-async def test_concurrent_ingests_searches_and_a_second_writer(tmp_path, embedding_backend) -> None:
+async def test_concurrent_ingests_searches_and_direct_store_writes(tmp_path, embedding_backend) -> None:
     settings = make_settings(
         tmp_path,
         max_concurrent_ingests=2,
@@ -41,8 +41,7 @@ async def test_concurrent_ingests_searches_and_a_second_writer(tmp_path, embeddi
     )
     container = await open_container(settings, embedding_backend)
     identity = await container.embedder.embedding_identity()
-    other_process = SqliteStore(settings.resolved_sqlite_path)  # its own connections and writer thread
-    await other_process.open()
+    other_writer = container.store
     app = create_app(container=container)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     rng = random.Random(11)
@@ -79,8 +78,8 @@ async def test_concurrent_ingests_searches_and_a_second_writer(tmp_path, embeddi
                 metadata={},
                 created_at=datetime.now(UTC).isoformat(),
             )
-            await other_process.write_document(record, chunks, vectors, identity)
-            hits = await other_process.vector_search(vectors[0], 3, SearchFilters())
+            await other_writer.write_document(record, chunks, vectors, identity)
+            hits = await other_writer.vector_search(vectors[0], 3, SearchFilters())
             assert hits, "the second store reads while the first writes"
             return record.document_id
 
@@ -102,12 +101,11 @@ async def test_concurrent_ingests_searches_and_a_second_writer(tmp_path, embeddi
         listed = (await client.get("/documents", params={"limit": 500})).json()
         assert listed["total"] == 1 + 16 + 10
         assert len({item["source_id"] for item in listed["items"]}) == listed["total"], "no duplicates"
-        # the API's store sees the other writer's vectors (its in-memory index follows the generation)
+        # the API's searches see the other writer's vectors (the indexes follow SQLite's change log)
         foreign = await container.store.vector_search(
             np.random.default_rng(3).standard_normal(identity.dimension).astype(np.float32), 200, SearchFilters()
         )
         assert any(hit.chunk.source_id.startswith("foreign-") for hit in foreign)
 
     assert await container.store.check_integrity() == []
-    await other_process.close()
     await close_container(container)

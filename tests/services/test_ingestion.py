@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import sqlite3
 
 import numpy as np
@@ -64,6 +65,8 @@ async def test_embedding_failure_stores_nothing(container: Container) -> None:
 
 
 async def test_tagging_failure_never_blocks(container: Container, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="carrag.services.tagging")  # whatever an earlier test did to the root
+
     class BrokenTagger:
         name = "broken"
 
@@ -102,3 +105,63 @@ async def test_model_change_is_refused_then_forced(settings, embedding_backend) 
     assert await other.store.embedding_identity() == EmbeddingIdentity("test:other", 8)
     assert (await other.store.list_documents(offset=0, limit=10)).total == 1, "force wiped the old model's documents"
     await close_container(other)
+
+
+async def test_markdown_upload_is_chunked_by_headers_unless_the_request_says_otherwise(container: Container) -> None:
+    text = "# Aurora T-200\n\n## Brakes\n\n" + "Check the brake pads monthly. " * 30 + "\n\n## Tyres\n\nKeep 3 bar.\n"
+    result = await container.ingestion.ingest_file(text.encode(), "aurora.md", IngestOptions())
+    document = await container.store.get_document(result.document_id)
+    assert document is not None and document.title == "Aurora T-200"
+    assert document.metadata["chunking"]["strategy"] == "markdown"
+    listings = await container.store.get_chunks(result.document_id)
+    assert {listing.chunk.section for listing in listings} >= {"Aurora T-200 > Brakes", "Aurora T-200 > Tyres"}
+    chosen = await container.ingestion.ingest_file(
+        (text + "\nRevised.\n").encode(), "aurora-recursive.md", IngestOptions(chunking="recursive")
+    )
+    chosen_document = await container.store.get_document(chosen.document_id)
+    assert chosen_document is not None and chosen_document.metadata["chunking"]["strategy"] == "recursive"
+
+
+class RecordingObserver:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, object]] = []
+
+    def stage(self, stage: str) -> None:
+        self.events.append(("stage", stage))
+
+    def embedded(self, done: int, total: int) -> None:
+        self.events.append(("embedded", (done, total)))
+
+    def ocr_read(self, done: int, total: int) -> None:
+        self.events.append(("ocr_read", (done, total)))
+
+
+async def test_ocr_progress_is_reported_while_parsing(container: Container) -> None:
+    from carrag.bench.ocr import scanned_copy
+    from tests.services.parsers.formats import REAL
+
+    scan, _ = scanned_copy((REAL / "fake-memo.pdf").read_bytes(), pages=1, dpi=50)
+    pages_read: list[int] = []
+
+    def reader(page, area):  # the real engine is exercised in tests/services/parsers/test_pdf_ocr.py
+        pages_read.append(page.number)
+        return "There were 20,000 bottles of water delivered on January 23, 2023."
+
+    container.ingestion.ocr = reader
+    observer = RecordingObserver()
+    result = await container.ingestion.ingest_file(scan, "scanned-memo.pdf", IngestOptions(), observer)
+    assert pages_read == [0]
+    assert observer.events[:2] == [("stage", "parsing"), ("ocr_read", (1, 1))]
+    document = await container.store.get_document(result.document_id)
+    assert document is not None and document.metadata["ocr_pages"] == [1]
+
+
+async def test_ocr_follows_the_setting(settings, embedding_backend) -> None:
+    from carrag.services.parsers.pdf_ocr import ocr_available
+
+    for enabled in (True, False):
+        container = await open_container(settings.model_copy(update={"ocr_enabled": enabled}), embedding_backend)
+        try:
+            assert (container.ingestion.ocr is not None) == (enabled and ocr_available())
+        finally:
+            await close_container(container)

@@ -54,7 +54,9 @@ async def test_ingest_many_writes_each_document_and_reports_failures_in_order(
 
 
 async def test_short_documents_stay_whole(tmp_path: Path, embedding_backend) -> None:
-    settings = make_settings(tmp_path, tagger="off", chunk_size=200, chunk_overlap=20, whole_document_chars=1000)
+    settings = make_settings(
+        tmp_path, tagger="off", chunk_size=200, chunk_overlap=20, whole_document_chars=1000, allow_duplicates=True
+    )  # chosen.txt repeats short.txt's text on purpose
     container = await open_container(settings, embedding_backend)
     try:
         ingest = container.ingestion.ingest_text

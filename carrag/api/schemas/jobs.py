@@ -21,8 +21,10 @@ class JobAccepted(Schema):
 
 
 class JobProgress(Schema):
-    done: int = Field(description="Chunks embedded so far.")
-    total: int = Field(description="Chunks to embed (0 until the embedding stage starts).")
+    done: int = Field(description="Chunks embedded so far (state `parsing`: PDF pages read by OCR so far).")
+    total: int = Field(
+        description="Chunks to embed, 0 until the embedding stage starts (state `parsing`: pages to read by OCR)."
+    )
 
 
 class JobOut(Schema):

@@ -149,7 +149,7 @@ class SearchService:
         await self.check_embedding_identity()
         depth = depth or top_k * self.settings.retrieval_k_multiplier
 
-        lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode)
+        lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode, timings)
         timings["embed_query"] = embed_ms
         timings["retrieve"] = _ms(started)
 
@@ -210,14 +210,18 @@ class SearchService:
         return SearchOutcome(hits, timings, reranked, note)
 
     async def _retrieve(
-        self, question: str, depth: int, filters: SearchFilters, mode: Mode
+        self, question: str, depth: int, filters: SearchFilters, mode: Mode, timings: dict[str, float]
     ) -> tuple[list[ScoredChunk], list[ScoredChunk], float]:
+        """Both legs at once; ``timings`` gets each leg's own store time (``bm25_leg``, ``knn_leg``)."""
         embed_ms = 0.0
 
         async def bm25_leg() -> list[ScoredChunk]:
             if mode == "knn":
                 return []
-            return await self.store.lexical_search(question, depth, filters)
+            step = time.perf_counter()
+            found = await self.store.lexical_search(question, depth, filters)
+            timings["bm25_leg"] = _ms(step)
+            return found
 
         async def knn_leg() -> list[ScoredChunk]:
             nonlocal embed_ms
@@ -226,7 +230,10 @@ class SearchService:
             step = time.perf_counter()
             vector = await self.embedder.embed_query(question)
             embed_ms = _ms(step)
-            return await self.store.vector_search(vector, depth, filters)
+            step = time.perf_counter()
+            found = await self.store.vector_search(vector, depth, filters)
+            timings["knn_leg"] = _ms(step)
+            return found
 
         lexical, semantic = await asyncio.gather(bm25_leg(), knn_leg())
         return lexical, semantic, embed_ms

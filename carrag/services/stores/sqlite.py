@@ -3,7 +3,11 @@
 - ``documents`` and ``chunks`` tables; chunk vectors as float32 BLOBs with their dimension in ``meta``.
 - ``chunks_fts``: an FTS5 index over chunk text (porter stemming), kept in sync by triggers, so it
   changes in the same transaction as the chunks it indexes. BM25 runs here (`lexical_search`).
-- kNN is brute force over an in-memory copy of the vectors (`vector_index.py`).
+- ``chunk_changes``: every chunk insert and delete, written by triggers in the same transaction.
+  The search indexes beside the file (`search_indexes.py`: tantivy for BM25, a usearch HNSW graph
+  plus an exact delta for kNN) follow this log and are rebuilt from SQLite when missing or stale;
+  searches with filters run on SQLite alone (FTS5, exact kNN over the filtered rows).
+- One process per store file (`process_lock.py`): a second one is refused with a clear error.
 - WAL journal: readers never block the writer or each other. All writes go through one writer
   thread, one transaction per document, so a document's chunks appear (or vanish) all at once and
   a crash mid-ingest leaves nothing behind.
@@ -13,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sqlite3
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,10 +41,14 @@ from carrag.services.models import (
     chunk_heading,
 )
 from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vectors
-from carrag.services.stores.fts_query import fts_match_expression
-from carrag.services.stores.vector_index import VectorIndex, VectorSnapshot, empty_snapshot
+from carrag.services.stores.fts_query import fts_match_expression, query_terms
+from carrag.services.stores.process_lock import ProcessLock
+from carrag.services.stores.search_indexes import SearchIndexes
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+INDEX_SYNC_IDLE_SECONDS = 0.5
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -89,6 +99,16 @@ CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_fts_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, text, heading) VALUES ('delete', old.id, old.text, old.heading);
+END;
+CREATE TABLE IF NOT EXISTS chunk_changes (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    chunk_rowid INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS chunk_changes_insert AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunk_changes(chunk_rowid) VALUES (new.id);
+END;
+CREATE TRIGGER IF NOT EXISTS chunk_changes_delete AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunk_changes(chunk_rowid) VALUES (old.id);
 END;
 """
 
@@ -206,12 +226,18 @@ class SqliteStore:
 
     def __init__(self, path: Path, *, reader_threads: int = 4) -> None:
         self.path = Path(path)
+        self._reader_threads = reader_threads
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
         self._readers = ThreadPoolExecutor(max_workers=reader_threads, thread_name_prefix="sqlite-reader")
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
-        self._vectors = VectorIndex()
+        self._process_lock = ProcessLock(self.path)
+        self._closed = False
+        self._index_syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-index-sync")
+        self._sync_timer: threading.Timer | None = None
+        self._sync_timer_lock = threading.Lock()
+        self.indexes = SearchIndexes(self.path.with_name(self.path.name + ".indexes"))
 
     # --- plumbing ------------------------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -246,6 +272,7 @@ class SqliteStore:
                 connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
+            self._schedule_index_sync()
             return result
 
         loop = asyncio.get_running_loop()
@@ -256,21 +283,6 @@ class SqliteStore:
         except sqlite3.DatabaseError as exc:
             raise DependencyUnavailable("store", f"SQLite write failed: {exc}") from exc
 
-    @staticmethod
-    def _generation(connection: sqlite3.Connection) -> int:
-        row = connection.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        return int(row[0]) if row else 0
-
-    @staticmethod
-    def _bump_generation(connection: sqlite3.Connection) -> tuple[int, int]:
-        before = SqliteStore._generation(connection)
-        connection.execute(
-            "INSERT INTO meta(key, value) VALUES ('generation', ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (str(before + 1),),
-        )
-        return before, before + 1
-
     # --- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
         try:
@@ -278,21 +290,41 @@ class SqliteStore:
         except OSError as exc:
             raise DependencyUnavailable("store", f"cannot create {self.path.parent}: {exc}") from exc
 
+        if self._closed:  # reopened after close
+            self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+            self._readers = ThreadPoolExecutor(max_workers=self._reader_threads, thread_name_prefix="sqlite-reader")
+            self._local = threading.local()
+            self._index_syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-index-sync")
+            self._closed = False
+        self._process_lock.acquire()
+
         def create(connection: sqlite3.Connection) -> None:
             mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise DependencyUnavailable("store", f"SQLite refused WAL mode (got {mode})")
             connection.executescript(SCHEMA)
+            connection.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_epoch', ?)", (uuid.uuid4().hex,))
 
         loop = asyncio.get_running_loop()
         try:
             await loop.run_in_executor(self._writer, lambda: create(self._connection()))
+            await self._read(self.indexes.sync)  # open the indexes beside the file (rebuilt if stale)
         except sqlite3.DatabaseError as exc:
+            self._process_lock.release()
             raise DependencyUnavailable("store", f"cannot open SQLite database {self.path}: {exc}") from exc
+        except BaseException:
+            self._process_lock.release()
+            raise
 
     async def close(self) -> None:
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
+        with self._sync_timer_lock:
+            self._closed = True
+            if self._sync_timer is not None:
+                self._sync_timer.cancel()
+        self._index_syncer.shutdown(wait=True)
+        self.indexes.close()
         with self._connections_lock:
             for connection in self._connections:
                 try:
@@ -300,6 +332,35 @@ class SqliteStore:
                 except sqlite3.Error:
                     pass
             self._connections.clear()
+        self._process_lock.release()
+
+    def _schedule_index_sync(self) -> None:
+        """Catch the indexes up once writes pause for `INDEX_SYNC_IDLE_SECONDS`, so the next search
+        finds them current; during a stream of writes nothing runs (a search would catch up itself)."""
+        with self._sync_timer_lock:
+            if self._closed:
+                return
+            if self._sync_timer is not None:
+                self._sync_timer.cancel()
+            self._sync_timer = threading.Timer(INDEX_SYNC_IDLE_SECONDS, self._sync_in_background)
+            self._sync_timer.daemon = True
+            self._sync_timer.start()
+
+    def _sync_in_background(self) -> None:
+        with self._sync_timer_lock:
+            if self._closed:
+                return
+            self._index_syncer.submit(self._background_sync)
+
+    def _background_sync(self) -> None:
+        try:
+            self.indexes.sync(self._connection())
+        except Exception:  # the next search retries and reports the failure
+            logger.warning("catching up the search indexes failed; the next search retries", exc_info=True)
+
+    async def sync_indexes(self) -> None:
+        """Bring the search indexes up to the last committed write now (the next search would)."""
+        await self._read(self.indexes.sync)
 
     async def health(self) -> ComponentHealth:
         try:
@@ -332,109 +393,102 @@ class SqliteStore:
         identity: EmbeddingIdentity,
     ) -> str | None:
         matrix = checked_vectors(chunks, vectors, identity)
+        return await self._write(lambda connection: self._insert(connection, document, chunks, matrix, identity))
 
-        def write(connection: sqlite3.Connection) -> tuple[str | None, int, int, np.ndarray, np.ndarray]:
-            stored = self._identity(connection)
-            if stored is not None:
-                stored.check_accepts(identity)
-            if stored is None or not stored.model:
-                connection.executemany(
-                    "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                    [("embedding_model", identity.model), ("embedding_dimension", str(identity.dimension))],
-                )
-            replaced = connection.execute(
-                "SELECT document_id FROM documents WHERE source_id = ?", (document.source_id,)
-            ).fetchone()
-            removed = np.empty(0, dtype=np.int64)
-            if replaced is not None:
-                removed = np.array(
-                    [r[0] for r in connection.execute("SELECT id FROM chunks WHERE document_id = ?", (replaced[0],))],
-                    dtype=np.int64,
-                )
-                connection.execute("DELETE FROM documents WHERE document_id = ?", (replaced[0],))
-            connection.execute(
-                "INSERT INTO documents(document_id, source_id, filename, source_type, content_hash, chunk_count,"
-                " tags, metadata, title, external_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+    async def write_documents(
+        self, documents: Sequence[tuple[DocumentRecord, Sequence[Chunk], np.ndarray]], identity: EmbeddingIdentity
+    ) -> list[str | None]:
+        """Many `write_document` calls in one transaction (bulk loads: the bench grows its stores
+        with it). All or nothing; each document replaces its ``source_id`` as one write would."""
+        checked = [
+            (document, chunks, checked_vectors(chunks, vectors, identity)) for document, chunks, vectors in documents
+        ]
+
+        def write(connection: sqlite3.Connection) -> list[str | None]:
+            return [self._insert(connection, d, chunks, matrix, identity) for d, chunks, matrix in checked]
+
+        return await self._write(write)
+
+    def _insert(
+        self,
+        connection: sqlite3.Connection,
+        document: DocumentRecord,
+        chunks: Sequence[Chunk],
+        matrix: np.ndarray,
+        identity: EmbeddingIdentity,
+    ) -> str | None:
+        stored = self._identity(connection)
+        if stored is not None:
+            stored.check_accepts(identity)
+        if stored is None or not stored.model:
+            connection.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [("embedding_model", identity.model), ("embedding_dimension", str(identity.dimension))],
+            )
+        replaced = connection.execute(
+            "SELECT document_id FROM documents WHERE source_id = ?", (document.source_id,)
+        ).fetchone()
+        if replaced is not None:
+            connection.execute("DELETE FROM documents WHERE document_id = ?", (replaced[0],))
+        connection.execute(
+            "INSERT INTO documents(document_id, source_id, filename, source_type, content_hash, chunk_count,"
+            " tags, metadata, title, external_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                document.document_id,
+                document.source_id,
+                document.filename,
+                document.source_type,
+                document.content_hash,
+                len(chunks),
+                json.dumps(document.tags),
+                json.dumps(document.metadata, default=str),
+                document.title,
+                document.external_id,
+                document.created_at,
+            ),
+        )
+        connection.executemany(
+            "INSERT OR IGNORE INTO document_tags(tag, document_id) VALUES (?, ?)",
+            [(tag, document.document_id) for tag in document.tags],
+        )
+        connection.executemany(
+            "INSERT INTO chunks(chunk_id, document_id, chunk_index, text, heading, char_start, char_end,"
+            " pages, section, embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [
                 (
+                    chunk_id(document.document_id, chunk.chunk_index),
                     document.document_id,
-                    document.source_id,
-                    document.filename,
-                    document.source_type,
-                    document.content_hash,
-                    len(chunks),
-                    json.dumps(document.tags),
-                    json.dumps(document.metadata, default=str),
-                    document.title,
-                    document.external_id,
-                    document.created_at,
-                ),
-            )
-            connection.executemany(
-                "INSERT OR IGNORE INTO document_tags(tag, document_id) VALUES (?, ?)",
-                [(tag, document.document_id) for tag in document.tags],
-            )
-            connection.executemany(
-                "INSERT INTO chunks(chunk_id, document_id, chunk_index, text, heading, char_start, char_end,"
-                " pages, section, embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        chunk_id(document.document_id, chunk.chunk_index),
-                        document.document_id,
-                        chunk.chunk_index,
-                        chunk.text,
-                        chunk_heading(document.title, chunk.section),
-                        chunk.char_start,
-                        chunk.char_end,
-                        json.dumps(chunk.pages),
-                        chunk.section,
-                        matrix[position].tobytes(),
-                    )
-                    for position, chunk in enumerate(chunks)
-                ],
-            )
-            added = np.array(
-                [
-                    r[0]
-                    for r in connection.execute(
-                        "SELECT id FROM chunks WHERE document_id = ? ORDER BY chunk_index", (document.document_id,)
-                    )
-                ],
-                dtype=np.int64,
-            )
-            before, after = self._bump_generation(connection)
-            return (replaced[0] if replaced else None, before, after, removed, added)
-
-        replaced_id, before, after, removed, added = await self._write(write)
-        order = np.argsort([chunk.chunk_index for chunk in chunks], kind="stable")
-        self._vectors.apply_write(before, after, removed, added, matrix[order] if len(chunks) else matrix)
-        return replaced_id
+                    chunk.chunk_index,
+                    chunk.text,
+                    chunk_heading(document.title, chunk.section),
+                    chunk.char_start,
+                    chunk.char_end,
+                    json.dumps(chunk.pages),
+                    chunk.section,
+                    matrix[position].tobytes(),
+                )
+                for position, chunk in enumerate(chunks)
+            ],
+        )
+        return replaced[0] if replaced else None
 
     async def delete_document(self, document_id: str) -> bool:
-        def delete(connection: sqlite3.Connection) -> tuple[bool, int, int, np.ndarray]:
-            removed = np.array(
-                [r[0] for r in connection.execute("SELECT id FROM chunks WHERE document_id = ?", (document_id,))],
-                dtype=np.int64,
-            )
-            deleted = connection.execute("DELETE FROM documents WHERE document_id = ?", (document_id,)).rowcount
-            before, after = self._bump_generation(connection)
-            return bool(deleted), before, after, removed
+        def delete(connection: sqlite3.Connection) -> bool:
+            return bool(connection.execute("DELETE FROM documents WHERE document_id = ?", (document_id,)).rowcount)
 
-        deleted, before, after, removed = await self._write(delete)
-        self._vectors.apply_write(
-            before, after, removed, np.empty(0, dtype=np.int64), np.empty((0, 0), dtype=np.float32)
-        )
-        return deleted
+        return await self._write(delete)
 
     async def wipe(self) -> None:
         def wipe(connection: sqlite3.Connection) -> None:
             connection.execute("DELETE FROM documents")
             connection.execute("DELETE FROM chunks")
             connection.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
+            connection.execute("DELETE FROM chunk_changes")
             connection.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')")
-            self._bump_generation(connection)
+            # a new epoch: the indexes beside the file start again instead of replaying every delete
+            connection.execute("UPDATE meta SET value = ? WHERE key = 'index_epoch'", (uuid.uuid4().hex,))
 
         await self._write(wipe)
-        self._vectors.replace(empty_snapshot())
 
     # --- document reads ------------------------------------------------------------------------
     async def get_document(self, document_id: str) -> DocumentRecord | None:
@@ -509,10 +563,51 @@ class SqliteStore:
         return await loop.run_in_executor(self._writer, lambda: integrity_problems(self._connection()))
 
     # --- search legs ---------------------------------------------------------------------------
+    def _rows_by_id(self, connection: sqlite3.Connection, rowids: Sequence[int], vectors: bool = False) -> dict:
+        if not rowids:
+            return {}
+        extra = ", c.embedding" if vectors else ""
+        rows: dict[int, sqlite3.Row] = {}
+        for offset in range(0, len(rowids), 900):
+            part = list(rowids[offset : offset + 900])
+            marks = ",".join("?" * len(part))
+            for row in connection.execute(
+                f"SELECT {_CHUNK_COLUMNS}{extra} FROM chunks c JOIN documents d ON d.document_id = c.document_id"
+                f" WHERE c.id IN ({marks})",
+                part,
+            ):
+                rows[row["id"]] = row
+        return rows
+
     async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
-        expression = fts_match_expression(query)
-        if expression is None or k <= 0:
+        if k <= 0 or fts_match_expression(query) is None:
             return []
+        if not _filter_sql(filters)[0]:
+            terms = query_terms(query)
+            fts5 = self._fts5_search(query, k, filters)
+
+            def search(connection: sqlite3.Connection) -> list[ScoredChunk]:
+                def in_rows(hits: list[tuple[int, float]]) -> list[ScoredChunk]:
+                    rows = self._rows_by_id(connection, [rowid for rowid, _ in hits])
+                    return [ScoredChunk(_row_to_chunk(rows[rowid]), score) for rowid, score in hits if rowid in rows]
+
+                return self.indexes.search(
+                    connection,
+                    lambda: self.indexes.lexical.search(terms, k),
+                    in_rows,
+                    lexical=True,
+                    fallback=lambda: fts5(connection),
+                )
+
+            return await self._read(search)
+        return await self._read(self._fts5_search(query, k, filters))
+
+    def _fts5_search(
+        self, query: str, k: int, filters: SearchFilters
+    ) -> Callable[[sqlite3.Connection], list[ScoredChunk]]:
+        """BM25 on SQLite's FTS5 index: searches with filters (bounded by the filter), and small
+        stores while the tantivy index catches up."""
+        expression = fts_match_expression(query)
         where, params = _filter_sql(filters)
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
         # Rank inside the FTS index first and join only the best k rows: joining every match to
@@ -534,62 +629,35 @@ class SqliteStore:
             # FTS5's bm25() is negated so that smaller is better; flip it back to a positive score.
             return [ScoredChunk(_row_to_chunk(r), -float(r["rank"])) for r in rows]
 
-        return await self._read(search)
-
-    def _current_vectors(self, connection: sqlite3.Connection) -> VectorSnapshot:
-        generation = self._generation(connection)
-        snapshot = self._vectors.snapshot
-        if snapshot.generation == generation:
-            return snapshot
-        with self._vectors.reload_lock:
-            snapshot = self._vectors.snapshot
-            if snapshot.generation == generation:
-                return snapshot
-            connection.execute("BEGIN")
-            try:
-                generation = self._generation(connection)
-                identity = self._identity(connection)
-                dimension = identity.dimension if identity else 0
-                rows = connection.execute("SELECT id, embedding FROM chunks ORDER BY id").fetchall()
-            finally:
-                connection.execute("COMMIT")
-            rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            if rows:
-                matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
-            else:
-                matrix = np.empty((0, dimension), dtype=np.float32)
-            snapshot = VectorSnapshot(generation, rowids, matrix)
-            self._vectors.replace(snapshot)
-            return snapshot
+        return search
 
     async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+        if k <= 0:
+            return []
         where, params = _filter_sql(filters)
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
 
         def search(connection: sqlite3.Connection) -> list[ScoredChunk]:
-            snapshot = self._current_vectors(connection)
-            allowed = None
             if where:
-                allowed = np.array(
-                    [
-                        r[0]
-                        for r in connection.execute(
-                            f"SELECT c.id FROM chunks c JOIN documents d ON d.document_id = c.document_id WHERE {where}",
-                            params,
-                        )
-                    ],
-                    dtype=np.int64,
+                scored = _exact_top_k(
+                    connection.execute(
+                        f"SELECT c.id, c.embedding FROM chunks c JOIN documents d ON d.document_id = c.document_id"
+                        f" WHERE {where}",
+                        params,
+                    ),
+                    query,
+                    k,
                 )
-            hits = snapshot.search(vector, k, allowed)
-            if not hits:
-                return []
-            marks = ",".join("?" * len(hits))
-            rows = connection.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d ON d.document_id = c.document_id"
-                f" WHERE c.id IN ({marks})",
-                [rowid for rowid, _ in hits],
-            ).fetchall()
-            by_id = {r["id"]: r for r in rows}
-            return [ScoredChunk(_row_to_chunk(by_id[rowid]), score) for rowid, score in hits if rowid in by_id]
+                rows = self._rows_by_id(connection, [rowid for rowid, _ in scored])
+                return [ScoredChunk(_row_to_chunk(rows[r]), score) for r, score in scored if r in rows]
+
+            def in_rows(candidates: list[int]) -> list[ScoredChunk]:
+                rows = self._rows_by_id(connection, candidates, vectors=True)
+                # the candidates' exact cosine, from the float32 vectors SQLite holds
+                scored = _exact_top_k(((r["id"], r["embedding"]) for r in rows.values()), query, k)
+                return [ScoredChunk(_row_to_chunk(rows[r]), score) for r, score in scored]
+
+            return self.indexes.search(connection, lambda: self.indexes.vectors.candidates(query, k), in_rows)
 
         return await self._read(search)
 
@@ -610,3 +678,28 @@ class SqliteStore:
             return [_row_to_chunk(r) for r in rows]
 
         return await self._read(windows)
+
+
+def _exact_top_k(rows: Any, query: np.ndarray, k: int, batch: int = 20_000) -> list[tuple[int, float]]:
+    """The ``k`` best (rowid, cosine) of (rowid, float32 BLOB) rows, read in bounded batches."""
+    norm = float(np.linalg.norm(query)) or 1.0
+    best_ids = np.empty(0, dtype=np.int64)
+    best_scores = np.empty(0, dtype=np.float32)
+    iterator = iter(rows)
+    while True:
+        part = [row for _, row in zip(range(batch), iterator, strict=False)]
+        if not part:
+            break
+        ids = np.fromiter((r[0] for r in part), dtype=np.int64, count=len(part))
+        matrix = np.frombuffer(b"".join(r[1] for r in part), dtype=np.float32).reshape(len(part), -1)
+        if matrix.shape[1] != query.shape[0]:
+            return []
+        norms = np.linalg.norm(matrix, axis=1)
+        scores = (matrix @ query) / (np.where(norms == 0, 1, norms) * norm)
+        best_ids = np.concatenate([best_ids, ids])
+        best_scores = np.concatenate([best_scores, scores.astype(np.float32)])
+        if best_ids.size > k:
+            keep = np.argpartition(-best_scores, k - 1)[:k]
+            best_ids, best_scores = best_ids[keep], best_scores[keep]
+    order = np.lexsort((best_ids, -best_scores))
+    return [(int(best_ids[i]), float(best_scores[i])) for i in order]

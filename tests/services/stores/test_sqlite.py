@@ -116,22 +116,6 @@ async def test_porter_stemming(store: SqliteStore) -> None:
     assert await store.lexical_search("replace filter", 5, SearchFilters())
 
 
-async def test_other_process_writes_are_seen_by_knn(tmp_path) -> None:
-    first, second = SqliteStore(tmp_path / "s.db"), SqliteStore(tmp_path / "s.db")
-    await first.open()
-    await second.open()
-    matrix = vectors(3)
-    await first.write_document(record("d1", "a.txt"), chunks_of("a"), matrix[:1], IDENTITY)
-    assert len(await second.vector_search(matrix[0], 5, SearchFilters())) == 1
-    await first.write_document(record("d2", "b.txt"), chunks_of("b"), matrix[1:2], IDENTITY)
-    hits = await second.vector_search(matrix[1], 5, SearchFilters())
-    assert [h.chunk.document_id for h in hits][0] == "d2", "the second handle reloads after another's write"
-    await first.delete_document("d2")
-    assert [h.chunk.document_id for h in await second.vector_search(matrix[1], 5, SearchFilters())] == ["d1"]
-    await first.close()
-    await second.close()
-
-
 async def test_first_write_after_a_search_on_the_empty_store(store: SqliteStore) -> None:
     """Regression: a kNN search on the empty store caches a 0×0 matrix; the first write must still
     extend it (it used to fail with a broadcast error after the document was committed)."""

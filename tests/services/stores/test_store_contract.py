@@ -19,6 +19,7 @@ from carrag.services.errors import EmbeddingModelMismatch
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, SearchFilters
 from carrag.services.stores.base import Store
 from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.process_lock import StoreInUse
 from carrag.services.stores.sqlite import SqliteStore
 from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
 
@@ -456,11 +457,19 @@ async def test_mismatched_vectors_are_refused_before_writing(store: Store) -> No
 async def test_a_second_handle_sees_the_same_store(open_store: StoreOpener) -> None:
     first = await open_store()
     vectors = await write(first, record("a", "a.txt", tags=["t"], chunks=2), ["persistent words", "more words"])
+    one_at_a_time = first.backend == "sqlite"  # one process per SQLite file: the second waits for the first
+    if one_at_a_time:
+        with pytest.raises(StoreInUse):
+            await open_store()
+        await first.close()
     second = await open_store()
     assert await second.embedding_identity() == IDENTITY
     assert await second.count_chunks() == 2
     assert keys(await second.vector_search(vectors[1], 1, SearchFilters())) == [("a", 1)]
     assert keys(await second.lexical_search("persistent", 5, SearchFilters())) == [("a", 0)]
     await second.delete_document("a")
+    if one_at_a_time:
+        await second.close()
+        first = await open_store()
     assert await first.count_chunks() == 0
     assert await first.vector_search(vectors[1], 1, SearchFilters()) == []

@@ -1,0 +1,243 @@
+"""Keeping the search indexes beside the SQLite file in step with it (SQLite stays the truth).
+
+SQLite records every chunk insert and delete in ``chunk_changes`` (triggers, so in the same
+transaction as the change itself) and a random ``index_epoch`` in ``meta`` that `wipe` renews.
+Each index remembers the epoch and the last change it has applied (its watermark, saved with it).
+Before a search, `sync` reads the head of the log in a read transaction and brings both indexes
+to it:
+
+- same epoch, watermark = head: nothing to do (one indexed read per search);
+- same epoch, behind by a few changes: for each rowid touched since the watermark, drop it from
+  the index and add it back as SQLite has it at the head (gone if deleted) — replaying twice gives
+  the same result, so a crash between an index's commit and its watermark is harmless;
+- another epoch, a missing or unreadable index, a head *behind* the watermark (an older copy of
+  the database), or a backlog past `REBUILD_BACKLOG` and half the index (a bulk load): rebuild
+  from every chunk row, streamed (the vectors go straight into the graph, never all in RAM).
+
+A committed write therefore means what it meant before: the indexes can only lag, and a search
+catches them up before it runs. Writes never touch the indexes (nothing global is rebuilt per
+document); the first search after them pays the catch-up (a tantivy commit, ~5–30 ms).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+from carrag.services.stores.lexical_index import LexicalIndex, indexed_text
+from carrag.services.stores.vector_segments import VectorSegments
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+REBUILD_BACKLOG = 20_000  # changes; past this and half the indexed rows, a full scan beats lookups
+SCAN_BATCH = 5_000
+LOOKUP_BATCH = 900  # rowids per IN (...) list
+# Below this many chunks, a BM25 search that finds tantivy behind runs on FTS5 (milliseconds here)
+# rather than wait for a tantivy commit (100-500 ms); above it FTS5 is the slower of the two.
+FTS5_FALLBACK_BELOW = 200_000
+
+
+@dataclass(slots=True)
+class SyncReport:
+    action: str  # "current", "caught-up", "rebuilt"
+    changes: int
+    seconds: float
+
+
+class SearchIndexes:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.lexical = LexicalIndex(directory / "lexical")
+        self.vectors = VectorSegments(directory)
+        self._lexical_state = directory / "lexical.json"
+        self._lock = threading.Lock()
+        self.epoch: str | None = None
+        self.lexical_seq = -1
+        self.last_sync: SyncReport | None = None
+
+    # --- reading SQLite ------------------------------------------------------------------------
+    @staticmethod
+    def _head(connection: sqlite3.Connection) -> tuple[str, int]:
+        epoch = connection.execute("SELECT value FROM meta WHERE key = 'index_epoch'").fetchone()
+        head = connection.execute("SELECT coalesce(max(seq), 0) FROM chunk_changes").fetchone()[0]
+        return (epoch[0] if epoch else ""), int(head)
+
+    @staticmethod
+    def _dimension(connection: sqlite3.Connection) -> int:
+        row = connection.execute("SELECT value FROM meta WHERE key = 'embedding_dimension'").fetchone()
+        return int(row[0]) if row else 0
+
+    def is_current(self, connection: sqlite3.Connection) -> bool:
+        epoch, head = self._head(connection)
+        return epoch == self.epoch and head == self.lexical_seq == self.vectors.applied_seq
+
+    # --- the protocol --------------------------------------------------------------------------
+    def _newest(self) -> int:
+        return max(self.lexical_seq, self.vectors.applied_seq)
+
+    def sync(self, connection: sqlite3.Connection) -> SyncReport | None:
+        """Bring both indexes to the head of SQLite's change log (no-op when they are there)."""
+        if self.is_current(connection):
+            return None
+        with self._lock:
+            connection.execute("BEGIN")  # one snapshot: the head and the rows it describes
+            try:
+                return self._sync_locked(connection)
+            finally:
+                connection.execute("COMMIT")
+
+    def search(
+        self,
+        connection: sqlite3.Connection,
+        in_index: Callable[[], R],
+        in_rows: Callable[[R], T],
+        *,
+        lexical: bool = False,
+        fallback: Callable[[], T] | None = None,
+    ) -> T:
+        """``in_index`` (a search of the indexes) and ``in_rows`` (reading its hits from SQLite) on
+        one consistent state: one read transaction whose snapshot the indexes match exactly, so a
+        reader sees a document's old version or its new one, never both or neither.
+
+        ``lexical``: the search needs the BM25 index. When that is behind and small, ``fallback``
+        (the same search on SQLite's FTS5, in the same snapshot) answers instead of waiting for a
+        tantivy commit; the background catch-up after the writes brings tantivy up to date."""
+        while True:
+            seen = self._newest()  # committed heads only: a later snapshot is at least this new
+            connection.execute("BEGIN")
+            try:
+                epoch, head = self._head(connection)
+                with self._lock:
+                    if epoch == self.epoch and self._newest() > head and seen <= head:
+                        continue  # another search caught the indexes up past this snapshot: take a newer one
+                    use_fallback = (
+                        lexical
+                        and fallback is not None
+                        and epoch == self.epoch
+                        and 0 <= self.lexical_seq < head
+                        and self.lexical.document_count < FTS5_FALLBACK_BELOW
+                    )
+                    self._sync_locked(connection, include_lexical=lexical and not use_fallback)
+                    if use_fallback:
+                        assert fallback is not None
+                        return fallback()
+                    found = in_index()
+                return in_rows(found)
+            finally:
+                connection.execute("COMMIT")
+
+    def _sync_locked(self, connection: sqlite3.Connection, include_lexical: bool = True) -> SyncReport | None:
+        """The caller holds the lock and an open read transaction. ``include_lexical`` False leaves
+        a BM25 index that is merely behind where it is (the vectors always catch up)."""
+        started = time.perf_counter()
+        epoch, head = self._head(connection)
+        if epoch != self.epoch:
+            self._load(epoch)
+        seqs = (
+            [self.vectors.applied_seq, self.lexical_seq]
+            if include_lexical or self.lexical_seq < 0
+            else [self.vectors.applied_seq]
+        )
+        lowest, newest = min(seqs), max(seqs)
+        if lowest == head == newest:
+            return None
+        backlog = head - lowest if lowest >= 0 else head
+        large = backlog > REBUILD_BACKLOG and backlog > self.lexical.document_count // 2
+        if lowest < 0 or newest > head or large:
+            self._rebuild(connection, epoch, head)
+            report = SyncReport("rebuilt", backlog, time.perf_counter() - started)
+        else:
+            self._catch_up(connection, epoch, lowest, head, include_lexical)
+            report = SyncReport("caught-up", backlog, time.perf_counter() - started)
+        if self.vectors.needs_compaction():
+            self.vectors.start_compaction(epoch)
+        self.last_sync = report
+        return report
+
+    def _load(self, epoch: str) -> None:
+        """Open what is on disk for ``epoch``; a watermark of -1 marks a part to rebuild."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.epoch = epoch
+        try:
+            state = json.loads(self._lexical_state.read_text())
+            lexical_ok = state.get("epoch") == epoch
+            self.lexical_seq = int(state["seq"]) if lexical_ok else -1
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            lexical_ok, self.lexical_seq = False, -1
+        self.lexical.open(reset=not lexical_ok)
+        if not self.vectors.load(epoch):
+            self.vectors.applied_seq = -1
+
+    def _save_lexical_state(self, epoch: str, seq: int) -> None:
+        temporary = self._lexical_state.with_suffix(".tmp")
+        temporary.write_text(json.dumps({"epoch": epoch, "seq": seq, "format": 1}))
+        os.replace(temporary, self._lexical_state)
+        self.lexical_seq = seq
+
+    def _rebuild(self, connection: sqlite3.Connection, epoch: str, head: int) -> None:
+        dimension = self._dimension(connection)
+        self.lexical.clear()
+
+        def batches() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+            cursor = connection.execute("SELECT id, heading, text, embedding FROM chunks ORDER BY id")
+            while rows := cursor.fetchmany(SCAN_BATCH):
+                self.lexical.replace((), ((r[0], indexed_text(r[1], r[2])) for r in rows))
+                yield _vectors_of(rows, dimension)
+
+        self.vectors.rebuild(epoch, head, dimension, batches())
+        self.lexical.commit()
+        self._save_lexical_state(epoch, head)
+
+    def _catch_up(
+        self, connection: sqlite3.Connection, epoch: str, lowest: int, head: int, include_lexical: bool = True
+    ) -> None:
+        changes = connection.execute(
+            "SELECT seq, chunk_rowid FROM chunk_changes WHERE seq > ? AND seq <= ? ORDER BY seq", (lowest, head)
+        ).fetchall()
+        seqs = np.fromiter((c[0] for c in changes), dtype=np.int64, count=len(changes))
+        rowids = np.fromiter((c[1] for c in changes), dtype=np.int64, count=len(changes))
+        touched_all = np.unique(rowids)
+        rows = []
+        for offset in range(0, touched_all.size, LOOKUP_BATCH):
+            part = touched_all[offset : offset + LOOKUP_BATCH].tolist()
+            marks = ",".join("?" * len(part))
+            rows.extend(
+                connection.execute(f"SELECT id, heading, text, embedding FROM chunks WHERE id IN ({marks})", part)
+            )
+        dimension = self._dimension(connection)
+        if include_lexical and self.lexical_seq < head:
+            touched = np.unique(rowids[seqs > self.lexical_seq])
+            wanted = set(touched.tolist())
+            self.lexical.replace(touched.tolist(), ((r[0], indexed_text(r[1], r[2])) for r in rows if r[0] in wanted))
+            self.lexical.commit()
+            self._save_lexical_state(epoch, head)
+        if self.vectors.applied_seq < head:
+            touched = np.unique(rowids[seqs > self.vectors.applied_seq])
+            wanted = set(touched.tolist())
+            live_ids, matrix = _vectors_of([r for r in rows if r[0] in wanted], dimension)
+            self.vectors.apply(head, touched, live_ids, matrix, dimension)
+
+    def close(self) -> None:
+        with self._lock:
+            self.vectors.close()
+            self.lexical.close()
+            self.epoch = None
+            self.lexical_seq = -1
+
+
+def _vectors_of(rows: list[sqlite3.Row] | list[tuple], dimension: int) -> tuple[np.ndarray, np.ndarray]:
+    rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    if not rows or not dimension:
+        return rowids, np.empty((len(rows), dimension), dtype=np.float32)
+    matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype=np.float32).reshape(len(rows), dimension)
+    return rowids, matrix

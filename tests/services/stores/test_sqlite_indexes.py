@@ -1,0 +1,231 @@
+"""The search indexes beside the SQLite file (tantivy BM25, usearch kNN) follow SQLite, the source of
+truth: they are rebuilt when missing or stale, catch up with writes they did not see, and one
+process at a time owns the store (a second one is refused with a clear error)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.models import SearchFilters
+from carrag.services.stores import vector_segments
+from carrag.services.stores.search_indexes import SearchIndexes
+from carrag.services.stores.sqlite import SqliteStore
+from tests.services.stores.test_sqlite import IDENTITY, chunks_of, record, vectors
+
+NO_FILTER = SearchFilters()
+
+
+async def opened(path: Path) -> SqliteStore:
+    store = SqliteStore(path)
+    await store.open()
+    return store
+
+
+async def documents_found(store: SqliteStore, question: str, vector: np.ndarray) -> tuple[list[str], list[str]]:
+    lexical = [hit.chunk.document_id for hit in await store.lexical_search(question, 10, NO_FILTER)]
+    semantic = [hit.chunk.document_id for hit in await store.vector_search(vector, 10, NO_FILTER)]
+    return lexical, semantic
+
+
+OTHER_PROCESS = textwrap.dedent(
+    """
+    import asyncio, sys
+    import numpy as np
+    from carrag.services.errors import DependencyUnavailable
+    from carrag.services.stores.sqlite import SqliteStore
+    from tests.services.stores.test_sqlite import IDENTITY, chunks_of, record
+
+    async def main() -> int:
+        store = SqliteStore(sys.argv[1])
+        try:
+            await store.open()
+        except DependencyUnavailable as exc:
+            print(exc.message, file=sys.stderr)
+            return 3
+        vector = np.array([[0.0, 0.0, 0.0, 1.0]], dtype=np.float32)
+        await store.write_document(record("other", "other.txt", chunks=1), chunks_of("walrus tusks"), vector, IDENTITY)
+        await store.close()
+        return 0
+
+    sys.exit(asyncio.run(main()))
+    """
+)
+
+
+def run_other_process(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", OTHER_PROCESS, str(path)], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+async def test_a_second_process_is_refused_then_its_writes_are_seen_after_the_first_closes(tmp_path) -> None:
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("engine oil"), vectors(1), IDENTITY)
+
+    refused = run_other_process(path)
+    assert refused.returncode == 3, refused.stderr
+    assert "already open in another Carrag process" in refused.stderr
+    assert f"pid {__import__('os').getpid()}" in refused.stderr
+    with pytest.raises(DependencyUnavailable, match="another store object holds it"):
+        await SqliteStore(path).open()
+    await store.close()
+
+    accepted = run_other_process(path)
+    assert accepted.returncode == 0, accepted.stderr
+    store = await opened(path)  # its indexes catch up with the other process's write
+    lexical, semantic = await documents_found(store, "walrus", np.array([0, 0, 0, 1], dtype=np.float32))
+    assert lexical == ["other"]
+    assert semantic[0] == "other"
+    assert await store.check_integrity() == []
+    await store.close()
+
+
+async def test_indexes_follow_writes_made_behind_their_back(tmp_path) -> None:
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(2)
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("engine oil"), matrix[:1], IDENTITY)
+    await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("engine coolant"), matrix[1:], IDENTITY)
+    assert sorted((await documents_found(store, "engine", matrix[0]))[0]) == ["d1", "d2"]
+    await store.close()
+
+    connection = sqlite3.connect(path, isolation_level=None)  # a tool (or an older Carrag) deletes d1
+    connection.execute("PRAGMA foreign_keys = ON")
+    connection.execute("DELETE FROM documents WHERE document_id = 'd1'")
+    connection.close()
+
+    store = await opened(path)
+    lexical, semantic = await documents_found(store, "engine", matrix[0])
+    assert lexical == ["d2"]
+    assert semantic == ["d2"]
+    await store.close()
+
+
+async def test_missing_or_damaged_indexes_are_rebuilt(tmp_path) -> None:
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(3)
+    for n in range(3):
+        await store.write_document(
+            record(f"d{n}", f"{n}.txt", chunks=1), chunks_of(f"topic{n} words"), matrix[n : n + 1], IDENTITY
+        )
+    await store.sync_indexes()
+    await store.close()
+    shutil.rmtree(store.indexes.directory)
+    store = await opened(path)
+    lexical, semantic = await documents_found(store, "topic1", matrix[1])
+    assert lexical == ["d1"] and semantic[0] == "d1" and sorted(semantic) == ["d0", "d1", "d2"]
+    await store.close()
+
+    (store.indexes.directory / "vectors.json").write_text("{not json")
+    (store.indexes.directory / "lexical.json").write_text("[]")
+    store = await opened(path)
+    lexical, semantic = await documents_found(store, "topic2", matrix[2])
+    assert lexical == ["d2"] and semantic[0] == "d2"
+    assert store.indexes.last_sync is not None and store.indexes.last_sync.action == "rebuilt"
+    await store.close()
+
+
+async def test_an_older_copy_of_the_database_makes_the_indexes_rebuild(tmp_path) -> None:
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(2)
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("alpha"), matrix[:1], IDENTITY)
+    await store.close()
+    backup = tmp_path / "backup.db"
+    source, target = sqlite3.connect(path), sqlite3.connect(backup)
+    source.backup(target)
+    source.close()
+    target.close()
+    store = await opened(path)
+    await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("alpha beta"), matrix[1:], IDENTITY)
+    await store.sync_indexes()
+    await store.close()
+
+    shutil.copy(backup, path)  # restored from the backup: the indexes are ahead of the log
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    store = await opened(path)
+    lexical, semantic = await documents_found(store, "alpha", matrix[1])
+    assert lexical == ["d1"] and semantic == ["d1"]
+    await store.close()
+
+
+async def test_wipe_starts_the_indexes_again(tmp_path) -> None:
+    store = await opened(tmp_path / "s.db")
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("alpha"), vectors(1), IDENTITY)
+    assert (await documents_found(store, "alpha", vectors(1)[0]))[0] == ["d1"]
+    await store.wipe()
+    assert await documents_found(store, "alpha", vectors(1)[0]) == ([], [])
+    await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("alpha"), vectors(1, 5), IDENTITY)
+    assert await documents_found(store, "alpha", vectors(1, 5)[0]) == (["d2"], ["d2"])
+    await store.close()
+
+
+async def test_compaction_moves_the_delta_into_the_graph_and_results_stay_exact(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(vector_segments, "MIN_COMPACTION", 40)
+    store = await opened(tmp_path / "s.db")
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(300, 4)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    for n in range(100):  # 3 chunks per document, a search after every few writes
+        await store.write_document(
+            record(f"d{n}", f"{n}.txt", chunks=3), chunks_of("a", "b", "c"), matrix[3 * n : 3 * n + 3], IDENTITY
+        )
+        if n % 7 == 0:
+            await store.vector_search(matrix[0], 5, NO_FILTER)
+        if n % 10 == 0:
+            await store.delete_document(f"d{n}")
+    store.indexes.vectors.wait_for_compaction()
+    assert store.indexes.vectors.compaction_error is None
+    assert store.indexes.vectors.main is not None, "the delta was compacted into the graph"
+
+    deleted = {f"d{n}" for n in range(0, 100, 10)}
+    live = np.array([i for i in range(300) if f"d{i // 3}" not in deleted])
+    for probe in rng.normal(size=(10, 4)).astype(np.float32):
+        exact = live[np.argsort(-(matrix[live] @ probe / np.linalg.norm(probe)), kind="stable")[:5]]
+        hits = await store.vector_search(probe, 5, NO_FILTER)
+        assert [(h.chunk.document_id, h.chunk.chunk_index) for h in hits] == [(f"d{i // 3}", i % 3) for i in exact]
+    await store.close()
+
+    store = await opened(tmp_path / "s.db")  # the compacted graph is reopened from disk
+    assert store.indexes.vectors.main is not None
+    hits = await store.vector_search(matrix[4], 1, NO_FILTER)
+    assert (hits[0].chunk.document_id, hits[0].chunk.chunk_index) == ("d1", 1)
+    await store.close()
+
+
+def test_replaying_changes_twice_leaves_the_same_index(tmp_path) -> None:
+    """A crash between an index commit and its saved watermark replays changes: harmless."""
+    connection = sqlite3.connect(tmp_path / "raw.db", isolation_level=None)
+    from carrag.services.stores.sqlite import SCHEMA
+
+    connection.executescript(SCHEMA)
+    connection.execute("INSERT INTO meta VALUES ('index_epoch', 'e1'), ('embedding_dimension', '4')")
+    connection.execute(
+        "INSERT INTO documents VALUES ('d1', 's1', 'f', 'text', 'h', 1, '[]', '{}', NULL, NULL, '2026-01-01')"
+    )
+    connection.execute(
+        "INSERT INTO chunks(chunk_id, document_id, chunk_index, text, char_start, char_end, pages, embedding)"
+        " VALUES ('c1', 'd1', 0, 'walrus', 0, 6, '[]', ?)",
+        (vectors(1)[0].tobytes(),),
+    )
+    indexes = SearchIndexes(tmp_path / "indexes")
+    indexes.sync(connection)
+    indexes.lexical_seq = 0  # as if the watermark had not been saved
+    indexes.vectors.applied_seq = 0
+    indexes.sync(connection)
+    assert indexes.lexical.document_count == 1
+    assert indexes.lexical.search(["walrus"], 5)[0][0] == 1
+    assert indexes.vectors.candidates(vectors(1)[0], 5) == [1]
+    indexes.close()
