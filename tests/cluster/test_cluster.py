@@ -30,7 +30,12 @@ def cluster_health(url: str, wait_for: str) -> dict:
 
 async def test_a_killed_data_node_loses_nothing_acknowledged_and_shows_nothing_partial(es_cluster) -> None:
     store = ElasticsearchStore(
-        ",".join(es_cluster.urls), index=es_index_name("carrag_cluster"), shards=3, replicas=1, timeout=20
+        ",".join(es_cluster.urls),
+        index=es_index_name("carrag_cluster"),
+        shards=3,
+        replicas=1,
+        timeout=20,
+        refresh_interval="200ms",
     )
     await store.open()
     settings = await store.client.indices.get_settings(index=store.index)
