@@ -118,7 +118,10 @@ class ElasticsearchStore:
 
     async def _search(self, action: str, **request: Any) -> dict[str, Any]:
         return await self._guarded(
-            action, lambda: self.connection.client.search(index=self.index, **request), EMPTY_RESPONSE
+            action,
+            # a shard without any copy fails the search (503) instead of answering without its chunks
+            lambda: self.connection.client.search(index=self.index, allow_partial_search_results=False, **request),
+            EMPTY_RESPONSE,
         )
 
     async def _walk(
