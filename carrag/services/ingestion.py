@@ -26,7 +26,7 @@ from carrag.services.errors import CarragError, DependencyUnavailable, Embedding
 from carrag.services.fetchers.base import Fetcher
 from carrag.services.ids import content_hash, new_document_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
-from carrag.services.parsers import check_supported, parse_file
+from carrag.services.parsers import MEDIA_TYPE_EXTENSIONS, check_supported, parse_file
 from carrag.services.parsers.decoding import decode_declared
 from carrag.services.parsers.pdf import Progress, parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
@@ -229,6 +229,8 @@ class IngestionService:
             parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages, ocr=self.ocr, on_progress=on_progress)
         elif content_type in ("text/html", "application/xhtml+xml"):
             parsed = parse_web_page(decode_declared(body, charset)[0], url)
+        elif content_type in MEDIA_TYPE_EXTENSIONS:  # an office document, e-book or e-mail
+            parsed = parse_file(body, document_name(url, MEDIA_TYPE_EXTENSIONS[content_type]))
         else:
             parsed = parse_text(body, url, charset=charset)
             if not parsed.text.strip():
@@ -436,6 +438,13 @@ class IngestionService:
         )
         await self.store.wipe()
         return current
+
+
+def document_name(url: str, extension: str) -> str:
+    """A file name for a fetched document: the URL's last path segment when it has the extension the
+    server's media type implies, else ``document`` with it (the parser goes by the extension)."""
+    name = url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    return name if name.lower().endswith(extension) else f"document{extension}"
 
 
 def _progress_from_thread(observer: IngestObserver | None) -> Progress | None:
