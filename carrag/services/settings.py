@@ -204,7 +204,7 @@ class Settings(BaseSettings):
         "local LLM and LLM=none, `auto` for Ollama and OpenAI-compatible servers (docs/configuration.md).",
     )
     answer_min_relevance: float = Field(
-        0.45,
+        0.42,
         ge=0,
         le=1,
         description="Best sentence relevance (embedder cosine mixed with rare-term overlap) below which the "
