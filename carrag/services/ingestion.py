@@ -23,10 +23,10 @@ from carrag.services.chunking import chunk_document, default_strategy
 from carrag.services.embedders.coalescing import CoalescingEmbedder
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, EmbeddingModelMismatch, InvalidInput
-from carrag.services.fetchers.base import Fetcher
+from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, Fetcher
 from carrag.services.ids import content_hash, new_document_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
-from carrag.services.parsers import MEDIA_TYPE_EXTENSIONS, check_supported, parse_file
+from carrag.services.parsers import check_supported, parse_file
 from carrag.services.parsers.decoding import decode_declared
 from carrag.services.parsers.pdf import Progress, parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown

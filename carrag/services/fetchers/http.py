@@ -23,8 +23,7 @@ import httpx
 
 from carrag.services.errors import FetchFailed, FetchRefused, PayloadTooLarge
 from carrag.services.fetchers.address_policy import AddressPolicy, Resolver, parse_address, system_resolver
-from carrag.services.fetchers.base import FetchedPage
-from carrag.services.parsers import MEDIA_TYPE_EXTENSIONS
+from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, FetchedPage
 
 ALLOWED_CONTENT_TYPES = {
     "text/html",

@@ -53,18 +53,6 @@ PARSERS: dict[str, Parser] = {
 }
 
 SUPPORTED_EXTENSIONS = tuple(sorted(PARSERS))
-# Documents fetched by URL: the media type a server sends for each format whose parser needs a file
-# extension (web pages, text and PDF have their own branches in the ingestion pipeline).
-MEDIA_TYPE_EXTENSIONS = {
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": ".docx",
-    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": ".xlsx",
-    "application/vnd.openxmlformats-officedocument.presentationml.presentation": ".pptx",
-    "application/epub+zip": ".epub",
-    "application/vnd.oasis.opendocument.text": ".odt",
-    "application/rtf": ".rtf",
-    "text/rtf": ".rtf",
-    "message/rfc822": ".eml",
-}
 
 
 def extension_of(filename: str) -> str:
