@@ -27,6 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+with contextlib.suppress(ImportError):  # before usearch: see the comment below
+    # Loading onnxruntime's native library after usearch's (numkong) segfaults the process (seen with
+    # onnxruntime 1.31 and usearch's numkong 7.8): the store opens before the embedder, so every
+    # `carrag serve` crashed at start-up. Loaded first, both work.
+    import onnxruntime  # noqa: F401
 from usearch.index import Index
 
 EXACT_BELOW = 50_000
