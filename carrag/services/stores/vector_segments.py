@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-with contextlib.suppress(ImportError):  # before usearch: see the comment below
-    # Loading onnxruntime's native library after usearch's (numkong) segfaults the process (seen with
-    # onnxruntime 1.31 and usearch's numkong 7.8): the store opens before the embedder, so every
-    # `carrag serve` crashed at start-up. Loaded first, both work.
+# onnxruntime (the embedder, flashrank, OCR) segfaults on import when usearch's native library was
+# loaded first (onnxruntime 1.31 / usearch 2.26); loaded in this order both work.
+with contextlib.suppress(ImportError):
     import onnxruntime  # noqa: F401
+
 from usearch.index import Index
 
 EXACT_BELOW = 50_000
