@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from carrag.services.answering import GENERATION_STAGES
 from carrag.services.requests import AnswerQuery, IngestCommand, SearchQuery
 from carrag.services.telemetry import NullTelemetry, Pipeline, Telemetry
 from tests.conftest import close_container, make_settings, open_container
@@ -76,7 +77,8 @@ async def test_ingest_search_answer_and_jobs_report_to_the_containers_telemetry(
         await container.answers.answer(AnswerQuery(SearchQuery("When is the brake fluid replaced?", top_k=3)))
         search_timings, answer_timings = (timings for _, timings in telemetry.named("stages"))
         assert "total" in search_timings
-        assert set(answer_timings) == {"generate", "first_token"}, "the search stages are not reported twice"
+        assert answer_timings, "the answer reports its own stages"
+        assert set(answer_timings) <= set(GENERATION_STAGES), "the search stages are not reported twice"
 
         telemetry.events.clear()
         job = await container.jobs.submit_file(NOTE.encode(), "towing.md", IngestCommand(source_id="towing"))
