@@ -27,6 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+# usearch's extension, when loaded first, makes a later `import onnxruntime` crash the process
+# (segmentation fault; usearch 2.26.6, onnxruntime 1.31.1). Loaded in this order both work.
+with contextlib.suppress(ImportError):
+    import onnxruntime  # noqa: F401
+
 from usearch.index import Index
 
 EXACT_BELOW = 50_000
