@@ -37,6 +37,7 @@ import numpy as np
 import psutil
 
 from carrag.bench.beir import BeirDataset, load_beir
+from carrag.bench.ocr import bench_ocr
 from carrag.bench.runner import eval_settings, ingest_corpus
 from carrag.services.chunking import chunk_document
 from carrag.services.container import Container, build_container
@@ -61,12 +62,20 @@ class BenchConfig:
     queries: int = 200
     limit_documents: int | None = None
     warmup_queries: int = 5
+    ocr_pages: int = 3  # scanned copies of the PDF's first pages read by OCR (0: no OCR row)
 
     @classmethod
     def quick(cls, pdf: Path, dataset: Path, split: str = "train") -> BenchConfig:
         """Small sizes that keep the whole run to a few seconds (tests, smoke checks)."""
         return cls(
-            pdf=pdf, dataset=dataset, split=split, sizes=(100, 300), queries=10, limit_documents=50, warmup_queries=1
+            pdf=pdf,
+            dataset=dataset,
+            split=split,
+            sizes=(100, 300),
+            queries=10,
+            limit_documents=50,
+            warmup_queries=1,
+            ocr_pages=0,
         )
 
 
@@ -128,6 +137,7 @@ class QueryFigures:
 class BenchReport:
     machine: dict[str, Any]
     pdf: dict[str, Any] = field(default_factory=dict)
+    ocr: dict[str, Any] = field(default_factory=dict)
     ingest: dict[str, Any] = field(default_factory=dict)
     queries: list[QueryFigures] = field(default_factory=list)
 
@@ -135,6 +145,7 @@ class BenchReport:
         return {
             "machine": self.machine,
             "pdf": self.pdf,
+            "ocr": self.ocr,
             "ingest": self.ingest,
             "queries": [q.as_dict() for q in self.queries],
         }
@@ -448,6 +459,10 @@ async def run_bench(
     report(f"PDF extraction: {config.pdf}")
     result.pdf = await asyncio.to_thread(bench_pdf, config.pdf, base_settings)
     report(f"  {result.pdf['pages']} pages in {result.pdf['seconds']} s = {result.pdf['pages_per_second']} pages/s")
+    if config.ocr_pages:
+        report(f"OCR: scanned copies of the first {config.ocr_pages} pages")
+        result.ocr = await asyncio.to_thread(bench_ocr, config.pdf, base_settings, config.ocr_pages)
+        report(f"  {result.ocr}")
 
     with tempfile.TemporaryDirectory(prefix="carrag-bench-", dir=work_dir) as directory:
         settings = eval_settings(base_settings, Path(directory) / "bench.db").model_copy(update={"embed_cache_size": 0})

@@ -151,6 +151,15 @@ def bench_tables(report: BenchReport) -> list[Table]:
         f"{pdf['pages_per_second']} pages/s",
         str(pdf["peak_rss_mb"]),
     )
+    ocr = report.ocr
+    if ocr.get("pages"):
+        head.add_row(
+            f"OCR (scanned copies of {ocr['pages']} pages, {ocr['dpi']} dpi; token F1 {ocr['token_f1']})",
+            f"{ocr['pages_per_second']} pages/s",
+            "",
+        )
+    elif ocr.get("skipped"):
+        head.add_row(f"OCR: {ocr['skipped']}", "n/a", "")
     pipeline, raw = ingest["pipeline"], ingest["raw_embedder"]
     head.add_row(
         f"pipeline, {ingest['dataset']} ({pipeline['documents']} docs, {pipeline['chunks']} chunks)",
@@ -191,6 +200,25 @@ def bench_tables(report: BenchReport) -> list[Table]:
             f"{figures.peak_rss_mb:.0f} ({figures.peak_rss_serving_mb:.0f})",
         )
     return [head, queries]
+
+
+def run_es_bench_command(documents: int, queries: int, quick: bool, json_out: Path | None) -> None:
+    """`carrag bench --store elasticsearch` (carrag/bench/es_store.py)."""
+    from carrag.bench.es_store import EsBenchConfig, run_es_bench
+
+    _quiet_logs()
+    config = EsBenchConfig(documents=documents, queries=min(queries, 100))
+    if quick:
+        config = EsBenchConfig(documents=40, writers=(1, 8), documents_per_writer_cap=5, queries=10)
+    try:
+        report = asyncio.run(run_es_bench(get_settings(), config, lambda line: console.print(escape(line))))
+    except CarragError as exc:
+        raise _fail(exc.message) from exc
+    for line in report.lines():
+        console.print(escape(line))
+    if json_out is not None:
+        json_out.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+        console.print(f"Wrote {json_out}.")
 
 
 def run_bench_command(config: BenchConfig, json_out: Path | None) -> None:

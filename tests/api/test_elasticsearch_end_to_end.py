@@ -13,7 +13,14 @@ import pytest
 
 from carrag.api.main import create_app
 from carrag.services.container import Container
-from tests.conftest import close_container, es_index_name, make_settings, open_container
+from tests.conftest import (
+    ES_TEST_REFRESH_INTERVAL,
+    close_container,
+    drop_es_index,
+    es_index_name,
+    make_settings,
+    open_container,
+)
 from tests.live_server import free_port
 
 NOTES = b"# Backups\n\nThe snapshot retention is thirty days. Snapshots run nightly at two in the morning.\n"
@@ -28,9 +35,7 @@ async def api(settings, embedding_backend) -> AsyncIterator[tuple[httpx.AsyncCli
             yield client, container
     finally:
         if container.settings.store == "elasticsearch" and not container.startup_errors:
-            await container.store.client.indices.delete(  # type: ignore[attr-defined]
-                index=container.settings.elasticsearch_index, ignore_unavailable=True
-            )
+            await drop_es_index(container.store.client, container.settings.elasticsearch_index)  # type: ignore[attr-defined]
         await close_container(container)
 
 
@@ -42,6 +47,7 @@ def es_settings(tmp_path, es_url: str) -> Callable[..., object]:
             store="elasticsearch",
             elasticsearch_url=es_url,
             elasticsearch_index=es_index_name("carrag_api"),
+            elasticsearch_refresh_interval=ES_TEST_REFRESH_INTERVAL,
             **overrides,
         )
 

@@ -174,6 +174,7 @@ def test_answer_streams_from_the_local_llm(browser, tmp_path: Path) -> None:
         page.click("nav.tabs >> text=Ask")
         page.click("#ask-form summary")
         page.fill("#ask-top-k", "2")
+        page.select_option("#ask-mode", "generate")  # the local LLM's default answer mode is extract
         ask(page, "What is the towing capacity of the F-150?")
         page.wait_for_function(
             "document.querySelector('#answer-text').getAttribute('aria-busy') === 'false'"

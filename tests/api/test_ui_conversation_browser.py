@@ -229,3 +229,32 @@ def test_grounding_cut_off_highlights_and_documents_do_not_say(browser, tmp_path
         # The follow-up went with the first turn's final answer as history.
         assert bodies[1]["history"][1]["content"].endswith("It costs twelve dollars. It")
         assert page.errors == [], page.errors
+
+
+def test_the_real_server_quotes_with_highlights_and_says_when_the_documents_do_not(browser, tmp_path: Path) -> None:
+    """The same marks from the real answer pipeline (extractive, no LLM): the quoted sentence is highlighted
+    in its source card, and a question nothing ingested answers is shown as "the documents don't say"."""
+    with server_process(tmp_path / "data", LLM="none", **SPLIT_SMALL_DOCUMENTS) as server:
+        uploaded = httpx.post(
+            f"{server.url}/ingest/file",
+            files={"file": (MANUAL.name, MANUAL.read_bytes(), "application/pdf")},
+            timeout=60,
+        )
+        assert uploaded.status_code == 200, uploaded.text
+        page = open_page(browser, server)
+
+        ask(page, "Which oil filter fits the engine?")
+        page.wait_for_function(TURN_DONE, arg=1)
+        quoted = page.locator("#conversation .turn").nth(0)
+        assert "FL-500S" in quoted.locator(".answer-text").inner_text()
+        assert "quoted from the sources" in quoted.locator(".answer-meta").inner_text()
+        assert "FL-500S" in " ".join(quoted.locator(".sources li mark.highlight").all_inner_texts())
+
+        ask(page, "What is the capital of Mongolia?")
+        page.wait_for_function(TURN_DONE, arg=2)
+        refused = page.locator("#conversation .turn").nth(1)
+        assert "no-answer" in refused.get_attribute("class")
+        assert refused.locator(".notice.no-answer").is_visible()
+        assert refused.locator(".sources-title").inner_text() == "Closest passages"
+        assert refused.locator(".sources li").count() >= 1
+        assert page.errors == [], page.errors

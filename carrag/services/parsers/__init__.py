@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import PurePath
-from typing import Literal
 
 from carrag.services.errors import EmptyDocument, NoExtractableText, UnsupportedFormat
 from carrag.services.models import ParsedDocument
@@ -20,23 +19,23 @@ from carrag.services.parsers.epub_book import parse_epub
 from carrag.services.parsers.html_markdown import parse_html
 from carrag.services.parsers.json_document import parse_json
 from carrag.services.parsers.odt_document import parse_odt
-from carrag.services.parsers.pdf import parse_pdf
+from carrag.services.parsers.pdf import PageReader, Progress, parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
 from carrag.services.parsers.pptx_slides import parse_pptx
 from carrag.services.parsers.rtf_document import parse_rtf
 from carrag.services.parsers.source_code import CODE_EXTENSIONS, parse_code
-from carrag.services.parsers.text import parse_text
+from carrag.services.parsers.text import parse_markdown, parse_text
 from carrag.services.parsers.xlsx_sheets import parse_xlsx
+from carrag.services.vocabulary import PdfMode
 
 Parser = Callable[[bytes, str], ParsedDocument]
-PdfMode = Literal["text", "markdown"]
 
 PARSERS: dict[str, Parser] = {
     ".pdf": parse_pdf,
     ".txt": parse_text,
     ".text": parse_text,
-    ".md": parse_text,
-    ".markdown": parse_text,
+    ".md": parse_markdown,
+    ".markdown": parse_markdown,
     ".rst": parse_text,
     ".csv": parse_csv,
     ".json": parse_json,
@@ -69,13 +68,22 @@ def check_supported(filename: str) -> str:
     return extension
 
 
-def parse_file(data: bytes, filename: str, *, max_pdf_pages: int = 5000, pdf_mode: PdfMode = "text") -> ParsedDocument:
+def parse_file(
+    data: bytes,
+    filename: str,
+    *,
+    max_pdf_pages: int = 5000,
+    pdf_mode: PdfMode = PdfMode.TEXT,
+    ocr: PageReader | None = None,
+    on_progress: Progress | None = None,
+) -> ParsedDocument:
+    """``ocr`` reads PDF pages without usable text; ``on_progress(done, total)`` follows it."""
     extension = check_supported(filename)
     if not data:
         raise EmptyDocument(f"{filename} is empty.")
     if extension == ".pdf":
         pdf_parser = parse_pdf_markdown if pdf_mode == "markdown" else parse_pdf
-        parsed = pdf_parser(data, filename, max_pages=max_pdf_pages)
+        parsed = pdf_parser(data, filename, max_pages=max_pdf_pages, ocr=ocr, on_progress=on_progress)
     else:
         parsed = PARSERS[extension](data, filename)
     if not parsed.text.strip():

@@ -1,17 +1,21 @@
-"""HTML file → Markdown (seed 000: "HTML → Markdown conversion, scripts/styles removed").
+"""HTML → Markdown of the page's main content (seed 000: "HTML → Markdown conversion, scripts/styles
+removed"), for uploaded files and fetched web pages alike.
 
-An uploaded HTML file is converted whole with markdownify — headings, lists, tables and links keep
-their structure, so the `markdown` chunking strategy can use the headings. Web pages fetched by
-URL go through `web.py` instead, which extracts the main article and drops site navigation.
+trafilatura finds the article (see `html_main_content.py`), and markdownify converts it — headings,
+lists and tables keep their structure, so the `markdown` chunking strategy can use the headings.
+Link targets are left out (``[text](/wiki/...)`` becomes ``text``: URLs are noise for search and
+for the embedding), and so are citation markers such as ``[12]``. When the extractor finds
+nothing, or nothing to drop, the whole page is converted instead, without its ``<nav>`` and
+``<footer>``; ``metadata.extraction`` says which (``main_content`` or ``whole_page``).
 markdownify scored best against the docling reference conversions (see docs/architecture.md,
-"Formats").
+"Formats", and docs/benchmarks.md, "HTML main content").
 
 The character encoding comes from a byte-order mark or ``<meta charset>``; without either, UTF-8
 is tried, then Windows-1252, and only then statistical detection. Hidden elements (``hidden``,
 ``display: none``) are dropped, and tables used for page layout are unwrapped into blocks.
-Images become their alt text (their URLs, often ``data:`` blobs, are noise for search), link
-titles are dropped, and the ``<head>`` is not converted (its ``<title>`` becomes the document
-title). A document nested too deeply for the recursive converter falls back to its plain text.
+Images become their alt text (their URLs, often ``data:`` blobs, are noise for search), and the
+``<head>`` is not converted. The title is the ``<title>``, else the first ``#`` heading. A
+document nested too deeply for the recursive converter falls back to its plain text.
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ import warnings
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
+from carrag.services.parsers.html_main_content import article_html, choose_content, restore_headings
 from carrag.services.parsers.optional import import_optional
-from carrag.services.parsers.text import looks_binary
+from carrag.services.parsers.text import first_markdown_h1, looks_binary
 
 REMOVED_TAGS = ("script", "style", "noscript", "template", "head")
+WHOLE_PAGE_NOISE_TAGS = ("nav", "footer")  # never part of the whole-page conversion either
 TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "th", "td", "caption")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _TRAILING_SPACES = re.compile(r"[ \t]+$", re.MULTILINE)  # markdownify's "  " hard line breaks
@@ -35,7 +41,7 @@ _ORPHAN_TABLE_RULE = re.compile(r"(^|\n\n)\|(?: *-+ *\|)+ *(?:\n|$)")
 # Windows-1252 fallback browsers use (before statistical detection, which confuses the
 # Windows-125x code pages).
 FALLBACK_ENCODINGS = ["utf-8", "windows-1252"]
-_LINK_SCHEMES_DROPPED = ("data:", "javascript:")
+_CITATION_MARKER = re.compile(r"\[\s*(?:\d+|[a-z]|note \d+|citation needed)\s*\]", re.IGNORECASE)
 
 
 def _converter_class():
@@ -46,12 +52,13 @@ def _converter_class():
             return el.attrs.get("alt", None) or ""
 
         def convert_a(self, el, text, parent_tags):
-            href = (el.get("href") or "").strip()
-            if href.lower().startswith(_LINK_SCHEMES_DROPPED):
-                del el["href"]
-            if el.get("title") is not None:
-                del el["title"]
+            for attribute in ("href", "title"):  # the link text stays, its target does not
+                if el.get(attribute) is not None:
+                    del el[attribute]
             return super().convert_a(el, text, parent_tags)
+
+        def convert_sup(self, el, text, parent_tags):
+            return "" if _CITATION_MARKER.fullmatch(text.strip()) else super().convert_sup(el, text, parent_tags)
 
     return Converter
 
@@ -119,25 +126,66 @@ def html_to_markdown(soup) -> str:
     return tidy_markdown(markdown)
 
 
-def parse_html(data: bytes, filename: str) -> ParsedDocument:
+def _soup(markup: str):
     bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     import_optional("lxml", package="lxml", extension=".html")
     warnings.filterwarnings("ignore", category=bs4.XMLParsedAsHTMLWarning)  # XHTML is parsed as HTML on purpose
-    decoded = bs4.UnicodeDammit(data, user_encodings=FALLBACK_ENCODINGS, is_html=True)
-    if decoded.unicode_markup is None or looks_binary(decoded.unicode_markup):
-        raise InvalidInput(f"{filename} looks like binary data, not HTML.")
-    soup = bs4.BeautifulSoup(decoded.unicode_markup, "lxml")
-    title_tag = soup.find("title")
-    title = title_tag.get_text(" ", strip=True) or None if title_tag else None
-    for tag in soup(REMOVED_TAGS):
+    return bs4.BeautifulSoup(markup, "lxml")
+
+
+def clean_page(soup) -> None:
+    """Drop what is never content (scripts, styles, the head, hidden elements, ``<nav>``,
+    ``<footer>``) and unwrap layout tables."""
+    for tag in soup(REMOVED_TAGS + WHOLE_PAGE_NOISE_TAGS):
         tag.decompose()
     remove_hidden(soup)
     unwrap_layout_tables(soup)
-    text = html_to_markdown(soup)
+
+
+def article_soup(markup: str, url: str | None, page_soup):
+    """The main content as a soup, with the headings the extractor dropped put back (None if none)."""
+    try:
+        article = article_html(markup, url)
+    except (RecursionError, ValueError):  # lxml refuses some pathological trees; the whole page still converts
+        article = None
+    if not article:
+        return None
+    soup = _soup(article)
+    restore_headings(soup, page_soup)
+    unwrap_layout_tables(soup)
+    return soup
+
+
+def html_document(markup: str, filename: str, source_type: str, url: str | None = None) -> ParsedDocument:
+    """Markup (already decoded) → the Markdown of its main content, or of the whole page."""
+    soup = _soup(markup)
+    title_tag = soup.find("title")
+    page_title = title_tag.get_text(" ", strip=True) or None if title_tag else None
+    clean_page(soup)
+    article = article_soup(markup, url, soup)
+    choice = choose_content(article.get_text(" ") if article is not None else "", soup.get_text(" "))
+    text = html_to_markdown(article if choice.extraction == "main_content" else soup)
+    title = page_title or first_markdown_h1(text)
     return ParsedDocument(
         text=text,
         filename=filename,
-        source_type="html",
-        metadata={"title": title, "encoding": decoded.original_encoding, "line_count": len(text.splitlines())},
+        source_type=source_type,
+        metadata={
+            "title": title,
+            "line_count": len(text.splitlines()),
+            "extraction": choice.extraction,
+            "boilerplate_dropped_share": choice.dropped_share,
+            "markup": "markdown",
+        },
         title=title,
     )
+
+
+def parse_html(data: bytes, filename: str) -> ParsedDocument:
+    bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
+    decoded = bs4.UnicodeDammit(data, user_encodings=FALLBACK_ENCODINGS, is_html=True)
+    if decoded.unicode_markup is None or looks_binary(decoded.unicode_markup):
+        raise InvalidInput(f"{filename} looks like binary data, not HTML.")
+    parsed = html_document(decoded.unicode_markup, filename, "html")
+    parsed.metadata["encoding"] = decoded.original_encoding
+    return parsed

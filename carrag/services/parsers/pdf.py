@@ -1,18 +1,32 @@
 """PDF → text with PyMuPDF (seed 001 step 2): one text block per page that has text, pages joined by
 a blank line, and the offset span of every page kept so chunks know their page numbers.
 
+Text hygiene (`pdf_text_quality.py`): spans of glyph garbage are dropped, a page whose text is
+mostly garbage counts as a page without text, and line-break hyphens are joined. When an OCR
+reader is given (`pdf_ocr.py`, ``OCR_ENABLED``), pages without usable text are read by OCR, and so
+is the area of each garbage block on other pages. The document's metadata reports all of it:
+``hyphen_joins``, ``garbage_pages``, ``garbage_spans_dropped``, ``ocr_pages``, ``ocr_spans``.
+
 A damaged file that PyMuPDF can repair (e.g. truncated) is accepted with ``metadata.repaired =
 true`` and whatever text survived; one it cannot open is refused with 400."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from carrag.services.errors import InvalidInput, NoExtractableText
 from carrag.services.models import PageSpan, ParsedDocument
+from carrag.services.parsers.pdf_text_quality import document_vocabulary, is_garbage, join_hyphenated_breaks
 
 PAGE_SEPARATOR = "\n\n"
+GARBAGE_PAGE_SHARE = 0.5  # a page with at least this share of garbage characters counts as without text
+
+Rect = tuple[float, float, float, float]
+PageReader = Callable[[Any, Rect | None], str]  # (pymupdf.Page, area or None for all) -> its text by OCR
+Progress = Callable[[int, int], None]  # (pages done, pages to do)
 
 
 def open_pdf(data: bytes, filename: str, max_pages: int) -> Any:
@@ -49,16 +63,138 @@ def join_pages(pages: Iterable[tuple[int, str]]) -> tuple[str, list[PageSpan]]:
     return PAGE_SEPARATOR.join(parts), spans
 
 
+@dataclass(slots=True, frozen=True)
+class TextSpan:
+    """A block (text mode) or paragraph (Markdown mode) of a page, with its area when known."""
+
+    text: str
+    area: Rect | None = None
+
+
+@dataclass(slots=True)
+class PageHygiene:
+    """What `clean_pages` did to a document's pages, for its metadata."""
+
+    hyphen_joins: int = 0
+    garbage_pages: list[int] = field(default_factory=list)
+    garbage_spans_dropped: int = 0
+    ocr_pages: list[int] = field(default_factory=list)
+    ocr_spans: int = 0
+    ocr_seconds: float = 0.0
+    ocr_enabled: bool = False
+
+    def metadata(self) -> dict[str, Any]:
+        figures: dict[str, Any] = {
+            "hyphen_joins": self.hyphen_joins,
+            "garbage_pages": self.garbage_pages,
+            "garbage_spans_dropped": self.garbage_spans_dropped,
+        }
+        if self.ocr_enabled:
+            figures |= {
+                "ocr_pages": self.ocr_pages,
+                "ocr_spans": self.ocr_spans,
+                "ocr_seconds": round(self.ocr_seconds, 2),
+            }
+        return figures
+
+
+def _visible_chars(text: str) -> int:
+    return sum(not char.isspace() for char in text)
+
+
+@dataclass(slots=True)
+class CleanPage:
+    number: int
+    text: str
+    garbage_areas: list[Rect]  # garbage blocks with a known area (read by OCR when enabled)
+
+
+def usable_text(number: int, spans: Sequence[TextSpan]) -> tuple[CleanPage, int, bool]:
+    """A page's spans without the garbage ones: ``(page, spans dropped, page is garbage)``; a
+    garbage page's text is empty."""
+    kept: list[str] = []
+    areas: list[Rect] = []
+    garbage_chars = total_chars = dropped = 0
+    for span in spans:
+        chars = _visible_chars(span.text)
+        total_chars += chars
+        if is_garbage(span.text):
+            garbage_chars += chars
+            dropped += 1
+            if span.area is not None and chars:
+                areas.append(span.area)
+        else:
+            kept.append(span.text)
+    garbage_page = bool(total_chars) and garbage_chars / total_chars >= GARBAGE_PAGE_SHARE
+    text = "" if garbage_page else "".join(kept).rstrip()
+    return CleanPage(number, text, [] if garbage_page else areas), dropped, garbage_page
+
+
+def read_by_ocr(document: Any, pages: list[CleanPage], ocr: PageReader, on_progress: Progress | None) -> PageHygiene:
+    """Pages without text get their OCR text; garbage areas of other pages get theirs appended."""
+    hygiene = PageHygiene(ocr_enabled=True)
+    todo = [page for page in pages if not page.text.strip() or page.garbage_areas]
+    started = time.perf_counter()
+    for done, page in enumerate(todo, start=1):
+        pdf_page = document[page.number - 1]
+        if not page.text.strip():
+            page.text = ocr(pdf_page, None).rstrip()
+            if page.text.strip():
+                hygiene.ocr_pages.append(page.number)
+        else:
+            recovered = [text for area in page.garbage_areas if (text := ocr(pdf_page, area).strip())]
+            hygiene.ocr_spans += len(recovered)
+            page.text = "\n\n".join([page.text, *recovered])
+        if on_progress is not None:
+            on_progress(done, len(todo))
+    hygiene.ocr_seconds = time.perf_counter() - started
+    return hygiene
+
+
+def clean_pages(
+    document: Any,
+    pages: Sequence[tuple[int, Sequence[TextSpan]]],
+    ocr: PageReader | None = None,
+    on_progress: Progress | None = None,
+) -> tuple[list[tuple[int, str]], PageHygiene]:
+    """``(page_number, spans)`` → ``(page_number, text)`` with garbage dropped, pages without usable
+    text (and garbage areas) read by ``ocr`` when given, and line-break hyphens joined."""
+    cleaned: list[CleanPage] = []
+    garbage_pages: list[int] = []
+    dropped_total = 0
+    for number, spans in pages:
+        page, dropped, garbage_page = usable_text(number, spans)
+        dropped_total += dropped
+        if garbage_page:
+            garbage_pages.append(number)
+        cleaned.append(page)
+    hygiene = read_by_ocr(document, cleaned, ocr, on_progress) if ocr is not None else PageHygiene()
+    hygiene.garbage_pages, hygiene.garbage_spans_dropped = garbage_pages, dropped_total
+    vocabulary = document_vocabulary(page.text for page in cleaned)
+    result: list[tuple[int, str]] = []
+    for page in cleaned:
+        joined, count = join_hyphenated_breaks(page.text, vocabulary)
+        hygiene.hyphen_joins += count
+        result.append((page.number, joined))
+    return result, hygiene
+
+
 def pdf_document(
-    text: str, spans: list[PageSpan], filename: str, document: Any, extra: dict[str, Any] | None = None
+    text: str,
+    spans: list[PageSpan],
+    filename: str,
+    document: Any,
+    extra: dict[str, Any] | None = None,
+    hygiene: PageHygiene | None = None,
 ) -> ParsedDocument:
     if not spans:
-        raise NoExtractableText(
-            f"{filename} contains no extractable text (scanned or blank pages; OCR is not supported)."
-        )
+        why = "OCR found none either" if hygiene and hygiene.ocr_enabled else "OCR is off or not installed"
+        raise NoExtractableText(f"{filename} contains no extractable text (scanned or blank pages; {why}).")
     metadata: dict[str, Any] = {"total_pages": document.page_count, "pages_with_text": len(spans)}
     if document.is_repaired:
         metadata["repaired"] = True
+    if hygiene is not None:
+        metadata |= hygiene.metadata()
     return ParsedDocument(
         text=text,
         filename=filename,
@@ -69,15 +205,32 @@ def pdf_document(
     )
 
 
-def parse_pdf(data: bytes, filename: str, *, max_pages: int = 5000) -> ParsedDocument:
+def page_blocks(page: Any) -> list[TextSpan]:
+    """The page's text blocks in content order (joined, they are ``page.get_text()``), with their areas."""
+    return [
+        TextSpan(block[4], (block[0], block[1], block[2], block[3]))
+        for block in page.get_text("blocks", sort=False)
+        if block[6] == 0
+    ]
+
+
+def parse_pdf(
+    data: bytes,
+    filename: str,
+    *,
+    max_pages: int = 5000,
+    ocr: PageReader | None = None,
+    on_progress: Progress | None = None,
+) -> ParsedDocument:
     with open_pdf(data, filename, max_pages) as document:
 
-        def page_texts() -> Iterable[tuple[int, str]]:
+        def page_spans() -> Iterable[tuple[int, list[TextSpan]]]:
             for index in range(document.page_count):
                 try:
-                    yield index + 1, document[index].get_text().rstrip()
+                    yield index + 1, page_blocks(document[index])
                 except Exception as exc:
                     raise InvalidInput(f"{filename}: page {index + 1} cannot be read ({exc}).") from exc
 
-        text, spans = join_pages(page_texts())
-        return pdf_document(text, spans, filename, document)
+        pages, hygiene = clean_pages(document, list(page_spans()), ocr, on_progress)
+        text, spans = join_pages(pages)
+        return pdf_document(text, spans, filename, document, hygiene=hygiene)

@@ -1,7 +1,11 @@
-"""Plain text and Markdown: UTF-8 with undecodable bytes replaced (seed 001 step 2)."""
+"""Plain text and Markdown: UTF-8 with undecodable bytes replaced (seed 001 step 2).
+
+A Markdown file is marked ``metadata.markup = "markdown"`` (so the pipeline chunks it by headers
+unless the request names a strategy) and takes its first ``#`` heading as its title."""
 
 from __future__ import annotations
 
+from carrag.services.chunking.markdown import find_headers
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.decoding import decode_declared
@@ -45,3 +49,15 @@ def parse_text(data: bytes, filename: str, *, charset: str | None = None) -> Par
         source_type="text",
         metadata={"line_count": len(text.splitlines())},
     )
+
+
+def first_markdown_h1(text: str) -> str | None:
+    """The text of the first level-1 ATX heading (``# Title``) outside fenced code blocks."""
+    return next((header.title for header in find_headers(text) if header.level == 1 and header.title), None)
+
+
+def parse_markdown(data: bytes, filename: str) -> ParsedDocument:
+    parsed = parse_text(data, filename)
+    parsed.title = first_markdown_h1(parsed.text)
+    parsed.metadata |= {"markup": "markdown", "title": parsed.title}
+    return parsed

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-# usearch's extension, when loaded first, makes a later `import onnxruntime` crash the process
-# (segmentation fault; usearch 2.26.6, onnxruntime 1.31.1). Loaded in this order both work.
+# onnxruntime (the embedder, flashrank, OCR) segfaults on import when usearch's native library was
+# loaded first (onnxruntime 1.31 / usearch 2.26); loaded in this order both work.
 with contextlib.suppress(ImportError):
     import onnxruntime  # noqa: F401
 

@@ -10,7 +10,13 @@ from tests.conftest import FIXTURES
 
 def test_pages_without_text_are_skipped(manual_pdf: bytes) -> None:
     parsed = parse_pdf(manual_pdf, "2019_Ford_F150_Owners_Manual.pdf")
-    assert parsed.metadata == {"total_pages": 4, "pages_with_text": 3}
+    assert parsed.metadata == {
+        "total_pages": 4,
+        "pages_with_text": 3,
+        "hyphen_joins": 0,
+        "garbage_pages": [],
+        "garbage_spans_dropped": 0,
+    }
     assert [span.page for span in parsed.page_spans] == [1, 3, 4]
     assert "FL-500S" in parsed.text and "35 psi" in parsed.text
     for span in parsed.page_spans:
@@ -44,7 +50,7 @@ def test_garbage_named_pdf_is_invalid_input() -> None:
 
 def test_many_blank_pages_keep_the_real_page_number() -> None:
     parsed = parse_pdf((FIXTURES / "many_blank_pages.pdf").read_bytes(), "many.pdf")
-    assert parsed.metadata == {"total_pages": 2001, "pages_with_text": 1}
+    assert parsed.metadata["total_pages"] == 2001 and parsed.metadata["pages_with_text"] == 1
     assert parsed.page_spans[0].page == 2001
 
 

@@ -12,7 +12,14 @@ def test_markdown_mode_keeps_pages_and_finds_headings(manual_pdf: bytes) -> None
     text_mode = parse_file(manual_pdf, "manual.pdf")
     parsed = parse_file(manual_pdf, "manual.pdf", pdf_mode="markdown")
     assert parsed.source_type == "pdf" and parsed.title == "2019 Ford F-150 Owner's Manual"
-    assert parsed.metadata == {"total_pages": 4, "pages_with_text": 3, "pdf_mode": "markdown"}
+    assert parsed.metadata == {
+        "total_pages": 4,
+        "pages_with_text": 3,
+        "pdf_mode": "markdown",
+        "hyphen_joins": 0,
+        "garbage_pages": [],
+        "garbage_spans_dropped": 0,
+    }
     assert [span.page for span in parsed.page_spans] == [1, 3, 4] == [s.page for s in text_mode.page_spans]
     for span in parsed.page_spans:
         page_text = parsed.text[span.start : span.end]

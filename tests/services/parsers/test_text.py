@@ -9,8 +9,16 @@ from carrag.services.parsers import parse_file
 def test_utf8_with_line_count() -> None:
     parsed = parse_file("# Title\n\nCafé crème.\nSecond line\n".encode(), "notes.md")
     assert parsed.text.startswith("# Title") and "Café" in parsed.text
-    assert parsed.metadata == {"line_count": 4}
-    assert parsed.source_type == "text"
+    assert parsed.metadata == {"line_count": 4, "markup": "markdown", "title": "Title"}
+    assert parsed.source_type == "text" and parsed.title == "Title"
+
+
+def test_markdown_title_is_the_first_h1_outside_code_fences() -> None:
+    text = "Intro line\n\n```\n# not a heading\n```\n\n## Sub\n\n# Real Title #\n\nBody\n"
+    parsed = parse_file(text.encode(), "guide.markdown")
+    assert parsed.title == "Real Title"
+    assert parse_file(b"no heading here", "plain.md").title is None
+    assert parse_file(b"# Heading in a txt", "plain.txt").title is None, "only Markdown files take a title"
 
 
 def test_invalid_utf8_bytes_are_replaced() -> None:

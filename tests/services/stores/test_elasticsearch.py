@@ -13,12 +13,14 @@ from urllib.parse import urlsplit
 import pytest
 from elasticsearch import AsyncElasticsearch
 
-import carrag.services.stores.elasticsearch as es_module
+import carrag.services.stores.elasticsearch.mapping as es_mapping
+import carrag.services.stores.elasticsearch.queries as es_queries
 from carrag.services.errors import DependencyUnavailable, UpstreamError
 from carrag.services.ids import chunk_id
 from carrag.services.models import Chunk, SearchFilters
 from carrag.services.stores.elasticsearch import ElasticsearchStore, glob_to_regexp
-from tests.conftest import es_index_name
+from carrag.services.stores.elasticsearch.versions import PendingWrite
+from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
 from tests.live_server import free_port
 from tests.services.stores.test_store_contract import IDENTITY, chunks_of, record, unit_vectors
 
@@ -32,10 +34,10 @@ async def raw(es_url: str) -> AsyncIterator[AsyncElasticsearch]:
 
 @pytest.fixture
 async def es_store(es_url: str, raw: AsyncElasticsearch) -> AsyncIterator[ElasticsearchStore]:
-    store = ElasticsearchStore(es_url, index=es_index_name())
+    store = ElasticsearchStore(es_url, index=es_index_name(), refresh_interval=ES_TEST_REFRESH_INTERVAL)
     await store.open()
     yield store
-    await raw.indices.delete(index=store.index, ignore_unavailable=True)
+    await drop_es_index(raw, store.index)
     await store.close()
 
 
@@ -139,10 +141,18 @@ async def test_unreachable_node_gives_clear_503_errors() -> None:
 
 
 # --- on the real node ----------------------------------------------------------------------------
+def _only(response: dict) -> dict:
+    """The one concrete index's entry of an answer addressed to the alias."""
+    assert len(response) == 1, response
+    return next(iter(response.values()))
+
+
 @pytest.mark.elasticsearch
-async def test_index_mapping_and_settings(es_store: ElasticsearchStore, raw: AsyncElasticsearch) -> None:
+async def test_index_mapping_settings_and_alias(es_store: ElasticsearchStore, raw: AsyncElasticsearch) -> None:
     await es_store.write_document(record("a", "a.txt"), chunks_of("x"), unit_vectors(1, 0), IDENTITY)
-    mapping = (await raw.indices.get_mapping(index=es_store.index))[es_store.index]["mappings"]
+    aliases = await raw.indices.get_alias(name=es_store.index)
+    assert list(aliases) == [f"{es_store.index}-000001"], "the name is an alias over generation 1"
+    mapping = _only(await raw.indices.get_mapping(index=es_store.index))["mappings"]
     properties = mapping["properties"]
     assert properties["content"] == {"type": "text", "analyzer": "english"}
     assert properties["embedding"] == {
@@ -150,7 +160,7 @@ async def test_index_mapping_and_settings(es_store: ElasticsearchStore, raw: Asy
         "dims": IDENTITY.dimension,
         "index": True,
         "similarity": "cosine",
-        "index_options": es_module.HNSW_OPTIONS,
+        "index_options": es_mapping.HNSW_OPTIONS,
     }
     assert properties["tags"]["fields"]["keyword"]["type"] == "keyword"
     assert properties["document_id"]["type"] == properties["source_id"]["type"] == "keyword"
@@ -158,25 +168,34 @@ async def test_index_mapping_and_settings(es_store: ElasticsearchStore, raw: Asy
     assert properties["created_at"]["type"] == "date_nanos"
     assert mapping["dynamic"] == "strict"
     assert mapping["_meta"]["embedding_model"] == IDENTITY.model
-    settings = (await raw.indices.get_settings(index=es_store.index))[es_store.index]["settings"]["index"]
-    assert (settings["number_of_shards"], settings["refresh_interval"]) == ("1", "-1")
+    settings = _only(await raw.indices.get_settings(index=es_store.index))["settings"]["index"]
+    assert (settings["number_of_shards"], settings["refresh_interval"]) == ("1", ES_TEST_REFRESH_INTERVAL)
     tokens = await raw.indices.analyze(index=es_store.index, field="content", text="Replacing the filters")
     assert [t["token"] for t in tokens["tokens"]] == ["replac", "filter"]
 
 
 @pytest.mark.elasticsearch
-async def test_writes_stay_invisible_until_the_store_refreshes(es_store: ElasticsearchStore, raw) -> None:
-    """The premise of atomic visibility: with refresh_interval -1 nothing shows before a refresh."""
+async def test_shards_and_replicas_come_from_the_settings(es_url: str, raw: AsyncElasticsearch) -> None:
+    store = ElasticsearchStore(es_url, index=es_index_name(), shards=3, replicas=0, refresh_interval="2s")
+    await store.open()
+    await store.write_document(record("a", "a.txt", chunks=3), chunks_of("x", "y", "z"), unit_vectors(3, 0), IDENTITY)
+    settings = _only(await raw.indices.get_settings(index=store.index))["settings"]["index"]
+    assert (settings["number_of_shards"], settings["refresh_interval"]) == ("3", "2s")
+    # wait_for: the write returned only once a (scheduled) refresh had made it searchable
+    assert len(await store.lexical_search("x y z", 5, SearchFilters())) == 3
+    await drop_es_index(raw, store.index)
+    await store.close()
+
+
+@pytest.mark.elasticsearch
+async def test_a_version_no_source_record_names_is_invisible(es_store: ElasticsearchStore, raw) -> None:
+    """The premise of atomic visibility: chunks are shown only while their source's record names them."""
     await es_store.write_document(record("a", "a.txt"), chunks_of("visible"), unit_vectors(1, 0), IDENTITY)
-    await raw.index(
-        index=es_store.index,
-        id="sneaky",
-        document={"doc_kind": "chunk", "document_id": "x", "content": "hidden", "chunk_index": 0},
-    )
+    pending = {"doc_kind": "chunk", "document_id": "x", "source_id": "a.txt", "content": "hidden", "chunk_index": 0}
+    await raw.index(index=es_store.index, id="sneaky", document=pending, refresh=True)
     assert await es_store.count_chunks() == 1
     assert await es_store.lexical_search("hidden", 5, SearchFilters()) == []
-    await raw.indices.refresh(index=es_store.index)
-    assert await es_store.count_chunks() == 2
+    assert await es_store.get_chunks("x") == []
 
 
 @pytest.mark.elasticsearch
@@ -192,8 +211,8 @@ async def test_a_rejected_chunk_fails_the_write_and_leaves_the_old_version(es_st
     assert await es_store.count_chunks() == 2
     assert await es_store.lexical_search("pelican", 50, SearchFilters()) == []
     assert len(await es_store.lexical_search("walrus", 5, SearchFilters())) == 2
-    await raw.indices.refresh(index=es_store.index)  # the rolled-back items are deleted, not just unrefreshed
-    assert (await raw.count(index=es_store.index))["count"] == 3  # two chunks + the record
+    await raw.indices.refresh(index=es_store.index)  # the rolled-back items are deleted, not just hidden
+    assert (await raw.count(index=es_store.index))["count"] == 4  # two chunks, the version and the source record
     assert await es_store.check_integrity() == []
 
 
@@ -215,7 +234,6 @@ async def test_integrity_check_finds_what_a_crash_could_leave(es_store: Elastics
     }
     await raw.index(index=es_store.index, id="orphan-0", document=chunk)
     await raw.delete(index=es_store.index, id=chunk_id("a", 1))
-    await raw.indices.refresh(index=es_store.index)
     assert sorted(await es_store.check_integrity()) == [
         "1 chunks belong to no document",
         "1 chunks lack a vector",
@@ -224,9 +242,61 @@ async def test_integrity_check_finds_what_a_crash_could_leave(es_store: Elastics
 
 
 @pytest.mark.elasticsearch
+async def test_the_sweep_removes_abandoned_versions_and_keeps_live_ones(es_store: ElasticsearchStore, raw) -> None:
+    """A writer that died after writing its chunks (step 1) never flipped the record: its version stays
+    invisible, and the sweep removes it once it is older than ELASTICSEARCH_ABANDONED_AFTER_SECONDS."""
+    await es_store.write_document(
+        record("live", "s.txt", chunks=2), chunks_of("kept", "kept"), unit_vectors(2, 0), IDENTITY
+    )
+    dead = PendingWrite(record("dead", "s.txt", chunks=2), chunks_of("lost", "lost"), unit_vectors(2, 1), IDENTITY)
+    outcomes: list = [None]
+    assert await es_store.versions._write_versions([dead], outcomes) == [0]  # step 1 only: the crash
+    assert await es_store.lexical_search("lost", 5, SearchFilters()) == []
+    assert await es_store.sweep() == 0, "too young: its writer may still publish it"
+    assert await es_store.sweep(older_than=0) == 1
+    assert await es_store.check_integrity() == []
+    assert (await raw.count(index=es_store.index))["count"] == 4  # the live version: 2 chunks, 2 records
+    assert [h.chunk.document_id for h in await es_store.lexical_search("kept", 5, SearchFilters())] == ["live", "live"]
+
+
+@pytest.mark.elasticsearch
+async def test_a_write_never_flips_after_half_the_abandon_time(es_store: ElasticsearchStore, monkeypatch) -> None:
+    await es_store.write_document(record("v1", "s.txt"), chunks_of("first"), unit_vectors(1, 0), IDENTITY)
+    es_store.versions.abandoned_after = 0.0  # every flip is already too late
+    with pytest.raises(DependencyUnavailable, match="nothing was stored"):
+        await es_store.write_document(record("v2", "s.txt"), chunks_of("second"), unit_vectors(1, 1), IDENTITY)
+    assert (await es_store.find_by_source("s.txt")).document_id == "v1"
+    assert await es_store.check_integrity() == []
+
+
+@pytest.mark.elasticsearch
+async def test_concurrent_writes_share_bulk_requests(es_store: ElasticsearchStore, monkeypatch) -> None:
+    calls: list[int] = []
+    original = es_store.connection.bulk
+
+    async def counting(operations, **kwargs):
+        calls.append(len(operations))
+        return await original(operations, **kwargs)
+
+    monkeypatch.setattr(es_store.connection, "bulk", counting)
+    await asyncio.gather(
+        *(
+            es_store.write_document(
+                record(f"d{n}", f"s{n}.txt", chunks=2), chunks_of("a", "b"), unit_vectors(2, n), IDENTITY
+            )
+            for n in range(40)
+        )
+    )
+    assert await es_store.count_chunks() == 80
+    assert len(calls) <= 12, f"40 concurrent documents took {len(calls)} bulk requests"
+
+
+@pytest.mark.elasticsearch
 async def test_store_recovers_when_elasticsearch_comes_back(es_url: str, raw: AsyncElasticsearch) -> None:
     port = free_port()
-    store = ElasticsearchStore(f"http://127.0.0.1:{port}", index=es_index_name(), timeout=5)
+    store = ElasticsearchStore(
+        f"http://127.0.0.1:{port}", index=es_index_name(), timeout=5, refresh_interval=ES_TEST_REFRESH_INTERVAL
+    )
     with pytest.raises(DependencyUnavailable):
         await store.open()
     assert (await store.health()).status == "unavailable"
@@ -237,54 +307,75 @@ async def test_store_recovers_when_elasticsearch_comes_back(es_url: str, raw: As
         await store.write_document(record("a", "a.txt"), chunks_of("recovered words"), unit_vectors(1, 0), IDENTITY)
         assert len(await store.lexical_search("recovered", 5, SearchFilters())) == 1
         assert (await store.health()).status == "ok"
-    await raw.indices.delete(index=store.index, ignore_unavailable=True)
+    await drop_es_index(raw, store.index)
     await store.close()
 
 
 @pytest.mark.elasticsearch
 async def test_an_index_deleted_underneath_reads_as_empty_then_comes_back(es_store: ElasticsearchStore, raw) -> None:
     await es_store.write_document(record("a", "a.txt"), chunks_of("first words"), unit_vectors(1, 0), IDENTITY)
-    await raw.indices.delete(index=es_store.index)
-    # inside its lock the delete meets the missing index twice; it must neither hang nor fail
+    await drop_es_index(raw, es_store.index)
+    with pytest.raises(DependencyUnavailable, match="deleted by someone else"):
+        # the alias is gone: the bulk must fail (require_alias), not create a plain index by that name
+        await es_store.write_document(record("b", "b.txt"), chunks_of("second words"), unit_vectors(1, 1), IDENTITY)
+    assert not await raw.indices.exists(index=es_store.index)
     assert await asyncio.wait_for(es_store.delete_document("a"), 10) is False
     assert await es_store.count_chunks() == 0
     assert await es_store.lexical_search("words", 5, SearchFilters()) == []
     assert await es_store.embedding_identity() is None
     await es_store.write_document(record("b", "b.txt"), chunks_of("second words"), unit_vectors(1, 1), IDENTITY)
     assert [h.chunk.document_id for h in await es_store.lexical_search("words", 5, SearchFilters())] == ["b"]
-    mapping = (await raw.indices.get_mapping(index=es_store.index))[es_store.index]["mappings"]
+    mapping = _only(await raw.indices.get_mapping(index=es_store.index))["mappings"]
     assert mapping["dynamic"] == "strict", "recreated by the store, with its mapping"
 
 
 @pytest.mark.elasticsearch
 async def test_an_existing_index_is_adopted_or_refused_clearly(es_url: str, raw: AsyncElasticsearch) -> None:
     name = es_index_name()
-    await raw.indices.create(index=name, settings={"number_of_shards": 1, "refresh_interval": "1s"})
+    await raw.indices.create(
+        index=f"{name}-000001", settings={"number_of_shards": 1, "refresh_interval": "-1"}, aliases={name: {}}
+    )
     store = ElasticsearchStore(es_url, index=name)
     await store.open()
-    settings = (await raw.indices.get_settings(index=name))[name]["settings"]["index"]
-    assert settings["refresh_interval"] == "-1", "atomic visibility needs refreshes only on request"
+    settings = _only(await raw.indices.get_settings(index=name))["settings"]["index"]
+    assert settings["refresh_interval"] == "1s", "writes wait for refreshes, so refreshes must happen"
+    await store.close()
+
+    plain = es_index_name()
+    await raw.indices.create(index=plain)
+    store = ElasticsearchStore(es_url, index=plain)
+    with pytest.raises(DependencyUnavailable, match=f"index {plain} is a plain index, not an alias.*carrag reindex"):
+        await store.open()
     await store.close()
 
     foreign = es_index_name()
-    await raw.indices.create(index=foreign, mappings={"properties": {"content": {"type": "keyword"}}})
+    await raw.indices.create(
+        index=f"{foreign}-000001", mappings={"properties": {"content": {"type": "keyword"}}}, aliases={foreign: {}}
+    )
     store = ElasticsearchStore(es_url, index=foreign)
-    with pytest.raises(DependencyUnavailable, match=f"index {foreign} exists with a mapping Carrag cannot use"):
+    with pytest.raises(DependencyUnavailable, match=f"index {foreign}-000001 exists with a mapping Carrag cannot use"):
         await store.open()
     await store.close()
-    await raw.indices.delete(index=f"{name},{foreign}")
+    await raw.indices.delete(index=f"{name}-000001,{plain},{foreign}-000001")
 
 
 @pytest.mark.elasticsearch
 async def test_pages_beyond_the_result_window(es_store: ElasticsearchStore, monkeypatch) -> None:
-    for n in range(9):
-        await es_store.write_document(
-            record(f"d{n}", f"s{n}.txt", tags=["t"], minutes=n), chunks_of(f"text {n}"), unit_vectors(1, n), IDENTITY
+    await asyncio.gather(
+        *(
+            es_store.write_document(
+                record(f"d{n}", f"s{n}.txt", tags=["t"], minutes=n),
+                chunks_of(f"text {n}"),
+                unit_vectors(1, n),
+                IDENTITY,
+            )
+            for n in range(9)
         )
+    )
     chunks = [Chunk(i, f"part {i}", i * 10, i * 10 + 6) for i in range(8)]
     await es_store.write_document(record("big", "big.txt", chunks=8, minutes=99), chunks, unit_vectors(8, 1), IDENTITY)
     expected_documents = [d.document_id for d in (await es_store.list_documents(offset=0, limit=20)).items]
-    monkeypatch.setattr(es_module, "MAX_RESULT_WINDOW", 3)  # force the search_after path
+    monkeypatch.setattr(es_queries, "MAX_RESULT_WINDOW", 3)  # force the search_after path
     for offset, limit in [(0, 5), (2, 4), (6, 3), (9, 2), (12, 5)]:
         page = await es_store.list_documents(offset=offset, limit=limit)
         assert [d.document_id for d in page.items] == expected_documents[offset : offset + limit]

@@ -21,7 +21,7 @@ from carrag.services.stores.base import Store
 from carrag.services.stores.elasticsearch import ElasticsearchStore
 from carrag.services.stores.process_lock import StoreInUse
 from carrag.services.stores.sqlite import SqliteStore
-from tests.conftest import es_index_name
+from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
 
 DIMENSION = 8
 IDENTITY = EmbeddingIdentity("test:contract-model", DIMENSION)
@@ -47,7 +47,7 @@ async def open_store(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[
         url, index = request.getfixturevalue("es_url"), es_index_name()
 
         def make() -> Store:
-            return ElasticsearchStore(url, index=index)
+            return ElasticsearchStore(url, index=index, refresh_interval=ES_TEST_REFRESH_INTERVAL)
 
     opened: list[Store] = []
 
@@ -59,7 +59,7 @@ async def open_store(request: pytest.FixtureRequest, tmp_path) -> AsyncIterator[
 
     yield opener
     if request.param == "elasticsearch" and opened:
-        await opened[0].client.indices.delete(index=index, ignore_unavailable=True)  # type: ignore[attr-defined]
+        await drop_es_index(opened[0].client, index)  # type: ignore[attr-defined]
     for store in opened:
         await store.close()
 

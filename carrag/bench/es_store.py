@@ -1,0 +1,342 @@
+"""`carrag bench --store elasticsearch`: Carrag's Elasticsearch store next to raw Elasticsearch,
+same node, same mapping, same chunks and vectors (issue 12, item 3).
+
+1. Writes: chunks/s of ``helpers.async_bulk`` into a plain index with the store's mapping, next to
+   chunks/s of ``ElasticsearchStore.write_document`` from 1, 8 and 64 concurrent writers (each
+   document: its chunks, a version record and the flip of its source record, visible when the call
+   returns). The ratio at the highest concurrency is the figure of merit (target ≥ 0.8).
+2. Search: p50/p95 of ``POST /search`` (hybrid, no reranking, through the real ASGI app) next to a
+   raw hybrid request on the same index: the query embedded by the same embedder, then the BM25 and
+   kNN searches sent concurrently and fused by RRF in Python (target ≤ 1.2×).
+
+Documents are synthetic (words drawn from a fixed vocabulary, random unit vectors), so the figures
+measure the store, not a model. Indices are created under ``<ELASTICSEARCH_INDEX>_bench_*`` and
+deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import numpy as np
+from elasticsearch import AsyncElasticsearch, NotFoundError, helpers
+
+from carrag.services.ids import chunk_id
+from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, SearchFilters
+from carrag.services.retrieval.fusion import reciprocal_rank_fusion
+from carrag.services.settings import Settings
+from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.elasticsearch.mapping import (
+    CHUNK_SOURCE_EXCLUDES,
+    chunk_source,
+    embedding_property,
+    index_mappings,
+)
+from carrag.services.stores.elasticsearch.queries import knn_request, lexical_request
+
+Report = Callable[[str], None]
+
+VOCABULARY = [
+    "engine",
+    "oil",
+    "filter",
+    "brake",
+    "pad",
+    "tyre",
+    "pressure",
+    "battery",
+    "coolant",
+    "valve",
+    "pump",
+    "sensor",
+    "gasket",
+    "belt",
+    "chain",
+    "clutch",
+    "gear",
+    "axle",
+    "spark",
+    "plug",
+    "fuse",
+    "relay",
+    "wiring",
+    "harness",
+    "mirror",
+    "wiper",
+    "blade",
+    "lamp",
+    "bulb",
+    "seat",
+    "heater",
+    "vent",
+    "duct",
+    "hinge",
+    "latch",
+    "lock",
+    "door",
+    "window",
+    "panel",
+    "frame",
+    "bracket",
+    "bolt",
+    "washer",
+    "spring",
+    "damper",
+    "shock",
+    "strut",
+    "bearing",
+    "seal",
+]
+
+
+@dataclass(slots=True)
+class EsBenchConfig:
+    documents: int = 1000
+    chunks_per_document: int = 4
+    dimension: int = 384
+    writers: tuple[int, ...] = (1, 8, 64)
+    documents_per_writer_cap: int = 25  # 1 writer waits for a refresh per document: keep that run short
+    queries: int = 100
+    top_k: int = 5
+
+
+@dataclass(slots=True)
+class EsBenchReport:
+    node: str
+    started_at: str
+    config: dict[str, Any]
+    raw_bulk_chunks_per_s: float = 0.0
+    store_chunks_per_s: dict[int, float] = field(default_factory=dict)
+    search_p50_ms: float = 0.0
+    search_p95_ms: float = 0.0
+    raw_hybrid_p50_ms: float = 0.0
+    raw_hybrid_p95_ms: float = 0.0
+
+    @property
+    def write_ratio(self) -> float:
+        best = self.store_chunks_per_s[max(self.store_chunks_per_s)] if self.store_chunks_per_s else 0.0
+        return best / self.raw_bulk_chunks_per_s if self.raw_bulk_chunks_per_s else 0.0
+
+    @property
+    def search_ratio(self) -> float:
+        return self.search_p50_ms / self.raw_hybrid_p50_ms if self.raw_hybrid_p50_ms else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["write_ratio"] = round(self.write_ratio, 3)
+        data["search_ratio"] = round(self.search_ratio, 3)
+        return data
+
+    def lines(self) -> list[str]:
+        out = [f"Elasticsearch {self.node}; raw async_bulk: {self.raw_bulk_chunks_per_s:,.0f} chunks/s"]
+        for writers, rate in sorted(self.store_chunks_per_s.items()):
+            ratio = rate / self.raw_bulk_chunks_per_s if self.raw_bulk_chunks_per_s else 0.0
+            out.append(f"Carrag store, {writers:>3} concurrent writers: {rate:,.0f} chunks/s ({ratio:.2f}× raw bulk)")
+        out.append(
+            f"/search p50 {self.search_p50_ms:.1f} ms (p95 {self.search_p95_ms:.1f}); raw hybrid p50 "
+            f"{self.raw_hybrid_p50_ms:.1f} ms (p95 {self.raw_hybrid_p95_ms:.1f}); ratio {self.search_ratio:.2f}×"
+        )
+        return out
+
+
+@dataclass(slots=True)
+class SyntheticDocument:
+    record: DocumentRecord
+    chunks: list[Chunk]
+    vectors: np.ndarray
+
+
+def synthetic_documents(config: EsBenchConfig, seed: int = 7) -> list[SyntheticDocument]:
+    rng = np.random.default_rng(seed)
+    documents = []
+    created = datetime.now(UTC).isoformat()
+    for number in range(config.documents):
+        chunks, offset = [], 0
+        for index in range(config.chunks_per_document):
+            text = " ".join(rng.choice(VOCABULARY, size=60))
+            chunks.append(Chunk(index, text, offset, offset + len(text)))
+            offset += len(text) + 1
+        vectors = rng.normal(size=(config.chunks_per_document, config.dimension)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        document_id = str(uuid.UUID(int=int(rng.integers(0, 2**63)) << 64 | number))
+        record = DocumentRecord(
+            document_id=document_id,
+            filename=f"bench-{number}.txt",
+            source_id=f"bench-{number}.txt",
+            source_type="text",
+            content_hash=f"bench-{number}",
+            chunk_count=len(chunks),
+            tags=["bench"],
+            metadata={},
+            created_at=created,
+        )
+        documents.append(SyntheticDocument(record, chunks, vectors))
+    return documents
+
+
+async def raw_bulk(
+    client: AsyncElasticsearch,
+    index: str,
+    store: ElasticsearchStore,
+    documents: list[SyntheticDocument],
+    dimension: int,
+) -> float:
+    """chunks/s of ``helpers.async_bulk`` into a plain index with the store's settings and mapping."""
+    mappings = index_mappings()
+    mappings["properties"] = {**mappings["properties"], "embedding": embedding_property(dimension)}
+    await client.indices.create(index=index, settings=store.layout.settings(), mappings=mappings)
+    actions = [
+        {
+            "_index": index,
+            "_id": chunk_id(document.record.document_id, chunk.chunk_index),
+            "_source": chunk_source(document.record, chunk, vector),
+        }
+        for document in documents
+        for chunk, vector in zip(document.chunks, document.vectors, strict=True)
+    ]
+    started = time.perf_counter()
+    await helpers.async_bulk(client.options(request_timeout=120), actions, chunk_size=500)
+    elapsed = time.perf_counter() - started
+    await client.indices.delete(index=index)
+    return len(actions) / elapsed
+
+
+async def store_writes(
+    store: ElasticsearchStore, documents: list[SyntheticDocument], writers: int, identity: EmbeddingIdentity
+) -> float:
+    """chunks/s of ``write_document`` from ``writers`` concurrent callers."""
+    queue = list(reversed(documents))
+
+    async def writer() -> None:
+        while queue:
+            document = queue.pop()
+            await store.write_document(document.record, document.chunks, document.vectors, identity)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(writer() for _ in range(writers)))
+    elapsed = time.perf_counter() - started
+    return sum(len(d.chunks) for d in documents) / elapsed
+
+
+async def drop(client: AsyncElasticsearch, alias: str) -> None:
+    try:
+        concrete = list((await client.indices.get_alias(name=alias)).keys())
+    except NotFoundError:
+        return
+    await client.indices.delete(index=",".join(concrete), ignore_unavailable=True)
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def run_es_bench(settings: Settings, config: EsBenchConfig, report: Report) -> EsBenchReport:
+    from carrag.api.main import create_app
+    from carrag.services.container import build_container
+
+    prefix = f"{settings.elasticsearch_index}_bench_{uuid.uuid4().hex[:8]}"
+    client = AsyncElasticsearch(settings.elasticsearch_url, request_timeout=120)
+    info = await client.info()
+    result = EsBenchReport(str(info["version"]["number"]), datetime.now(UTC).isoformat(), asdict(config))
+    documents = synthetic_documents(config)
+    try:
+        probe = ElasticsearchStore.from_settings(settings.model_copy(update={"elasticsearch_index": f"{prefix}_raw"}))
+        report(f"raw async_bulk: {len(documents) * config.chunks_per_document} chunks …")
+        result.raw_bulk_chunks_per_s = await raw_bulk(client, f"{prefix}_raw", probe, documents, config.dimension)
+        await probe.close()
+
+        search_settings = settings.model_copy(
+            update={
+                "store": "elasticsearch",
+                "elasticsearch_index": f"{prefix}_search",
+                "tagger": "off",
+                "llm": "none",
+                "rerank_enabled": False,
+                "embed_cache_size": 0,
+            }
+        )
+        container = await build_container(search_settings)
+        try:
+            identity = await container.embedder.embedding_identity()
+            if identity.dimension != config.dimension:
+                config.dimension = identity.dimension
+                documents = synthetic_documents(config)
+            for writers in config.writers:
+                count = min(len(documents), writers * config.documents_per_writer_cap)
+                if writers == max(config.writers):
+                    count = len(documents)
+                store = ElasticsearchStore.from_settings(
+                    settings.model_copy(update={"elasticsearch_index": f"{prefix}_w{writers}"})
+                )
+                await store.open()
+                report(f"Carrag store, {writers} writers: {count * config.chunks_per_document} chunks …")
+                result.store_chunks_per_s[writers] = await store_writes(store, documents[:count], writers, identity)
+                await drop(client, store.index)
+                await store.close()
+            report("filling the search index …")
+            await store_writes(container.store, documents, max(config.writers), identity)  # type: ignore[arg-type]
+            await _bench_search(container, client, f"{prefix}_search", config, result, create_app)
+        finally:
+            await drop(client, f"{prefix}_search")
+            await container.store.close()
+    finally:
+        await client.close()
+    return result
+
+
+async def _bench_search(
+    container: Any,
+    client: AsyncElasticsearch,
+    alias: str,
+    config: EsBenchConfig,
+    result: EsBenchReport,
+    create_app: Any,
+) -> None:
+    settings = container.settings
+    depth = config.top_k * settings.retrieval_k_multiplier
+    rng = np.random.default_rng(11)
+    questions = [" ".join(rng.choice(VOCABULARY, size=4)) for _ in range(config.queries + 5)]
+    app = create_app(container=container)
+
+    async def raw_hybrid(question: str) -> list[Any]:
+        vector = await container.embedder.embed_query(question)
+        lexical = lexical_request(question, depth, SearchFilters())
+        knn = knn_request(vector, depth, settings.elasticsearch_num_candidates, SearchFilters())
+        bm25, semantic = await asyncio.gather(
+            client.search(index=alias, **lexical, source_excludes=CHUNK_SOURCE_EXCLUDES),  # type: ignore[arg-type]
+            client.search(index=alias, **knn, source_excludes=CHUNK_SOURCE_EXCLUDES),
+        )
+        legs = {
+            "bm25": [hit["_id"] for hit in bm25["hits"]["hits"]],
+            "knn": [hit["_id"] for hit in semantic["hits"]["hits"]],
+        }
+        return reciprocal_rank_fusion(legs, k=settings.rrf_k)[: config.top_k]
+
+    ours, raw = [], []
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
+        for number, question in enumerate(questions):
+            body = {"question": question, "top_k": config.top_k, "rerank": False}
+            started = time.perf_counter()
+            response = await http.post("/search", json=body)
+            elapsed_ours = (time.perf_counter() - started) * 1000
+            response.raise_for_status()
+            started = time.perf_counter()
+            await raw_hybrid(question)
+            elapsed_raw = (time.perf_counter() - started) * 1000
+            if number >= 5:  # warm-up
+                ours.append(elapsed_ours)
+                raw.append(elapsed_raw)
+    result.search_p50_ms = round(statistics.median(ours), 2)
+    result.search_p95_ms = round(_percentile(ours, 0.95), 2)
+    result.raw_hybrid_p50_ms = round(statistics.median(raw), 2)
+    result.raw_hybrid_p95_ms = round(_percentile(raw, 0.95), 2)

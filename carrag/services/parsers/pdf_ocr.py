@@ -1,0 +1,146 @@
+"""OCR of PDF pages without usable text, with rapidocr-onnxruntime (PaddleOCR models in ONNX form).
+
+The detection and recognition models ship inside the wheel, so OCR works offline; nothing is
+downloaded. It is on by default when the package is installed and ``OCR_ENABLED`` is true
+(`reader_for`); the PDF parsers call the reader for each page without usable text and for each
+garbage block of other pages (`pdf.py`).
+
+A page with neither images nor vector graphics is blank and skipped. A page (or an area of
+it) is rendered at ``OCR_DPI`` with PyMuPDF and read (`read_image`); the text boxes found
+are put back into lines (boxes whose vertical centres fall inside the line's height, left to
+right) and the lines into paragraphs (a gap taller than 1.5 lines starts a new paragraph).
+The engine is loaded once per process on first use (about 2 s) and used by one thread at a time;
+the parsers run off the event loop, so OCR never blocks it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from carrag.services.parsers.pdf import PageReader, Rect
+
+OCR_PACKAGE = "rapidocr_onnxruntime"
+PARAGRAPH_GAP_LINES = 1.5
+MIN_CONFIDENCE = 0.5  # boxes read with less confidence are dropped
+DETECTION_MAX_SIDE = 1600  # pixels: text lines are found on a page shrunk to this, read at full resolution
+
+_engine_lock = threading.Lock()
+
+
+def ocr_available() -> bool:
+    return importlib.util.find_spec(OCR_PACKAGE) is not None
+
+
+@lru_cache(maxsize=1)
+def _engine() -> Any:
+    from rapidocr_onnxruntime import RapidOCR
+
+    return RapidOCR()
+
+
+@dataclass(slots=True)
+class TextBox:
+    top: float
+    bottom: float
+    left: float
+    text: str
+
+    @property
+    def centre(self) -> float:
+        return (self.top + self.bottom) / 2
+
+
+def boxes_to_text(boxes: list[TextBox]) -> str:
+    """Text boxes → lines (top to bottom, each left to right) → paragraphs."""
+    lines: list[list[TextBox]] = []
+    for box in sorted(boxes, key=lambda box: (box.centre, box.left)):
+        line = lines[-1] if lines else None
+        if line is not None and min(b.top for b in line) <= box.centre <= max(b.bottom for b in line):
+            line.append(box)
+        else:
+            lines.append([box])
+    if not lines:
+        return ""
+    heights = [max(b.bottom for b in line) - min(b.top for b in line) for line in lines]
+    line_height = statistics.median(heights) or 1.0
+    parts: list[str] = []
+    previous_bottom: float | None = None
+    for line in lines:
+        top = min(b.top for b in line)
+        if previous_bottom is not None:
+            parts.append("\n\n" if top - previous_bottom > PARAGRAPH_GAP_LINES * line_height else "\n")
+        parts.append(" ".join(box.text for box in sorted(line, key=lambda box: box.left)))
+        previous_bottom = max(b.bottom for b in line)
+    return "".join(parts)
+
+
+def read_image(image: Any) -> str:
+    """OCR text of an image (an ``H×W×3`` uint8 BGR array).
+
+    RapidOCR's one-call pipeline either detects at full resolution (slow: ~5x the time on a 300 dpi
+    page) or, past its ``max_side_len``, shrinks the image before cropping the lines it reads (at
+    the default 2000 a 300 dpi page is read at ~180 dpi and words run together: "Atotalof3trucks").
+    So its two stages are called apart (the API of the pinned 1.4 release): text lines are
+    detected on a copy shrunk to `DETECTION_MAX_SIDE`, and cropped from the full-resolution image
+    for recognition. No angle classifier: pages are upright.
+    """
+    import cv2
+    import numpy as np
+
+    height, width = image.shape[:2]
+    scale = min(1.0, DETECTION_MAX_SIDE / max(height, width))
+    small = image if scale == 1.0 else cv2.resize(image, (round(width * scale), round(height * scale)), cv2.INTER_AREA)
+    with _engine_lock:
+        engine = _engine()
+        found, _ = engine.text_det(small)
+        if found is None or len(found) == 0:
+            return ""
+        corners = (np.asarray(engine.sorted_boxes(found), dtype=np.float32) / scale).astype(np.float32)
+        read, _ = engine.text_rec(engine.get_crop_img_list(image, corners))
+    boxes = [
+        TextBox(
+            top=float(box[:, 1].min()),
+            bottom=float(box[:, 1].max()),
+            left=float(box[:, 0].min()),
+            text=text.strip(),
+        )
+        for box, (text, confidence) in zip(corners, read, strict=True)
+        if text.strip() and float(confidence) >= MIN_CONFIDENCE
+    ]
+    return boxes_to_text(boxes)
+
+
+def render(page: Any, dpi: int, area: Rect | None = None) -> Any:
+    """The page (or ``area`` of it, in PDF points) as a BGR array at ``dpi``."""
+    import numpy as np
+    import pymupdf
+
+    clip = pymupdf.Rect(area) if area is not None else None
+    pixmap = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csRGB, alpha=False, clip=clip)
+    rgb = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(pixmap.height, pixmap.width, 3)
+    return np.ascontiguousarray(rgb[:, :, ::-1])
+
+
+class RapidOcrReader:
+    """A `PageReader`: the OCR text of a page or of an area of it."""
+
+    def __init__(self, dpi: int = 300) -> None:
+        self.dpi = dpi
+
+    def __call__(self, page: Any, area: Rect | None = None) -> str:
+        if area is None and not page.get_images() and not page.get_drawings():
+            return ""  # a page with neither images nor vector graphics is blank: nothing to read
+        image = render(page, self.dpi, area)
+        if image.shape[0] < 8 or image.shape[1] < 8:  # nothing to read in a sliver
+            return ""
+        return read_image(image)
+
+
+def reader_for(enabled: bool, dpi: int = 300) -> PageReader | None:
+    """The OCR reader when OCR is enabled and rapidocr-onnxruntime is installed, else None."""
+    return RapidOcrReader(dpi) if enabled and ocr_available() else None

@@ -1,0 +1,19 @@
+"""The Elasticsearch store adapter, one idea per module:
+
+- `store.py`: the `Store` port (reads, and writes handed to the batcher);
+- `versions.py`: the visibility protocol (how a version becomes visible, is replaced, is deleted);
+- `live_filter.py`: its reader side (which search hits may be returned);
+- `batching.py`: concurrent writes gathered into bulk requests;
+- `layout.py`: the alias and its concrete index generations, the embedding identity;
+- `reindex.py`: re-embedding into a new generation and swapping the alias;
+- `mapping.py`: the index mapping and the JSON of each kind of document;
+- `queries.py`: filters, glob translation, the search legs' requests;
+- `integrity.py`: the integrity check;
+- `connection.py`: the client, error mapping and bulk requests.
+"""
+
+from carrag.services.stores.elasticsearch.layout import SUPPORTED_MAJOR
+from carrag.services.stores.elasticsearch.queries import glob_to_regexp
+from carrag.services.stores.elasticsearch.store import ElasticsearchStore
+
+__all__ = ["SUPPORTED_MAJOR", "ElasticsearchStore", "glob_to_regexp"]

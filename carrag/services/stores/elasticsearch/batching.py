@@ -1,0 +1,84 @@
+"""Writes from many concurrent callers, sent to Elasticsearch together.
+
+Each ``write_document`` call joins a queue; a drainer takes everything queued (up to
+``max_chunks``) and writes it as one batch through `Versions.write`: one bulk request for every
+chunk of every document in it, one for the flips. Up to ``max_in_flight`` batches run at once
+(a bound on memory and on Elasticsearch's write queue, not a lock: no batch waits for another), and
+while they run new writes gather into the next, larger, batch. So one caller pays one round of
+requests, and a thousand concurrent callers pay a few, not a thousand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+
+from carrag.services.stores.elasticsearch.versions import PendingWrite
+
+logger = logging.getLogger(__name__)
+
+BatchWriter = Callable[[list[PendingWrite]], Awaitable[None]]
+
+
+class WriteBatcher:
+    def __init__(self, write_batch: BatchWriter, *, max_chunks: int = 2000, max_in_flight: int = 4) -> None:
+        self._write_batch = write_batch
+        self.max_chunks = max_chunks
+        self._slots = asyncio.Semaphore(max_in_flight)
+        self._queue: deque[PendingWrite] = deque()
+        self._drainer: asyncio.Task[None] | None = None
+        self._running: set[asyncio.Task[None]] = set()
+
+    async def submit(self, item: PendingWrite) -> str | None:
+        """Queue ``item`` and wait for its outcome. The write goes on if the caller is cancelled."""
+        item.future = asyncio.get_running_loop().create_future()
+        self._queue.append(item)
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain(), name="es-write-drainer")
+        return await asyncio.shield(item.future)
+
+    async def _drain(self) -> None:
+        while self._queue:
+            await self._slots.acquire()
+            await asyncio.sleep(0)  # let writers that are about to submit join this batch
+            batch = self._take()
+            if not batch:
+                self._slots.release()
+                break
+            task = asyncio.create_task(self._run(batch), name="es-write-batch")
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+
+    def _take(self) -> list[PendingWrite]:
+        batch: list[PendingWrite] = []
+        chunks = 0
+        while self._queue and (not batch or chunks + len(self._queue[0].chunks) <= self.max_chunks):
+            item = self._queue.popleft()
+            batch.append(item)
+            chunks += len(item.chunks)
+        return batch
+
+    async def _run(self, batch: list[PendingWrite]) -> None:
+        try:
+            await self._write_batch(batch)
+        except BaseException as exc:  # every caller must get an answer, whatever happened
+            if not isinstance(exc, Exception):
+                logger.warning("write batch interrupted", extra={"documents": len(batch)})
+            for item in batch:
+                if item.future is not None and not item.future.done():
+                    item.future.set_exception(exc if isinstance(exc, Exception) else RuntimeError("write interrupted"))
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            self._slots.release()
+
+    async def aclose(self) -> None:
+        """Wait for the batches already sent (closing the store must not cut a write in half)."""
+        if self._drainer is not None:
+            with contextlib.suppress(Exception):
+                await self._drainer
+        if self._running:
+            await asyncio.wait(set(self._running))

@@ -1,0 +1,221 @@
+"""The client side of the Elasticsearch adapter: one lazily created client, the mapping of its
+exceptions onto Carrag's (unreachable or overloaded → 503, rejected → 502), and bulk requests
+that report each item's outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from elasticsearch import ApiError, AsyncElasticsearch, TransportError, UnsupportedProductError
+
+from carrag.services.errors import CarragError, DependencyUnavailable, UpstreamError
+
+logger = logging.getLogger(__name__)
+
+WRITE_TIMEOUT_FACTOR = 4  # bulk requests (which build the HNSW graph) and refresh waits get longer
+BULK_RETRIES = 2  # items rejected with 429 (queue full) are sent again, after a backoff
+BULK_BACKOFF = 0.5
+
+
+class IndexMissing(DependencyUnavailable):
+    """The index vanished (another process is wiping it): reads treat the store as empty, a write
+    fails with 503, and the next call sets the index up again."""
+
+    def __init__(self, index: str) -> None:
+        super().__init__("store", f"the Elasticsearch index {index} was deleted by someone else; retry")
+
+
+@dataclass(slots=True)
+class BulkItem:
+    """One item's outcome: ``status`` is the HTTP status of that item (2xx = done)."""
+
+    op_type: str
+    id: str
+    status: int
+    reason: str = ""
+    seq_no: int | None = None
+    primary_term: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+
+def redacted(url: str) -> str:
+    """The URL without credentials, for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+def api_reason(exc: ApiError) -> str:
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error")
+    if isinstance(error, dict):
+        root = (error.get("root_cause") or [error])[0]
+        return f"{root.get('type', 'error')}: {root.get('reason', '')}".strip()
+    return str(exc.message or error or exc)
+
+
+def api_status(exc: ApiError) -> int:
+    return exc.meta.status if exc.meta is not None else 0
+
+
+class Connection:
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        username: str | None = None,
+        password: str | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.url = url
+        self.timeout = timeout
+        self.display_url = redacted(url)
+        self._api_key = api_key or None
+        self._basic_auth = (username, password or "") if username else None
+        self._client: AsyncElasticsearch | None = None
+
+    @property
+    def client(self) -> AsyncElasticsearch:
+        """Created on first use, so a malformed URL is reported like an unreachable node."""
+        if self._client is None:
+            try:
+                self._client = AsyncElasticsearch(
+                    self.url,
+                    api_key=self._api_key,
+                    basic_auth=self._basic_auth,
+                    request_timeout=self.timeout,
+                    max_retries=1,
+                    retry_on_timeout=False,
+                )
+            except ValueError as exc:
+                raise DependencyUnavailable(
+                    "store", f"ELASTICSEARCH_URL {self.display_url!r} is not usable: {exc}"
+                ) from exc
+        return self._client
+
+    @property
+    def writer(self) -> AsyncElasticsearch:
+        return self.client.options(request_timeout=self.timeout * WRITE_TIMEOUT_FACTOR)
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    @contextlib.contextmanager
+    def errors(self, action: str, index: str) -> Iterator[None]:
+        """Map the client's exceptions onto the domain's: unreachable or overloaded → 503."""
+        try:
+            yield
+        except CarragError:
+            raise
+        except UnsupportedProductError as exc:
+            raise DependencyUnavailable(
+                "store", f"{self.display_url} did not answer as Elasticsearch while {action}"
+            ) from exc
+        except ApiError as exc:
+            status = api_status(exc)
+            if status == 404 and "index_not_found" in api_reason(exc):
+                raise IndexMissing(index) from exc
+            if status in (401, 403) and "cluster_block" not in api_reason(exc):
+                raise DependencyUnavailable(
+                    "store",
+                    f"Elasticsearch at {self.display_url} refused access ({status}) while {action}; check "
+                    "ELASTICSEARCH_API_KEY or ELASTICSEARCH_USERNAME/ELASTICSEARCH_PASSWORD",
+                ) from exc
+            if status in (403, 429) or status >= 500:  # 403 here: a write block (reindex swapping the alias)
+                raise DependencyUnavailable(
+                    "store",
+                    f"Elasticsearch at {self.display_url} could not serve {action} ({status} {api_reason(exc)})",
+                ) from exc
+            raise UpstreamError(f"Elasticsearch rejected {action} ({status} {api_reason(exc)})") from exc
+        except TransportError as exc:
+            raise DependencyUnavailable(
+                "store", f"Elasticsearch at {self.display_url} is unreachable while {action}: {exc.message}"
+            ) from exc
+
+    async def bulk(
+        self,
+        operations: list[tuple[dict[str, Any], dict[str, Any] | None]],
+        *,
+        index: str,
+        action: str,
+        refresh: str | bool = False,
+        require_alias: bool = True,
+    ) -> list[BulkItem]:
+        """Send ``(action line, source or None)`` pairs in one request; the outcome of every item, in
+        order. Items refused with 429 are sent again (twice, with a backoff); other failures are
+        reported, not raised. A failure of the whole request raises."""
+        results: list[BulkItem | None] = [None] * len(operations)
+        pending = list(range(len(operations)))
+        for attempt in range(BULK_RETRIES + 1):
+            body: list[dict[str, Any]] = []
+            for position in pending:
+                line, source = operations[position]
+                body.append(line)
+                if source is not None:
+                    body.append(source)
+            with self.errors(action, index):
+                # require_alias: a bulk into a vanished alias must fail, not auto-create a plain index
+                response = await self.writer.bulk(
+                    operations=body, index=index, refresh=refresh, require_alias=require_alias
+                )
+            retry = []
+            for position, entry in zip(pending, response["items"], strict=True):
+                item = _bulk_item(entry)
+                if "index_not_found" in item.reason:
+                    raise IndexMissing(index)
+                results[position] = item
+                if item.status == 429 and attempt < BULK_RETRIES:
+                    retry.append(position)
+            if not retry:
+                break
+            pending = retry
+            await asyncio.sleep(BULK_BACKOFF * (attempt + 1))
+        return [item for item in results if item is not None]
+
+
+def _bulk_item(entry: dict[str, Any]) -> BulkItem:
+    op_type, item = next(iter(entry.items()))
+    error = item.get("error") or {}
+    reason = f"{error.get('type', 'error')}: {error.get('reason', '')}" if isinstance(error, dict) else str(error)
+    return BulkItem(
+        op_type=op_type,
+        id=str(item.get("_id")),
+        status=int(item.get("status", 500)),
+        reason=reason if error else "",
+        seq_no=item.get("_seq_no"),
+        primary_term=item.get("_primary_term"),
+    )
+
+
+def bulk_failure(failures: list[BulkItem], total: int, action: str, consequence: str = "") -> CarragError:
+    first = failures[0]
+    message = (
+        f"Elasticsearch failed {len(failures)} of {total} operations while {action} "
+        f"(first: {first.status} {first.reason}){consequence}"
+    )
+    if any(f.status == 429 or f.status >= 500 for f in failures):
+        return DependencyUnavailable("store", message)
+    return UpstreamError(message)

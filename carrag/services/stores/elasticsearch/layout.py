@@ -1,0 +1,217 @@
+"""Where the data lives: an alias (``ELASTICSEARCH_INDEX``) in front of one concrete index.
+
+Readers and writers only ever name the alias. The concrete index is ``<alias>-<generation>``
+(``carrag_chunks-000001``); `carrag reindex` builds the next generation and moves the alias to it in
+one atomic ``_aliases`` call, and ``wipe`` replaces the index by the next generation. Creating
+generation 1 is race-free between processes: the name is fixed, so the loser of a simultaneous
+create gets ``resource_already_exists`` and adopts the winner's index.
+
+The embedding model and dimension are kept in the concrete index's ``_meta`` (the ``embedding``
+field gets its ``dims`` at the first write).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from elasticsearch import ApiError
+
+from carrag.services.errors import DependencyUnavailable, EmbeddingModelMismatch, UpstreamError
+from carrag.services.models import EmbeddingIdentity
+from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing, api_reason, api_status
+from carrag.services.stores.elasticsearch.mapping import (
+    BASE_PROPERTIES,
+    SCHEMA_VERSION,
+    embedding_property,
+    index_mappings,
+    index_settings,
+)
+
+logger = logging.getLogger(__name__)
+
+# The client's major version must match the server's (docs/deploy.md); the server is checked at open.
+SUPPORTED_MAJOR = 8
+
+
+def generation_name(alias: str, generation: int) -> str:
+    return f"{alias}-{generation:06d}"
+
+
+def generation_of(alias: str, index: str) -> int:
+    match = re.fullmatch(re.escape(alias) + r"-(\d+)", index)
+    return int(match.group(1)) if match else 0
+
+
+class IndexLayout:
+    def __init__(
+        self,
+        connection: Connection,
+        alias: str,
+        *,
+        shards: int = 1,
+        replicas: int = 0,
+        refresh_interval: str = "1s",
+    ) -> None:
+        self.connection = connection
+        self.alias = alias
+        self.shards = shards
+        self.replicas = replicas
+        self.refresh_interval = refresh_interval
+        self.ready = False
+        self.server_version: str | None = None
+        self.warnings: list[str] = []
+        self._accepted_identity: tuple[str, EmbeddingIdentity] | None = None  # (concrete index, identity)
+
+    def settings(self) -> dict[str, Any]:
+        return index_settings(self.shards, self.replicas, self.refresh_interval)
+
+    # --- setting up --------------------------------------------------------------------------------
+    async def ensure(self) -> None:
+        if self.ready:
+            return
+        try:
+            with self.connection.errors(f"setting up the index {self.alias}", self.alias):
+                await self._set_up()
+        except IndexMissing:  # deleted between our look and our use: try once more
+            with self.connection.errors(f"setting up the index {self.alias}", self.alias):
+                await self._set_up()
+        except UpstreamError as exc:  # e.g. an invalid index name: the store cannot work (503), say why
+            raise DependencyUnavailable("store", exc.message) from exc
+        self.ready = True
+
+    async def _set_up(self) -> None:
+        client = self.connection.client
+        if self.server_version is None:
+            info = await client.info()
+            self.server_version = str(info["version"]["number"])
+            self._check_server_version()
+        concrete = await self.concrete_indices()
+        if concrete:
+            await self._adopt(concrete[0])
+            return
+        if await client.indices.exists(index=self.alias):
+            raise DependencyUnavailable(
+                "store",
+                f"the Elasticsearch index {self.alias} is a plain index, not an alias (made by an older Carrag "
+                "or by hand); run `carrag reindex` to move its documents behind an alias, or set "
+                "ELASTICSEARCH_INDEX to another name",
+            )
+        await self.create_generation(1)
+
+    async def create_generation(self, generation: int, *, with_alias: bool = True) -> str:
+        """Create ``<alias>-<generation>`` (with the alias pointing at it, unless told otherwise)."""
+        name = generation_name(self.alias, generation)
+        client = self.connection.client
+        self.forget_identity()
+        try:
+            await client.indices.create(
+                index=name,
+                settings=self.settings(),
+                mappings=index_mappings(),
+                aliases={self.alias: {"is_write_index": True}} if with_alias else None,
+            )
+            logger.info(
+                "created Elasticsearch index", extra={"index": name, "alias": self.alias if with_alias else None}
+            )
+        except ApiError as exc:
+            if "resource_already_exists" not in api_reason(exc):
+                raise
+            if not with_alias:
+                raise
+            await self._adopt(name)  # another process created it first
+        return name
+
+    async def concrete_indices(self) -> list[str]:
+        """The indices behind the alias (one, except in the middle of someone's manual change)."""
+        try:
+            response = await self.connection.client.indices.get_alias(name=self.alias)
+        except ApiError as exc:
+            if api_status(exc) == 404:
+                return []
+            raise
+        return sorted(response.keys(), key=lambda index: generation_of(self.alias, index), reverse=True)
+
+    async def _adopt(self, index: str) -> None:
+        indices = self.connection.client.indices
+        try:
+            # adds fields introduced since the index was created; a conflicting field is an error
+            await indices.put_mapping(index=index, properties=BASE_PROPERTIES)
+        except ApiError as exc:
+            if api_status(exc) == 400:
+                raise DependencyUnavailable(
+                    "store",
+                    f"the Elasticsearch index {index} exists with a mapping Carrag cannot use "
+                    f"({api_reason(exc)}); set ELASTICSEARCH_INDEX to another name or delete that index",
+                ) from exc
+            raise
+        settings = await indices.get_settings(index=index)
+        current = next(iter(settings.values()))["settings"]["index"]
+        if str(current.get("refresh_interval")) == "-1":
+            # writes wait for a refresh (refresh=wait_for); with refreshes switched off they never would
+            await indices.put_settings(index=index, settings={"index": {"refresh_interval": self.refresh_interval}})
+
+    def _check_server_version(self) -> None:
+        major = int((self.server_version or "0").split(".")[0] or 0)
+        self.warnings = [w for w in self.warnings if "version" not in w]
+        if major != SUPPORTED_MAJOR:
+            self.warnings.append(
+                f"Elasticsearch server version {self.server_version} does not match the client's major "
+                f"version {SUPPORTED_MAJOR}"
+            )
+            logger.warning("Elasticsearch major version mismatch", extra={"server": self.server_version})
+
+    # --- embedding identity ------------------------------------------------------------------------
+    async def stored_identity(self, index: str | None = None) -> EmbeddingIdentity | None:
+        response = await self.connection.client.indices.get_mapping(index=index or self.alias)
+        mappings = next(iter(response.values()))["mappings"]
+        embedding = mappings.get("properties", {}).get("embedding")
+        if not embedding or not embedding.get("dims"):
+            return None
+        meta = mappings.get("_meta") or {}
+        return EmbeddingIdentity(str(meta.get("embedding_model", "")), int(embedding["dims"]))
+
+    async def claim_identity(self, identity: EmbeddingIdentity, index: str | None = None) -> None:
+        """Record ``identity`` as the index's model, or fail if the index holds another model's vectors.
+        Checked against Elasticsearch once per index and model; later writes of the same model skip it."""
+        target = index or self.alias
+        if self._accepted_identity is not None and self._accepted_identity == (target, identity):
+            return
+        stored = await self.stored_identity(target)
+        if stored is not None:
+            stored.check_accepts(identity)
+        if stored is None or not stored.model:
+            meta = {
+                "carrag_schema": SCHEMA_VERSION,
+                "embedding_model": identity.model,
+                "embedding_dimension": identity.dimension,
+            }
+            try:
+                with self.connection.errors("recording the embedding model", target):
+                    await self.connection.client.indices.put_mapping(
+                        index=target, meta=meta, properties={"embedding": embedding_property(identity.dimension)}
+                    )
+            except UpstreamError:
+                # another process added the field first, with another dimension
+                stored = await self.stored_identity(target)
+                if stored is not None and stored.dimension != identity.dimension:
+                    raise EmbeddingModelMismatch(stored.describe(), identity.describe()) from None
+                raise
+        self._accepted_identity = (target, identity)
+
+    def forget_identity(self) -> None:
+        self._accepted_identity = None
+
+    # --- replacing the index -----------------------------------------------------------------------
+    async def recreate(self) -> None:
+        """Delete the indices behind the alias and start the next generation (``wipe``)."""
+        with self.connection.errors(f"deleting the index {self.alias}", self.alias):
+            concrete = await self.concrete_indices()
+            newest = max((generation_of(self.alias, index) for index in concrete), default=0)
+            if concrete:
+                await self.connection.client.indices.delete(index=",".join(concrete), ignore_unavailable=True)
+            self.ready = False
+            self.forget_identity()
+            await self.create_generation(newest + 1)
+        self.ready = True

@@ -1,0 +1,164 @@
+"""What the Elasticsearch index holds: its mapping and the JSON of each kind of document in it.
+
+Three kinds of documents share one index (``doc_kind``):
+
+- ``chunk``: one per chunk of a version: ``content`` (``english`` analyzer, BM25), ``embedding``
+  (``dense_vector``, HNSW, cosine) and the document's descriptive fields copied in, so a hit needs
+  no second lookup. Id: ``chunk_id(document_id, chunk_index)``.
+- ``version``: one per written version (``document_id``): which source it belongs to, how many
+  chunks it has and when it was written. Id: ``version-<document_id>``. It lets a version be
+  found by id in real time, and abandoned versions be found and removed.
+- ``document``: the *source record*, one per ``source_id``, holding the ``DocumentRecord`` of the
+  source's live version. Id: ``source-<sha256(source_id)>``. Flipping it from one version to the
+  next is what makes a version visible (`versions.py`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import numpy as np
+
+from carrag.services.models import Chunk, DocumentRecord, StoredChunk, chunk_heading
+
+SCHEMA_VERSION = 2
+HNSW_OPTIONS = {"type": "hnsw", "m": 16, "ef_construction": 100}
+
+_STORED_ONLY = {"type": "keyword", "index": False, "doc_values": False}
+BASE_PROPERTIES: dict[str, Any] = {
+    "doc_kind": {"type": "keyword"},
+    "document_id": {"type": "keyword"},
+    "source_id": {"type": "keyword"},
+    "source_type": {"type": "keyword"},
+    "filename": _STORED_ONLY,
+    "title": _STORED_ONLY,
+    "external_id": {"type": "keyword"},
+    "content_hash": {"type": "keyword"},
+    "chunk_count": {"type": "integer"},
+    "tags": {"type": "text", "fields": {"keyword": {"type": "keyword"}}},
+    "content": {"type": "text", "analyzer": "english"},
+    "heading": {"type": "text", "analyzer": "english"},
+    "chunk_index": {"type": "integer"},
+    "char_start": {"type": "integer"},
+    "char_end": {"type": "integer"},
+    "pages": {"type": "integer"},
+    "section": _STORED_ONLY,
+    "metadata": {"type": "object", "enabled": False},
+    "created_at": {"type": "date_nanos"},
+    "written_at": {"type": "date"},  # version records: when the version's chunks were written
+}
+CHUNK_SOURCE_EXCLUDES = ["embedding"]
+
+
+def index_settings(shards: int, replicas: int, refresh_interval: str) -> dict[str, Any]:
+    return {"number_of_shards": shards, "number_of_replicas": replicas, "refresh_interval": refresh_interval}
+
+
+def index_mappings() -> dict[str, Any]:
+    return {"dynamic": "strict", "_meta": {"carrag_schema": SCHEMA_VERSION}, "properties": BASE_PROPERTIES}
+
+
+def embedding_property(dimension: int) -> dict[str, Any]:
+    return {
+        "type": "dense_vector",
+        "dims": dimension,
+        "index": True,
+        "similarity": "cosine",
+        "index_options": HNSW_OPTIONS,
+    }
+
+
+# --- ids -------------------------------------------------------------------------------------------
+def source_record_id(source_id: str) -> str:
+    """The id of a source's record; hashed, since a source id may be longer than an ``_id`` may be."""
+    return "source-" + hashlib.sha256(source_id.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def version_record_id(document_id: str) -> str:
+    return f"version-{document_id}"
+
+
+# --- documents -----------------------------------------------------------------------------------
+def source_record(document: DocumentRecord, chunk_count: int) -> dict[str, Any]:
+    return {
+        "doc_kind": "document",
+        "document_id": document.document_id,
+        "source_id": document.source_id,
+        "source_type": document.source_type,
+        "filename": document.filename,
+        "title": document.title,
+        "external_id": document.external_id,
+        "content_hash": document.content_hash,
+        "chunk_count": chunk_count,
+        "tags": list(document.tags),
+        # the same JSON round trip as the SQLite store: anything unusual becomes its str()
+        "metadata": json.loads(json.dumps(document.metadata, default=str)),
+        "created_at": document.created_at,
+    }
+
+
+def version_record(document: DocumentRecord, chunk_count: int, written_at: str) -> dict[str, Any]:
+    return {
+        "doc_kind": "version",
+        "document_id": document.document_id,
+        "source_id": document.source_id,
+        "chunk_count": chunk_count,
+        "written_at": written_at,
+    }
+
+
+def chunk_source(document: DocumentRecord, chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:
+    return {
+        "doc_kind": "chunk",
+        "document_id": document.document_id,
+        "source_id": document.source_id,
+        "source_type": document.source_type,
+        "filename": document.filename,
+        "title": document.title,
+        "external_id": document.external_id,
+        "tags": list(document.tags),
+        "content": chunk.text,
+        "heading": chunk_heading(document.title, chunk.section),
+        "chunk_index": chunk.chunk_index,
+        "char_start": chunk.char_start,
+        "char_end": chunk.char_end,
+        "pages": list(chunk.pages),
+        "section": chunk.section,
+        "embedding": vector.tolist(),
+        "created_at": document.created_at,
+    }
+
+
+def to_chunk(source: dict[str, Any]) -> StoredChunk:
+    return StoredChunk(
+        document_id=source["document_id"],
+        chunk_index=source["chunk_index"],
+        text=source["content"],
+        char_start=source["char_start"],
+        char_end=source["char_end"],
+        filename=source["filename"],
+        source_id=source["source_id"],
+        tags=list(source.get("tags") or []),
+        pages=list(source.get("pages") or []),
+        section=source.get("section"),
+        title=source.get("title"),
+        external_id=source.get("external_id"),
+    )
+
+
+def to_document(source: dict[str, Any]) -> DocumentRecord:
+    return DocumentRecord(
+        document_id=source["document_id"],
+        filename=source["filename"],
+        source_id=source["source_id"],
+        source_type=source["source_type"],
+        content_hash=source["content_hash"],
+        chunk_count=source["chunk_count"],
+        tags=list(source.get("tags") or []),
+        metadata=source.get("metadata") or {},
+        created_at=source["created_at"],
+        title=source.get("title"),
+        external_id=source.get("external_id"),
+    )

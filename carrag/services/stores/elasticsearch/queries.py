@@ -1,0 +1,142 @@
+"""Query building: search filters as Elasticsearch clauses, SQLite GLOB patterns as Lucene regexps,
+and the two search legs' request bodies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from carrag.services.models import SearchFilters
+from carrag.services.stores.fts_query import query_terms
+
+MAX_RESULT_WINDOW = 10_000  # Elasticsearch's index.max_result_window default
+MAX_NUM_CANDIDATES = 10_000  # Elasticsearch's limit for kNN num_candidates
+# BM25 field weights: chunk text, then its heading (document title / section path), as in SQLite.
+BM25_FIELDS = ["content", "heading^1.0"]
+
+
+def glob_to_regexp(glob: str) -> str | None:
+    """A SQLite GLOB pattern as a Lucene regular expression (whole-term, case-sensitive).
+
+    ``*`` any run, ``?`` one character, ``[...]`` a class (``^`` negates, ``a-z`` ranges, a ``]``
+    right after the opening bracket is literal). Every other character is escaped. Returns None for
+    an unclosed ``[``, which SQLite treats as matching nothing.
+    """
+    out: list[str] = []
+    position = 0
+    while position < len(glob):
+        char = glob[position]
+        if char == "*":
+            out.append(".*")
+        elif char == "?":
+            out.append(".")
+        elif char == "[":
+            parsed = _glob_class(glob, position + 1)
+            if parsed is None:
+                return None
+            expression, position = parsed
+            out.append(expression)
+        else:
+            out.append(_literal(char))
+        position += 1
+    return "".join(out)
+
+
+def _literal(char: str) -> str:
+    # Lucene reads a backslash before a letter or digit as a class such as \d, so only escape the rest.
+    return char if char.isalnum() else "\\" + char
+
+
+def _glob_class(glob: str, start: int) -> tuple[str, int] | None:
+    """Translate the class starting after ``[``; returns it and the position of its ``]``."""
+    position, invert = start, False
+    if position < len(glob) and glob[position] == "^":
+        invert, position = True, position + 1
+    members: list[str] = []
+    first = True
+    while position < len(glob) and (glob[position] != "]" or first):
+        char = glob[position]
+        is_range = char == "-" and members and position + 1 < len(glob) and glob[position + 1] != "]" and not first
+        if is_range:
+            position += 1
+            members[-1] = f"{members[-1]}-{_literal(glob[position])}"
+        else:
+            members.append(_literal(char))
+        first = False
+        position += 1
+    if position >= len(glob):
+        return None
+    return "[" + ("^" if invert else "") + "".join(members) + "]", position
+
+
+@dataclass(frozen=True, slots=True)
+class ExcludingVersions:
+    """Search filters plus versions to leave out (ones found not live by an earlier attempt)."""
+
+    filters: SearchFilters
+    stale: frozenset[str]
+
+
+def excluding(filters: SearchFilters, stale: set[str]) -> SearchFilters | ExcludingVersions:
+    return ExcludingVersions(filters, frozenset(stale)) if stale else filters
+
+
+def filter_clauses(filters: SearchFilters | ExcludingVersions) -> list[dict[str, Any]]:
+    if isinstance(filters, ExcludingVersions):
+        return [
+            *filter_clauses(filters.filters),
+            {"bool": {"must_not": {"terms": {"document_id": sorted(filters.stale)}}}},
+        ]
+    clauses: list[dict[str, Any]] = [{"term": {"doc_kind": "chunk"}}]
+    if filters.tags:
+        clauses.append({"terms": {"tags.keyword": list(filters.tags)}})
+    if filters.source is not None:
+        if filters.source_is_glob:
+            pattern = glob_to_regexp(filters.source)
+            clauses.append(
+                {"regexp": {"source_id": {"value": pattern, "flags": "NONE"}}}
+                if pattern is not None
+                else {"bool": {"must_not": {"match_all": {}}}}
+            )
+        else:
+            clauses.append({"term": {"source_id": filters.source}})
+    if filters.document_ids:
+        clauses.append({"terms": {"document_id": list(filters.document_ids)}})
+    return clauses
+
+
+def lexical_request(query: str, size: int, filters: SearchFilters | ExcludingVersions) -> dict[str, Any] | None:
+    """The BM25 leg; None when the query has no searchable words.
+
+    The same term selection as the SQLite leg (stopwords dropped, at most 64 terms); the english
+    analyzer then stems them as FTS5's porter tokenizer does."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    return {
+        "query": {
+            "bool": {
+                "must": {"multi_match": {"query": " ".join(terms), "fields": BM25_FIELDS, "type": "most_fields"}},
+                "filter": filter_clauses(filters),
+            }
+        },
+        "size": min(size, MAX_RESULT_WINDOW),
+    }
+
+
+def knn_request(
+    vector: np.ndarray, k: int, num_candidates: int, filters: SearchFilters | ExcludingVersions
+) -> dict[str, Any]:
+    k = min(k, MAX_NUM_CANDIDATES)
+    return {
+        "knn": {
+            "field": "embedding",
+            "query_vector": np.asarray(vector, dtype=np.float32).tolist(),
+            "k": k,
+            "num_candidates": min(max(num_candidates, k), MAX_NUM_CANDIDATES),
+            "filter": filter_clauses(filters),
+        },
+        "size": k,
+    }

@@ -1,0 +1,175 @@
+"""`carrag reindex`: re-embed every live document into the next index generation and move the alias
+to it, with no downtime for readers (issue 12, item 2). Used when the embedding model changes.
+
+1. Create ``<alias>-<n+1>`` (no alias yet) and record the new model in it.
+2. Copy: for each source record of the current index, read its chunks (the stored text), embed them
+   again (the same embedding input as ingestion: title, section, text) and write them to the new
+   index through the same visibility protocol. Readers still use the old index; writers too.
+3. Block writes to the old index (writers get a 503 for the few seconds that follow), and catch up:
+   sources changed or added since their copy are copied again, sources deleted meanwhile are
+   deleted from the new index.
+4. Swap: one ``_aliases`` request removes the alias from the old index and adds it to the new one
+   (an old plain index named like the alias is removed in that same request). Readers move over
+   atomically.
+5. The old index is deleted only after the swap succeeded (kept with ``keep_old``). If anything
+   fails before the swap, the write block is lifted, the new index deleted, and the old index goes
+   on serving as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from carrag.services.embedders.service import EmbeddingService
+from carrag.services.ingestion import embedding_input
+from carrag.services.models import Chunk, DocumentRecord, ParsedDocument
+from carrag.services.stores.elasticsearch.layout import generation_name, generation_of
+from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, to_document
+from carrag.services.stores.elasticsearch.store import ElasticsearchStore
+from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
+
+logger = logging.getLogger(__name__)
+
+PAGE = 500
+Report = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class ReindexResult:
+    old_index: str
+    new_index: str
+    documents: int
+    chunks: int
+    caught_up: int
+    old_deleted: bool
+
+
+async def reindex(
+    store: ElasticsearchStore, embedder: EmbeddingService, *, keep_old: bool = False, report: Report = print
+) -> ReindexResult:
+    client = store.client
+    layout = store.layout
+    alias = store.index
+    concrete = await layout.concrete_indices()
+    plain = not concrete and await client.indices.exists(index=alias)
+    if not concrete and not plain:
+        await store.open()
+        concrete = await layout.concrete_indices()
+    old = concrete[0] if concrete else alias
+    generation = generation_of(alias, old) + 1 if concrete else 1
+    new = generation_name(alias, generation)
+    await layout.create_generation(generation, with_alias=False)
+    identity = await embedder.embedding_identity()
+    await layout.claim_identity(identity, new)
+    target = Versions(store.connection, new, refresh="false", require_alias=False)
+    report(f"re-embedding {old} into {new} with {identity.describe()}")
+    try:
+        copied: dict[str, str] = {}
+        chunks = await _copy_sources(store, old, target, embedder, identity, copied, None, report)
+        report(f"copied {len(copied)} documents ({chunks} chunks); blocking writes to {old} to catch up")
+        await client.indices.add_block(index=old, block="write")
+        changed = await _copy_sources(store, old, target, embedder, identity, copied, copied, report)
+        removed = await _remove_deleted(store, old, new, target)
+        await client.indices.refresh(index=new)
+        actions: list[dict[str, Any]] = [{"add": {"index": new, "alias": alias, "is_write_index": True}}]
+        actions.insert(0, {"remove_index": {"index": old}} if plain else {"remove": {"index": old, "alias": alias}})
+        await client.indices.update_aliases(actions=actions)
+    except BaseException:
+        await client.indices.delete(index=new, ignore_unavailable=True)
+        await client.indices.put_settings(index=old, settings={"index.blocks.write": False})
+        raise
+    report(f"alias {alias} now points to {new}")
+    layout.forget_identity()
+    deleted = plain
+    if not keep_old and not plain:
+        await client.indices.delete(index=old)
+        deleted = True
+    return ReindexResult(old, new, len(copied), chunks, changed + removed, deleted)
+
+
+async def _source_records(store: ElasticsearchStore, index: str) -> list[tuple[DocumentRecord, int]]:
+    """Every source record of ``index`` (refreshed state) with its sequence number."""
+    await store.client.indices.refresh(index=index)
+    records: list[tuple[DocumentRecord, int]] = []
+    after: list[Any] | None = None
+    while True:
+        response = await store.client.search(
+            index=index,
+            query={"term": {"doc_kind": "document"}},
+            sort=[{"source_id": "asc"}],
+            size=PAGE,
+            seq_no_primary_term=True,
+            **({"search_after": after} if after else {}),
+        )
+        hits = response["hits"]["hits"]
+        records += [(to_document(hit["_source"]), hit["_seq_no"]) for hit in hits]
+        if len(hits) < PAGE:
+            return records
+        after = hits[-1]["sort"]
+
+
+async def _copy_sources(
+    store: ElasticsearchStore,
+    old: str,
+    target: Versions,
+    embedder: EmbeddingService,
+    identity: Any,
+    copied: dict[str, str],
+    only_changed: dict[str, str] | None,
+    report: Report,
+) -> int:
+    """Copy (re-embedding) each source record of ``old`` whose live version is not in ``copied`` yet."""
+    total = 0
+    for record, _ in await _source_records(store, old):
+        if only_changed is not None and only_changed.get(record.source_id) == record.document_id:
+            continue
+        hits = await store.client.search(
+            index=old,
+            query={
+                "bool": {"filter": [{"term": {"doc_kind": "chunk"}}, {"term": {"document_id": record.document_id}}]}
+            },
+            sort=[{"chunk_index": "asc"}],
+            size=max(record.chunk_count, 1),
+            source_excludes=CHUNK_SOURCE_EXCLUDES,
+        )
+        sources = [hit["_source"] for hit in hits["hits"]["hits"]]
+        chunks = [
+            Chunk(
+                s["chunk_index"],
+                s["content"],
+                s["char_start"],
+                s["char_end"],
+                list(s.get("pages") or []),
+                s.get("section"),
+            )
+            for s in sources
+        ]
+        parsed = ParsedDocument(text="", filename=record.filename, source_type=record.source_type, title=record.title)
+        vectors = (
+            await embedder.embed_documents([embedding_input(chunk, parsed) for chunk in chunks])
+            if chunks
+            else np.zeros((0, identity.dimension), dtype=np.float32)
+        )
+        outcome = (await target.write([PendingWrite(record, chunks, vectors, identity)]))[0]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        copied[record.source_id] = record.document_id
+        total += len(chunks)
+        if len(copied) % 100 == 0:
+            report(f"… {len(copied)} documents")
+    return total
+
+
+async def _remove_deleted(store: ElasticsearchStore, old: str, new: str, target: Versions) -> int:
+    """Delete from ``new`` the sources that no longer exist in ``old``."""
+    present = {record.source_id for record, _ in await _source_records(store, old)}
+    removed = 0
+    for record, _ in await _source_records(store, new):
+        if record.source_id not in present and await target.delete(record.document_id):
+            removed += 1
+    return removed

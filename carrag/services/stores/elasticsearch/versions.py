@@ -1,0 +1,458 @@
+"""The visibility protocol: how a document version becomes visible, is replaced and is deleted,
+correctly with any number of writing processes, shards and replicas, and without locks.
+
+Every write creates a new *version* (its ``document_id``): its chunks and a version record. A
+version is visible only while the source's record (one per ``source_id``, `mapping.py`) names it.
+Readers check each hit against that record (`live_filter.py`, a real-time multi-get), so the
+chunks of a version still being written, or already replaced, are never returned.
+
+Writing a batch of versions (`write`):
+
+1. Index every chunk and version record with ``refresh=wait_for``: when Elasticsearch answers,
+   the chunks are searchable on every shard copy, yet no reader returns them (no record names them).
+   An item that fails fails its version: what was written of it is deleted, the source is untouched.
+2. Flip each source record to its new version, conditionally: ``if_seq_no``/``if_primary_term`` of
+   the record as read, or ``create`` when there was none. A flip either happens whole (one document)
+   or not at all; on a conflict (another process flipped or deleted the record since it was read)
+   the record is read again and the flip retried, so the last flip wins and one version survives.
+3. Delete the replaced version's chunks and version record (no refresh needed: readers already
+   ignore them).
+
+Deleting (`delete`) removes the source record conditionally in the same way, then the chunks.
+
+A crash leaves, after step 1 or during it, a version no record names: invisible, and removed by
+`sweep` once older than ``abandoned_after``; after step 2, a replaced version that readers already
+ignore, also removed by `sweep`. A writer gives up on a flip after half of ``abandoned_after``, so
+`sweep` never removes a version that could still become visible. docs/architecture.md has the
+argument in full.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+from elasticsearch import ApiError, NotFoundError
+
+from carrag.services.errors import CarragError, DependencyUnavailable
+from carrag.services.ids import chunk_id
+from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity
+from carrag.services.stores.elasticsearch.connection import (
+    BulkItem,
+    Connection,
+    api_status,
+    bulk_failure,
+)
+from carrag.services.stores.elasticsearch.mapping import (
+    chunk_source,
+    source_record,
+    source_record_id,
+    to_document,
+    version_record,
+    version_record_id,
+)
+
+logger = logging.getLogger(__name__)
+
+BULK_MAX_OPS = 1000  # chunks per bulk request; a larger write is split into requests sent together
+FLIP_ATTEMPTS = 50  # conflicting flips retried (each retry means another process flipped meanwhile)
+SWEEP_PAGE = 1000
+
+
+@dataclass(slots=True)
+class PendingWrite:
+    document: DocumentRecord
+    chunks: list[Chunk]
+    matrix: np.ndarray
+    identity: EmbeddingIdentity
+    future: asyncio.Future[str | None] | None = field(default=None, repr=False)
+
+
+@dataclass(slots=True, frozen=True)
+class SourceState:
+    """A source's record as read: the live version and the record's concurrency token."""
+
+    document: DocumentRecord
+    seq_no: int
+    primary_term: int
+
+
+@dataclass(slots=True, frozen=True)
+class LiveToken:
+    """A source record's live version and the record's concurrency token (which changes with each flip)."""
+
+    document_id: str
+    seq_no: int
+    primary_term: int
+
+
+def version_ids(document_id: str, chunk_count: int) -> list[str]:
+    """Every id a version occupies: its chunks, then its version record."""
+    return [chunk_id(document_id, index) for index in range(chunk_count)] + [version_record_id(document_id)]
+
+
+class Versions:
+    def __init__(
+        self,
+        connection: Connection,
+        alias: str,
+        *,
+        refresh: str = "wait_for",
+        abandoned_after: float = 600.0,
+        require_alias: bool = True,
+    ) -> None:
+        self.connection = connection
+        self.alias = alias  # or a concrete index, with require_alias=False (reindex)
+        self.require_alias = require_alias
+        self.refresh = refresh
+        self.abandoned_after = abandoned_after
+
+    # --- reading the live state ----------------------------------------------------------------------
+    async def source_state(self, source_id: str) -> SourceState | None:
+        """The source's record in real time (it need not be refreshed)."""
+        with self.connection.errors("looking up a document", self.alias):
+            try:
+                response = await self.connection.client.get(index=self.alias, id=source_record_id(source_id))
+            except NotFoundError as exc:
+                if "index_not_found" in str(exc.body):
+                    raise
+                return None
+        return SourceState(to_document(response["_source"]), response["_seq_no"], response["_primary_term"])
+
+    async def source_states(self, source_ids: Sequence[str]) -> dict[str, SourceState]:
+        unique = list(dict.fromkeys(source_ids))
+        if not unique:
+            return {}
+        with self.connection.errors("looking up documents", self.alias):
+            response = await self.connection.client.mget(
+                index=self.alias, ids=[source_record_id(source) for source in unique], realtime=True
+            )
+        states = {}
+        for doc in response["docs"]:
+            if doc.get("found"):
+                record = to_document(doc["_source"])
+                states[record.source_id] = SourceState(record, doc["_seq_no"], doc["_primary_term"])
+        return states
+
+    async def live_tokens(self, source_ids: Sequence[str]) -> dict[str, LiveToken]:
+        """``source_id → (document_id, seq_no, primary_term)`` of each source's record (real time)."""
+        unique = list(dict.fromkeys(source_ids))
+        if not unique:
+            return {}
+        with self.connection.errors("checking which versions are live", self.alias):
+            response = await self.connection.client.mget(
+                index=self.alias,
+                ids=[source_record_id(source) for source in unique],
+                realtime=True,
+                source_includes=["source_id", "document_id"],
+            )
+        return {
+            doc["_source"]["source_id"]: LiveToken(doc["_source"]["document_id"], doc["_seq_no"], doc["_primary_term"])
+            for doc in response["docs"]
+            if doc.get("found")
+        }
+
+    async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
+        """``source_id → document_id`` of the live version, for the given sources (real time)."""
+        return {source: token.document_id for source, token in (await self.live_tokens(source_ids)).items()}
+
+    async def version(self, document_id: str) -> dict[str, Any] | None:
+        """The version record of ``document_id`` (real time), live or not."""
+        with self.connection.errors("looking up a document", self.alias):
+            try:
+                response = await self.connection.client.get(index=self.alias, id=version_record_id(document_id))
+            except NotFoundError as exc:
+                if "index_not_found" in str(exc.body):
+                    raise
+                return None
+        return response["_source"]
+
+    async def live_document(self, document_id: str) -> DocumentRecord | None:
+        version = await self.version(document_id)
+        if version is None:
+            return None
+        state = await self.source_state(version["source_id"])
+        return state.document if state is not None and state.document.document_id == document_id else None
+
+    # --- writing -------------------------------------------------------------------------------------
+    async def write(self, items: list[PendingWrite]) -> list[str | BaseException | None]:
+        """Write and publish every item's version; each item's outcome (replaced id, or the error)."""
+        outcomes: list[str | BaseException | None] = [None] * len(items)
+        started = time.monotonic()
+        written = await self._write_versions(items, outcomes)
+        if written:
+            superseded = await self._flip(items, written, outcomes, started)
+            await self._retire(superseded, "removing replaced versions")
+        return outcomes
+
+    async def _write_versions(self, items: list[PendingWrite], outcomes: list[Any]) -> list[int]:
+        """Step 1; returns the positions of the items whose versions were written whole."""
+        written_at = datetime.now(UTC).isoformat()
+        operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        owners: list[int] = []
+        for position, item in enumerate(items):
+            document = item.document
+            for chunk, vector in zip(item.chunks, item.matrix, strict=True):
+                operations.append(
+                    (
+                        {"index": {"_id": chunk_id(document.document_id, chunk.chunk_index)}},
+                        chunk_source(document, chunk, vector),
+                    )
+                )
+                owners.append(position)
+            operations.append(
+                (
+                    {"index": {"_id": version_record_id(document.document_id)}},
+                    version_record(document, len(item.chunks), written_at),
+                )
+            )
+            owners.append(position)
+        action = "indexing " + (items[0].document.filename if len(items) == 1 else f"{len(items)} documents")
+        try:
+            results = await self._bulk_in_parts(operations, action)
+        except CarragError as exc:
+            for position in range(len(items)):
+                outcomes[position] = exc
+            await self._roll_back([items[p] for p in range(len(items))])
+            return []
+        failures: dict[int, list[BulkItem]] = {}
+        for owner, result in zip(owners, results, strict=True):
+            if not result.ok:
+                failures.setdefault(owner, []).append(result)
+        for position, failed in failures.items():
+            item = items[position]
+            outcomes[position] = bulk_failure(
+                failed,
+                len(item.chunks) + 1,
+                f"indexing {item.document.filename}",
+                "; nothing of the document was stored",
+            )
+        await self._roll_back([items[p] for p in failures])
+        return [position for position in range(len(items)) if position not in failures]
+
+    async def _bulk_in_parts(
+        self, operations: list[tuple[dict[str, Any], dict[str, Any] | None]], action: str
+    ) -> list[BulkItem]:
+        parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
+        answers = await asyncio.gather(
+            *(
+                self.connection.bulk(
+                    part, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias
+                )
+                for part in parts
+            )
+        )
+        return [item for answer in answers for item in answer]
+
+    async def _flip(
+        self, items: list[PendingWrite], positions: list[int], outcomes: list[Any], started: float
+    ) -> list[tuple[str, int, set[str]]]:
+        """Step 2; returns the replaced versions as (document_id, chunk_count, ids the new version reuses)."""
+        superseded: list[tuple[str, int, set[str]]] = []
+        todo = list(positions)
+        for _ in range(FLIP_ATTEMPTS):
+            if not todo:
+                break
+            if time.monotonic() - started > self.abandoned_after / 2:
+                break  # too late: `sweep` may consider this version abandoned
+            this_round: dict[str, int] = {}  # one flip per source per round
+            deferred = []
+            for position in todo:
+                source = items[position].document.source_id
+                if source in this_round:
+                    deferred.append(position)
+                else:
+                    this_round[source] = position
+            states = await self._states_or_fail(items, this_round, outcomes)
+            operations = []
+            flipping = []
+            for source, position in this_round.items():
+                if isinstance(outcomes[position], BaseException):
+                    continue
+                item = items[position]
+                state = states.get(source)
+                target = {"_id": source_record_id(source)}
+                if state is None:
+                    line = {"create": target}
+                else:
+                    line = {"index": {**target, "if_seq_no": state.seq_no, "if_primary_term": state.primary_term}}
+                operations.append((line, source_record(item.document, len(item.chunks))))
+                flipping.append((position, state))
+            results = await self._flip_bulk(operations, [items[p] for p, _ in flipping], flipping, outcomes)
+            retry = []
+            for (position, state), result in zip(flipping, results, strict=True):
+                item = items[position]
+                if result.ok:
+                    new_id = item.document.document_id
+                    if state is not None:
+                        old = state.document
+                        outcomes[position] = old.document_id if old.document_id != new_id else None
+                        reused = set(version_ids(new_id, len(item.chunks))) if old.document_id == new_id else set()
+                        superseded.append((old.document_id, old.chunk_count, reused))
+                elif result.conflict:
+                    retry.append(position)
+                else:
+                    outcomes[position] = bulk_failure(
+                        [result], 1, f"publishing {item.document.filename}", "; nothing of the document was stored"
+                    )
+                    await self._roll_back([item])
+            todo = deferred + retry
+        if todo:
+            late = [items[p] for p in todo]
+            for position in todo:
+                outcomes[position] = DependencyUnavailable(
+                    "store", "Elasticsearch kept changing the document's source record; nothing was stored, retry"
+                )
+            await self._roll_back(late)
+        return superseded
+
+    async def _states_or_fail(
+        self, items: list[PendingWrite], this_round: dict[str, int], outcomes: list[Any]
+    ) -> dict[str, SourceState]:
+        try:
+            return await self.source_states(list(this_round))
+        except CarragError as exc:
+            for position in this_round.values():
+                outcomes[position] = exc
+            await self._roll_back([items[p] for p in this_round.values()])
+            return {}
+
+    async def _flip_bulk(
+        self,
+        operations: list[tuple[dict[str, Any], dict[str, Any] | None]],
+        flipping_items: list[PendingWrite],
+        flipping: list[tuple[int, SourceState | None]],
+        outcomes: list[Any],
+    ) -> list[BulkItem]:
+        if not operations:
+            return []
+        try:
+            return await self.connection.bulk(
+                operations,
+                index=self.alias,
+                action="publishing documents",
+                refresh=self.refresh,
+                require_alias=self.require_alias,
+            )
+        except CarragError as exc:
+            # The flips may or may not have happened; an unflipped version is swept later, a flipped
+            # one is live. Report the failure either way (the client retries; a retry is idempotent).
+            for position, _ in flipping:
+                outcomes[position] = exc
+            return [BulkItem("index", "", 0, "not sent") for _ in operations]
+
+    async def _roll_back(self, items: list[PendingWrite]) -> None:
+        """Delete what was written of versions that will never be published (best effort: `sweep`
+        removes whatever this misses)."""
+        ids = [i for item in items for i in version_ids(item.document.document_id, len(item.chunks))]
+        await self._delete_ids(ids, "rolling back a failed write")
+
+    async def _retire(self, superseded: list[tuple[str, int, set[str]]], action: str) -> None:
+        ids = [
+            i for document_id, count, reused in superseded for i in version_ids(document_id, count) if i not in reused
+        ]
+        await self._delete_ids(ids, action)
+
+    async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
+        if not ids:
+            return
+        operations = [({"delete": {"_id": doc_id}}, None) for doc_id in ids]
+        try:
+            results: list[BulkItem] = []
+            for low in range(0, len(operations), BULK_MAX_OPS):
+                results += await self.connection.bulk(
+                    operations[low : low + BULK_MAX_OPS],
+                    index=self.alias,
+                    action=action,
+                    refresh=refresh,
+                    require_alias=self.require_alias,
+                )
+        except CarragError as exc:
+            logger.warning(
+                "deletes left to the sweep", extra={"action": action, "ids": len(ids), "reason": exc.message}
+            )
+            return
+        failed = [r for r in results if not r.ok and r.status != 404]
+        if failed:
+            logger.warning("deletes left to the sweep", extra={"action": action, "failed": len(failed)})
+
+    # --- deleting ------------------------------------------------------------------------------------
+    async def delete(self, document_id: str) -> bool:
+        """Unpublish ``document_id`` if it is live, then remove its chunks. False if it was not live."""
+        version = await self.version(document_id)
+        source_id = version["source_id"] if version else None
+        if source_id is None:
+            return False
+        for _ in range(FLIP_ATTEMPTS):
+            state = await self.source_state(source_id)
+            if state is None or state.document.document_id != document_id:
+                return False
+            try:
+                with self.connection.errors("deleting a document", self.alias):
+                    await self.connection.writer.delete(
+                        index=self.alias,
+                        id=source_record_id(source_id),
+                        if_seq_no=state.seq_no,
+                        if_primary_term=state.primary_term,
+                        refresh=self.refresh,
+                    )
+            except ApiError as exc:  # raised as-is: errors() maps only what it knows
+                if api_status(exc) in (404, 409):
+                    continue  # changed meanwhile: look again
+                raise
+            except CarragError as exc:
+                if isinstance(exc.__cause__, ApiError) and api_status(exc.__cause__) in (404, 409):
+                    continue
+                raise
+            await self._delete_ids(
+                version_ids(document_id, state.document.chunk_count),
+                "deleting a document",
+                refresh=self.refresh,
+            )
+            return True
+        raise DependencyUnavailable("store", "the document kept changing while it was being deleted; retry")
+
+    # --- cleaning up ---------------------------------------------------------------------------------
+    async def sweep(self, older_than: float | None = None) -> int:
+        """Remove versions that are not live and were written more than ``older_than`` seconds ago
+        (default ``abandoned_after``): the remains of crashed writes and of replaced versions whose
+        deletion failed. Returns how many versions were removed."""
+        cutoff = datetime.now(UTC) - timedelta(seconds=self.abandoned_after if older_than is None else older_than)
+        removed = 0
+        after: list[Any] | None = None
+        while True:
+            request: dict[str, Any] = {
+                "query": {
+                    "bool": {
+                        "filter": [
+                            {"term": {"doc_kind": "version"}},
+                            {"range": {"written_at": {"lt": cutoff.isoformat()}}},
+                        ]
+                    }
+                },
+                "sort": [{"document_id": "asc"}],
+                "size": SWEEP_PAGE,
+                "source_includes": ["document_id", "source_id", "chunk_count"],
+            }
+            if after is not None:
+                request["search_after"] = after
+            with self.connection.errors("finding abandoned versions", self.alias):
+                response = await self.connection.client.search(index=self.alias, **request)
+            hits = response["hits"]["hits"]
+            if not hits:
+                return removed
+            versions = [hit["_source"] for hit in hits]
+            live = await self.live_versions([v["source_id"] for v in versions])
+            abandoned = [v for v in versions if live.get(v["source_id"]) != v["document_id"]]
+            ids = [i for v in abandoned for i in version_ids(v["document_id"], int(v["chunk_count"]))]
+            await self._delete_ids(ids, "removing abandoned versions")
+            removed += len(abandoned)
+            if len(hits) < SWEEP_PAGE:
+                return removed
+            after = hits[-1]["sort"]

@@ -1,0 +1,70 @@
+"""The reader's side of the visibility protocol, without a node: which hits a search may return."""
+
+from __future__ import annotations
+
+from carrag.services.stores.elasticsearch.live_filter import LiveFilter
+from carrag.services.stores.elasticsearch.versions import LiveToken
+
+
+def hit(document_id: str, index: int, source: str = "s.txt") -> dict:
+    return {"_id": f"{document_id}-{index}", "_source": {"document_id": document_id, "source_id": source}}
+
+
+class Index:
+    """What searches return and what the source records say, step by step."""
+
+    def __init__(self, results: list[list[dict]], records: list[dict[str, LiveToken]]) -> None:
+        self.results, self.records = results, records
+        self.searches: list[set[str]] = []
+
+    async def search(self, size: int, stale: set[str]) -> list[dict]:
+        self.searches.append(set(stale))
+        hits = self.results[min(len(self.searches) - 1, len(self.results) - 1)]
+        return [h for h in hits if h["_source"]["document_id"] not in stale][:size]
+
+    async def check(self, sources: list[str]) -> dict[str, LiveToken]:
+        tokens = self.records[min(len(self.searches) - 1, len(self.records) - 1)]
+        return {source: tokens[source] for source in sources if source in tokens}
+
+
+async def test_a_version_flipped_during_the_search_is_searched_again_not_returned_in_part() -> None:
+    """The search saw 3 of 6 chunks of a version being written; it was flipped before the check."""
+    new = LiveToken("new", seq_no=7, primary_term=1)
+    index = Index(
+        results=[[hit("new", i) for i in range(3)], [hit("new", i) for i in range(6)]],
+        records=[{"s.txt": new}],
+    )
+    hits = await LiveFilter(index.check).hits(index.search, 10)
+    assert [h["_id"] for h in hits] == [f"new-{i}" for i in range(6)]
+    assert len(index.searches) == 2
+
+
+async def test_a_source_unchanged_since_an_earlier_check_costs_one_search() -> None:
+    token = LiveToken("v1", seq_no=3, primary_term=1)
+    index = Index(results=[[hit("v1", 0), hit("v1", 1)]], records=[{"s.txt": token}])
+    live = LiveFilter(index.check)
+    await live.hits(index.search, 5)
+    index.searches.clear()
+    assert len(await live.hits(index.search, 5)) == 2
+    assert len(index.searches) == 1
+
+
+async def test_replaced_and_pending_versions_are_dropped_and_excluded_on_the_next_try() -> None:
+    live_token = LiveToken("v2", seq_no=9, primary_term=1)
+    results = [[hit("v1", 0), hit("v1", 1), hit("v3", 0), hit("v2", 0)]]
+    index = Index(results=results, records=[{"s.txt": live_token}])
+    live = LiveFilter(index.check)
+    hits = await live.hits(index.search, 3)
+    assert [h["_id"] for h in hits] == ["v2-0"]
+    assert index.searches[-1] == {"v1", "v3"}, "versions found not live are left out of the repeated search"
+
+
+async def test_a_pending_version_that_goes_live_is_not_kept_excluded() -> None:
+    before, after = LiveToken("old", 1, 1), LiveToken("new", 2, 1)
+    index = Index(
+        results=[[hit("old", 0), hit("new", 0)], [hit("old", 0)], [hit("new", 0)]],
+        records=[{"s.txt": before}, {"s.txt": after}],
+    )
+    hits = await LiveFilter(index.check).hits(index.search, 5)
+    assert [h["_id"] for h in hits] == ["new-0"]
+    assert "new" not in index.searches[-1]
