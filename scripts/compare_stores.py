@@ -34,9 +34,9 @@ import numpy as np
 
 from carrag.services.container import Container, build_container
 from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
-from carrag.services.ingestion import IngestOptions
 from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.models import SearchFilters
+from carrag.services.requests import IngestCommand, SearchQuery
 from carrag.services.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,7 +78,7 @@ async def measure(container: Container, documents: list, questions: list, vector
     write_ms, chunks = [], 0
     started = time.perf_counter()
     for source_id, text in documents:
-        result = await container.ingestion.ingest_text(text, source_id, IngestOptions(source_id=source_id))
+        result = await container.ingestion.ingest_text(text, source_id, IngestCommand(source_id=source_id))
         write_ms.append(result.timings_ms["index"])
         chunks += result.chunk_count
     wall = time.perf_counter() - started
@@ -86,7 +86,7 @@ async def measure(container: Container, documents: list, questions: list, vector
     search_ms, lexical_ms, knn_ms, tops = [], [], [], []
     for question, vector in zip(questions, vectors, strict=True):
         step = time.perf_counter()
-        await container.search.search(question, top_k=5, rerank=False)
+        await container.search.search(SearchQuery(question, top_k=5, rerank=False))
         search_ms.append((time.perf_counter() - step) * 1000)
         step = time.perf_counter()
         lexical = await container.store.lexical_search(question, 15, SearchFilters())

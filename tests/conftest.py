@@ -3,7 +3,8 @@ everything that holds state (stores, containers, apps) is fresh per test, in a t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -28,6 +29,16 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
+
+
+@pytest.fixture(autouse=True)
+def root_log_level_restored() -> Iterator[None]:
+    """CLI commands run in-process quieten the root logger (`carrag eval`, `carrag eval-answers`);
+    later tests that check logged warnings (caplog) must not inherit that."""
+    root = logging.getLogger()
+    level = root.level
+    yield
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from carrag.services.answering import AnswerService
 from carrag.services.container import Container
 from carrag.services.documents import DocumentService
 from carrag.services.ingestion import IngestionService
+from carrag.services.requests import RequestFactory
 from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings
 
@@ -45,11 +46,16 @@ def get_answers(container: ContainerDep) -> AnswerService:
     return container.answers
 
 
+def get_requests(container: ContainerDep) -> RequestFactory:
+    return container.requests
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
 IngestionDep = Annotated[IngestionService, Depends(get_ingestion)]
 SearchDep = Annotated[SearchService, Depends(get_search)]
 AnswersDep = Annotated[AnswerService, Depends(get_answers)]
+RequestsDep = Annotated[RequestFactory, Depends(get_requests)]
 
 _bearer = HTTPBearer(auto_error=False, description="One of the keys in API_KEYS (only when API_KEYS is set).")
 

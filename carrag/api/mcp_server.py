@@ -52,7 +52,7 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
                 such as "*.md" or "manuals/*".
         """
         try:
-            return await agent_tools.search_documents(container().search, query, top_k, source)
+            return await agent_tools.search_documents(container().search, container().requests, query, top_k, source)
         except CarragError as exc:
             raise ToolError(exc.message) from exc
 

@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from carrag.services.answering import AnswerRequest
 from carrag.services.container import build_container
-from carrag.services.ingestion import IngestOptions
 from carrag.services.models import ChatMessage
+from carrag.services.requests import AnswerQuery, IngestCommand, SearchQuery
 from carrag.services.settings import Settings
 
 OFF_TOPIC = [
@@ -94,7 +93,7 @@ async def run_questions(
     try:
         for document in sorted({d for q in questions for d in q["documents"]}):
             path = corpus / document
-            await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestOptions())
+            await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestCommand())
         relevances: dict[bool, list[float]] = {True: [], False: []}
         per_mode: dict[str, dict[str, Any]] = {}
         for mode in modes:
@@ -103,7 +102,7 @@ async def run_questions(
                 history = [ChatMessage(m["role"], m["content"]) for m in question.get("history", [])]
                 started = time.perf_counter()
                 answer = await container.answers.answer(
-                    AnswerRequest(question["question"], 5, history=history, answer_mode=mode)  # type: ignore[arg-type]
+                    AnswerQuery(SearchQuery(question["question"], 5), history=history, answer_mode=mode)  # type: ignore[arg-type]
                 )
                 latencies.append(time.perf_counter() - started)
                 if mode == modes[0]:
@@ -150,12 +149,12 @@ async def run_scifact(directory: Path, query_count: int, data_dir: Path) -> dict
         for doc_id in sorted(wanted):
             row = corpus[doc_id]
             text = f"{row.get('title', '')}\n\n{row['text']}".encode()
-            await container.ingestion.ingest_file(text, f"{doc_id}.txt", IngestOptions())
+            await container.ingestion.ingest_file(text, f"{doc_id}.txt", IngestCommand())
         found: dict[bool, list[float]] = {True: [], False: []}
         for label, texts in ((True, [queries[q] for q, _, _ in chosen]), (False, OFF_TOPIC)):
             for text in texts:
                 answer = await container.answers.answer(
-                    AnswerRequest(text, 5, answer_mode="extract", min_relevance=0.0)
+                    AnswerQuery(SearchQuery(text, 5), answer_mode="extract", min_relevance=0.0)
                 )
                 found[label].append(answer.relevance or 0.0)
         return found

@@ -26,7 +26,7 @@ from carrag.bench.answer_scoring import AnswerScore, ModeSummary, score_answer
 from carrag.bench.runner import EvalProgress, _NoProgress
 from carrag.services.container import Container
 from carrag.services.errors import InvalidInput
-from carrag.services.ingestion import IngestOptions
+from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 
 ANSWER_MODES = ("generate", "extract", "auto")
@@ -130,7 +130,7 @@ async def ingest_documents(
     chunks = 0
     for document in documents:
         data = await asyncio.to_thread((root / document).read_bytes)
-        result = await container.ingestion.ingest_file(data, Path(document).name, IngestOptions(source_id=document))
+        result = await container.ingestion.ingest_file(data, Path(document).name, IngestCommand(source_id=document))
         chunks += result.chunk_count
         progress.advance("ingest documents")
     return chunks

@@ -8,18 +8,16 @@ text hygiene. Quality is the token F1 of the OCR text against the original pages
 
 from __future__ import annotations
 
-import re
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from carrag.bench.html_extraction import token_f1, tokens
 from carrag.services.parsers import parse_file
 from carrag.services.parsers.pdf_ocr import _engine, ocr_available, reader_for
 from carrag.services.settings import Settings
 
 SCAN_DPI = 200
-_TOKEN = re.compile(r"\w+")
 
 
 def scanned_copy(data: bytes, pages: int, dpi: int = SCAN_DPI) -> tuple[bytes, str]:
@@ -34,15 +32,6 @@ def scanned_copy(data: bytes, pages: int, dpi: int = SCAN_DPI) -> tuple[bytes, s
             scanned = scan.new_page(width=page.rect.width, height=page.rect.height)
             scanned.insert_image(scanned.rect, pixmap=image)
         return scan.tobytes(garbage=3, deflate=True), "\n".join(texts)
-
-
-def token_f1(predicted: str, expected: str) -> float:
-    got, want = Counter(_TOKEN.findall(predicted.lower())), Counter(_TOKEN.findall(expected.lower()))
-    overlap = sum((got & want).values())
-    if not overlap:
-        return 0.0
-    precision, recall = overlap / sum(got.values()), overlap / sum(want.values())
-    return 2 * precision * recall / (precision + recall)
 
 
 def bench_ocr(path: Path, settings: Settings, pages: int) -> dict[str, Any]:
@@ -61,7 +50,7 @@ def bench_ocr(path: Path, settings: Settings, pages: int) -> dict[str, Any]:
         "ocr_pages": len(parsed.metadata.get("ocr_pages", [])),
         "seconds": round(seconds, 2),
         "pages_per_second": round(done / seconds, 3),
-        "token_f1": round(token_f1(parsed.text, original), 3),
+        "token_f1": round(token_f1(tokens(parsed.text), tokens(original)), 3),
         "dpi": settings.ocr_dpi,
     }
 

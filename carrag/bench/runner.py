@@ -27,9 +27,11 @@ from ir_measures import RR, R, nDCG
 from carrag.bench.beir import BeirDataset
 from carrag.services.container import Container
 from carrag.services.errors import CarragError, InvalidInput
-from carrag.services.ingestion import BulkDocument, IngestOptions
-from carrag.services.retrieval.search import Mode, SearchHit
+from carrag.services.ingestion import BulkDocument
+from carrag.services.requests import IngestCommand, SearchQuery
+from carrag.services.retrieval.search import SearchHit
 from carrag.services.settings import Settings
+from carrag.services.vocabulary import SearchMode
 
 # Display name -> ir-measures measure. MRR@10 is reciprocal rank cut at 10 (RR@10).
 MEASURES: dict[str, Any] = {
@@ -40,11 +42,11 @@ MEASURES: dict[str, Any] = {
 }
 
 # Mode name -> (search mode, rerank) and its label in the printed table.
-MODES: dict[str, tuple[Mode, bool]] = {
-    "bm25": ("bm25", False),
-    "knn": ("knn", False),
-    "hybrid": ("hybrid", False),
-    "hybrid+rerank": ("hybrid", True),
+MODES: dict[str, tuple[SearchMode, bool]] = {
+    "bm25": (SearchMode.BM25, False),
+    "knn": (SearchMode.KNN, False),
+    "hybrid": (SearchMode.HYBRID, False),
+    "hybrid+rerank": (SearchMode.HYBRID, True),
 }
 MODE_LABELS = {"bm25": "BM25", "knn": "kNN", "hybrid": "hybrid (RRF)", "hybrid+rerank": "hybrid + rerank"}
 
@@ -170,7 +172,7 @@ async def ingest_corpus(container: Container, dataset: BeirDataset, progress: Ev
             filename=f"{dataset.name}/{record.doc_id}",
             # A record with no text is still a document: its title is its content.
             text=record.text if record.text.strip() else record.title,
-            options=IngestOptions(
+            options=IngestCommand(
                 title=record.title or None, external_id=record.doc_id, source_id=f"{dataset.name}:{record.doc_id}"
             ),
         )
@@ -252,7 +254,7 @@ async def run_mode(
     async def one(query_id: str, question: str) -> None:
         async with gate:
             outcome = await container.search.search(
-                question, top_k=depth, mode=search_mode, rerank=rerank, expand=False, depth=depth
+                SearchQuery(question, top_k=depth, mode=search_mode, rerank=rerank), expand=False, depth=depth
             )
         run[query_id] = ranked_documents(outcome.hits)
         progress.advance(mode)

@@ -23,12 +23,13 @@ from urllib.parse import quote
 import httpx
 
 from carrag.api.errors import status_for
-from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut
+from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, ResetResponse
 from carrag.api.schemas.ingest import IngestResponse
 from carrag.api.schemas.jobs import JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload, stream_payload
 from carrag.services.errors import CarragError, PayloadTooLarge
 from carrag.services.settings import Settings
+from carrag.services.vocabulary import FINISHED_JOB_STATES, ChunkingStrategy
 
 # (state, done, total): "parsing", "embedding" 32/120, ... as the jobs API reports them.
 ProgressCallback = Callable[[str, int, int], None]
@@ -36,7 +37,6 @@ ProgressCallback = Callable[[str, int, int], None]
 StreamEvent = tuple[str, StreamPayload]
 
 JOB_POLL_SECONDS = 0.25
-FINISHED_JOB_STATES = ("done", "failed", "cancelled")
 
 
 class ClientError(Exception):
@@ -55,7 +55,7 @@ class IngestSettings:
     """What the user chose for every source of one ``carrag ingest`` run."""
 
     tags: list[str] = field(default_factory=list)
-    chunking: str | None = None
+    chunking: ChunkingStrategy | None = None
     force: bool = False
 
 
@@ -73,6 +73,8 @@ class CarragClient(Protocol):
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut: ...
 
     async def delete_document(self, document_id: str) -> DeleteResponse: ...
+
+    async def reset(self) -> ResetResponse: ...
 
     async def search(self, request: SearchRequest) -> SearchResponse: ...
 
@@ -133,8 +135,6 @@ class LocalClient:
     async def ingest_file(
         self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
     ) -> IngestResponse:
-        from carrag.services.ingestion import IngestOptions
-
         async with self._errors():
             container = await self.container()
             limit = container.settings.max_upload_bytes
@@ -144,19 +144,19 @@ class LocalClient:
             result = await container.ingestion.ingest_file(
                 data,
                 path.name,
-                IngestOptions(tags=options.tags, source_id=source_id, chunking=options.chunking, force=options.force),
+                container.requests.ingest(
+                    tags=options.tags, source_id=source_id, chunking=options.chunking, force=options.force
+                ),
                 _ObserverAdapter(on_progress),
             )
             return IngestResponse.model_validate(result)
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
-        from carrag.services.ingestion import IngestOptions
-
         async with self._errors():
             container = await self.container()
             result = await container.ingestion.ingest_url(
                 url,
-                IngestOptions(tags=options.tags, chunking=options.chunking, force=options.force),
+                container.requests.ingest(tags=options.tags, chunking=options.chunking, force=options.force),
                 _ObserverAdapter(on_progress),
             )
             return IngestResponse.model_validate(result)
@@ -164,7 +164,7 @@ class LocalClient:
     async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentPageOut:
         async with self._errors():
             documents = (await self.container()).documents
-            return DocumentPageOut.model_validate(await documents.list(offset=offset, limit=limit, tag=tag))
+            return DocumentPageOut.model_validate(await documents.page(offset=offset, limit=limit, tag=tag))
 
     async def get_document(self, document_id: str) -> DocumentOut:
         async with self._errors():
@@ -179,36 +179,19 @@ class LocalClient:
         async with self._errors():
             return DeleteResponse.model_validate(await (await self.container()).documents.delete(document_id))
 
-    async def search(self, request: SearchRequest) -> SearchResponse:
-        from carrag.services.requests import search_filters
-
+    async def reset(self) -> ResetResponse:
         async with self._errors():
-            outcome = await (await self.container()).search.search(
-                request.question.strip(),
-                top_k=request.top_k,
-                filters=search_filters(request.tags, request.source),
-                rerank=request.rerank,
-                mode=request.mode,
-                explain=request.explain,
-            )
-            return SearchResponse.model_validate(outcome)
+            return ResetResponse.model_validate(await (await self.container()).documents.reset())
+
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        async with self._errors():
+            container = await self.container()
+            return SearchResponse.model_validate(await container.search.search(request.to_query(container.requests)))
 
     async def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]:
-        from carrag.services.answering import AnswerRequest
-        from carrag.services.requests import search_filters
-
         async with self._errors():
-            answers = (await self.container()).answers
-            events = answers.stream_answer(
-                AnswerRequest(
-                    question=request.question.strip(),
-                    top_k=request.top_k,
-                    filters=search_filters(request.tags, request.source),
-                    rerank=request.rerank,
-                    answer_mode=request.answer_mode,
-                    min_relevance=request.min_relevance,
-                )
-            )
+            container = await self.container()
+            events = container.answers.stream_answer(request.to_query(container.requests))
             try:
                 async for event in events:
                     yield (event.kind, stream_payload(event.kind, event.data))
@@ -298,6 +281,9 @@ class HttpClient:
 
     async def delete_document(self, document_id: str) -> DeleteResponse:
         return DeleteResponse.model_validate(await self._json("DELETE", f"/documents/{_segment(document_id)}"))
+
+    async def reset(self) -> ResetResponse:
+        return ResetResponse.model_validate(await self._json("POST", "/admin/reset", json={"confirm": True}))
 
     async def search(self, request: SearchRequest) -> SearchResponse:
         body = request.model_dump(mode="json", exclude_unset=True)

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic_core import to_jsonable_python
@@ -41,6 +41,7 @@ from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resol
 from carrag.extras import MissingExtra
 from carrag.services.requests import split_tags
 from carrag.services.settings import Settings, get_settings
+from carrag.services.vocabulary import ChunkingStrategy, SearchMode
 
 app = typer.Typer(help="Carrag: self-hosted retrieval-augmented generation.", no_args_is_help=True)
 documents_app = typer.Typer(help="List, inspect and delete documents.", no_args_is_help=True)
@@ -62,7 +63,6 @@ Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: 
 SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
 Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
-Chunking = Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"]
 
 
 @app.command()
@@ -155,10 +155,10 @@ def print_json(value: Any) -> None:
 def ingest(
     sources: Annotated[list[str], typer.Argument(help='Files, globs (quote them: "docs/**/*.md"), directories, URLs.')],
     tags: Annotated[str | None, typer.Option("--tags", help="Comma-separated tags for every source.")] = None,
-    chunking: Annotated[Chunking | None, typer.Option("--chunking", help="Chunking strategy.")] = None,
+    chunking: Annotated[ChunkingStrategy | None, typer.Option("--chunking", help="Chunking strategy.")] = None,
     force: Annotated[
         bool,
-        typer.Option("--force", help="Re-ingest unchanged sources; after an embedding-model change, wipe the store."),
+        typer.Option("--force", help="Re-ingest sources even when their content is unchanged."),
     ] = False,
     prune: Annotated[
         bool,
@@ -328,7 +328,7 @@ def search(
     tags: Tags = None,
     source: SourceFilter = None,
     rerank: Rerank = None,
-    mode: Annotated[Literal["hybrid", "bm25", "knn"], typer.Option("--mode", help="Retrieval legs to use.")] = "hybrid",
+    mode: Annotated[SearchMode, typer.Option("--mode", help="Retrieval legs to use.")] = SearchMode.HYBRID,
     explain: Annotated[bool, typer.Option("--explain", help="Show BM25 and kNN ranks and the RRF score.")] = False,
     as_json: AsJson = False,
     url: Url = None,
@@ -489,6 +489,19 @@ def documents_delete(
         raise typer.Exit(1)
     run_with_client(url, api_key, lambda client: client.delete_document(document_id))
     console.print(f"Deleted {escape(document_id)}.")
+
+
+@app.command()
+def reset(
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Delete every document and chunk, and the recorded embedding model (after changing the model)."""
+    if not yes and not typer.confirm("Delete every document and chunk in the store?"):
+        raise typer.Exit(1)
+    done = run_with_client(url, api_key, lambda client: client.reset())
+    console.print(f"Store reset: {plural(done.documents_deleted, 'document')} deleted. Ingest again to refill it.")
 
 
 SHARED_DATA = Path("../shared/data")  # beside the checkout (docs/benchmarks.md)

@@ -13,8 +13,7 @@ score when the results were reranked, otherwise the chunk's kNN cosine similarit
 from __future__ import annotations
 
 from carrag.services.documents import DocumentService
-from carrag.services.errors import InvalidInput
-from carrag.services.models import SearchFilters
+from carrag.services.requests import RequestFactory
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, SearchHit, SearchService
 
 PASSAGE_SEPARATOR = "\n\n---\n\n"
@@ -35,19 +34,13 @@ def format_hit(hit: SearchHit) -> str:
     return f"{header}]\n{hit.text.strip()}"
 
 
-async def search_documents(search: SearchService, query: str, top_k: int = 5, source: str | None = None) -> str:
+async def search_documents(
+    search: SearchService, requests: RequestFactory, query: str, top_k: int = 5, source: str | None = None
+) -> str:
     """Hybrid search (BM25 + kNN, fused, reranked, expanded) formatted for an agent to read."""
-    query = (query or "").strip()
-    if not query:
-        raise InvalidInput("query must not be empty.")
-    if len(query) > search.settings.max_question_chars:
-        raise InvalidInput(
-            f"query is {len(query)} characters; the limit is {search.settings.max_question_chars} (MAX_QUESTION_CHARS)."
-        )
-    if not 1 <= top_k <= search.settings.max_top_k:
-        raise InvalidInput(f"top_k must be between 1 and {search.settings.max_top_k}.")
-    source = (source or "").strip() or None
-    outcome = await search.search(query, top_k=top_k, filters=SearchFilters(source=source))
+    request = requests.search(query, top_k=top_k, source=source)
+    source = request.filters.source
+    outcome = await search.search(request)
     if not outcome.hits:
         message = outcome.message or EMPTY_INDEX_MESSAGE
         if source and not outcome.empty_index:

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from carrag.services.admission import AdmissionGate
@@ -36,28 +36,14 @@ from carrag.services.answers.scoring import ScoredPassages, score_passages
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.llms.base import LLM
-from carrag.services.models import ChatMessage, SearchFilters
+from carrag.services.models import ChatMessage
 from carrag.services.prompt import PromptSource, build_messages
+from carrag.services.requests import AnswerQuery
 from carrag.services.retrieval.search import SearchHit, SearchOutcome, SearchService
 from carrag.services.settings import Settings
 from carrag.services.telemetry import NullTelemetry, Telemetry
 
 CHARS_PER_TOKEN = 4  # prompt tokens are estimated; the adapters stream one token per delta
-
-
-@dataclass(slots=True)
-class AnswerRequest:
-    question: str
-    top_k: int
-    filters: SearchFilters = field(default_factory=SearchFilters)
-    rerank: bool | None = None
-    history: Sequence[ChatMessage] = ()
-    answer_mode: AnswerMode | None = None  # None: ANSWER_MODE (or its per-stack default)
-    min_relevance: float | None = None  # None: ANSWER_MIN_RELEVANCE
-    max_tokens: int | None = None  # None: LLM_MAX_TOKENS (a request can only lower it)
-    temperature: float | None = None  # None: LLM_TEMPERATURE
-    client_instructions: str | None = None  # a client's system message, added after SYSTEM_PROMPT
-    live_tokens: bool = True  # False: send the answer only once it is checked (OpenAI streams)
 
 
 @dataclass(slots=True)
@@ -152,10 +138,10 @@ class AnswerService:
     def embedder(self) -> EmbeddingService:
         return self.search.embedder
 
-    def requested_mode(self, request: AnswerRequest) -> AnswerMode:
+    def requested_mode(self, request: AnswerQuery) -> AnswerMode:
         return request.answer_mode or self.settings.resolved_answer_mode
 
-    async def stream_answer(self, request: AnswerRequest) -> AsyncIterator[AnswerEvent]:
+    async def stream_answer(self, request: AnswerQuery) -> AsyncIterator[AnswerEvent]:
         """Errors before the first event raise (the route answers with an HTTP error; Overloaded
         when the generation queue is full); errors after it become an ``error`` event. Extractive
         requests never wait for the generation queue."""
@@ -165,10 +151,11 @@ class AnswerService:
             async for event in events:
                 yield event
 
-    async def _stream_answer(self, request: AnswerRequest) -> AsyncIterator[AnswerEvent]:
+    async def _stream_answer(self, request: AnswerQuery) -> AsyncIterator[AnswerEvent]:
         started = time.perf_counter()
+        # A follow-up question is searched with what the conversation was about.
         query = retrieval_query(request.question, request.history)
-        outcome = await self.search.search(query, top_k=request.top_k, filters=request.filters, rerank=request.rerank)
+        outcome = await self.search.search(replace(request.search, question=query))
         yield AnswerEvent("sources", outcome.hits)
         timings = dict(outcome.timings_ms)
         requested = self.requested_mode(request)
@@ -238,7 +225,7 @@ class AnswerService:
         extracted = extract_answer(scored)
         return _Outcome(extracted.text, "extract", requested, fallback_reason=reason, highlights=extracted.highlights)
 
-    def _messages(self, request: AnswerRequest, fitted: Sequence[FittedSource]) -> list[ChatMessage]:
+    def _messages(self, request: AnswerQuery, fitted: Sequence[FittedSource]) -> list[ChatMessage]:
         system = self.settings.system_prompt
         if request.client_instructions and request.client_instructions.strip():
             system += (
@@ -256,7 +243,7 @@ class AnswerService:
 
     async def _generate(
         self,
-        request: AnswerRequest,
+        request: AnswerQuery,
         outcome: SearchOutcome,
         scored: ScoredPassages,
         timings: dict[str, float],
@@ -362,7 +349,7 @@ class AnswerService:
             relevance=result.relevance,
         )
 
-    async def answer(self, request: AnswerRequest) -> Answer:
+    async def answer(self, request: AnswerQuery) -> Answer:
         sources: list[SearchHit] = []
         done: AnswerSummary | None = None
         async for event in self.stream_answer(request):

@@ -27,6 +27,7 @@ from carrag.services.jobs import JobManager
 from carrag.services.llms.base import LLM
 from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.models import ComponentHealth
+from carrag.services.requests import RequestFactory
 from carrag.services.rerankers.base import Reranker
 from carrag.services.rerankers.flashrank import FlashrankReranker
 from carrag.services.retrieval.search import SearchService
@@ -160,6 +161,7 @@ class Container:
     search: SearchService
     answers: AnswerService
     documents: DocumentService
+    requests: RequestFactory
     jobs: JobManager
     telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
@@ -233,6 +235,7 @@ async def build_container(
         search=search,
         answers=AnswerService(settings, search, llm, telemetry),
         documents=DocumentService(store),
+        requests=RequestFactory(settings),
         jobs=JobManager(settings, ingestion, telemetry),
         telemetry=telemetry,
         startup_errors=startup_errors,

@@ -1,12 +1,16 @@
-"""Reading and deleting stored documents: what the document routes, the MCP tools and the CLI share."""
+"""Reading and deleting stored documents: what the document routes, the admin reset, the MCP tools
+and the CLI share."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord
 from carrag.services.stores.base import ChunkListing, Store
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -32,6 +36,12 @@ class DeletedDocument:
     deleted: bool = True
 
 
+@dataclass(slots=True)
+class StoreReset:
+    documents_deleted: int
+    reset: bool = True
+
+
 class DocumentService:
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -43,8 +53,8 @@ class DocumentService:
             raise NotFound(f"No document with id {document_id}.")
         return record
 
-    async def list(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentList:
-        """Newest first; ``tag`` matches case-insensitively."""
+    async def page(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentList:
+        """A page of documents, newest first; ``tag`` matches case-insensitively."""
         page = await self.store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
         return DocumentList(page.items, page.total, offset, limit)
 
@@ -59,6 +69,14 @@ class DocumentService:
         if not await self.store.delete_document(document_id):
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
+
+    async def reset(self) -> StoreReset:
+        """Delete every document and chunk and forget the embedding model the store was built with
+        (after a change of embedding model: `carrag reset`, POST /admin/reset)."""
+        documents = (await self.store.list_documents(offset=0, limit=1)).total
+        await self.store.wipe()
+        logger.warning("store reset: every document deleted", extra={"documents": documents})
+        return StoreReset(documents_deleted=documents)
 
     async def sources(self) -> list[tuple[str, str]]:
         """(source_id, source_type) of every document, sorted."""

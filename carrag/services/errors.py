@@ -53,8 +53,8 @@ class EmbeddingModelMismatch(Conflict):
         super().__init__(
             f"The store was built with embedding model {stored}, but the configured embedder is "
             f"{current}. Vectors from different models cannot be compared. Either configure the "
-            f"original model again, or wipe and re-ingest with the new one: `carrag ingest ... "
-            f'--force` (CLI) or "force": true (API).'
+            "original model again, or empty the store and re-ingest with the new one: `carrag reset` "
+            "(CLI) or POST /admin/reset (API), then ingest again."
         )
         self.stored = stored
         self.current = current

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from carrag.services.admission import AdmissionGate
 from carrag.services.chunking import chunk_document, default_strategy
 from carrag.services.embedders.coalescing import CoalescingEmbedder
 from carrag.services.embedders.service import EmbeddingService
-from carrag.services.errors import CarragError, DependencyUnavailable, EmbeddingModelMismatch, InvalidInput
+from carrag.services.errors import CarragError, DependencyUnavailable, InvalidInput
 from carrag.services.fetchers.base import Fetcher
 from carrag.services.ids import content_hash, new_document_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
@@ -33,20 +33,20 @@ from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
 from carrag.services.parsers.pdf_ocr import reader_for
 from carrag.services.parsers.text import parse_text
 from carrag.services.parsers.web import parse_web_page
+from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.tagging import Tagger, auto_tags, merge_tags
 from carrag.services.telemetry import NullTelemetry, Telemetry
+from carrag.services.vocabulary import ChunkingStrategy, IngestStatus, JobState
 
 logger = logging.getLogger(__name__)
-
-Stage = Literal["queued", "parsing", "tagging", "chunking", "embedding", "indexing", "done", "failed"]
 
 
 class IngestObserver(Protocol):
     """Receives progress; the jobs room and the CLI implement it."""
 
-    def stage(self, stage: Stage) -> None: ...
+    def stage(self, stage: JobState) -> None: ...
 
     def embedded(self, done: int, total: int) -> None: ...
 
@@ -54,7 +54,7 @@ class IngestObserver(Protocol):
 
 
 class _SilentObserver:
-    def stage(self, stage: Stage) -> None:
+    def stage(self, stage: JobState) -> None:
         pass
 
     def embedded(self, done: int, total: int) -> None:
@@ -65,27 +65,18 @@ class _SilentObserver:
 
 
 @dataclass(slots=True)
-class IngestOptions:
-    tags: list[str] = field(default_factory=list)
-    source_id: str | None = None  # defaults to the filename or URL
-    chunking: str | None = None  # strategy; default from settings
-    chunk_size: int | None = None
-    chunk_overlap: int | None = None
-    force: bool = False  # re-ingest identical content; wipe the store on an embedding-model change
-    external_id: str | None = None
-    title: str | None = None
-
-
-@dataclass(slots=True)
 class IngestResult:
     document_id: str
     filename: str
     chunk_count: int
     tags: list[str]
-    status: Literal["ingested", "unchanged", "duplicate"]
+    status: IngestStatus
     source_id: str  # for a duplicate: the source id that already holds this content
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+IngestOptions = IngestCommand  # the former name; other open branches still use it. Remove once they have merged.
 
 
 def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:
@@ -113,12 +104,12 @@ def text_document(text: str, filename: str, title: str | None) -> ParsedDocument
     )
 
 
-def default_chunking(parsed: ParsedDocument, settings: Settings) -> str:
+def default_chunking(parsed: ParsedDocument, settings: Settings) -> ChunkingStrategy:
     """The strategy for a request that names none: by headers for Markdown and HTML (their parsers mark
     them ``metadata.markup = "markdown"``), else the format's own (`chunking.default_strategy`, e.g.
     ``code`` for source files), else CHUNKING_STRATEGY."""
     if settings.markdown_chunking_for_markup and parsed.metadata.get("markup") == "markdown":
-        return "markdown"
+        return ChunkingStrategy.MARKDOWN
     return default_strategy(parsed, settings.chunking_strategy)
 
 
@@ -130,7 +121,7 @@ class BulkDocument:
     """One document for `IngestionService.ingest_many`: extracted ``text``, or a file's ``data``."""
 
     filename: str
-    options: IngestOptions = field(default_factory=IngestOptions)
+    options: IngestCommand = field(default_factory=IngestCommand)
     text: str | None = None
     data: bytes | None = None
 
@@ -176,14 +167,16 @@ class IngestionService:
             yield
 
     # --- entry points --------------------------------------------------------------------------
+    # Each entry point waits for an ingestion slot first (`slot`): 429 when the queue is full.
     async def ingest_file(
-        self, data: bytes, filename: str, options: IngestOptions, observer: IngestObserver | None = None
+        self, data: bytes, filename: str, options: IngestCommand, observer: IngestObserver | None = None
     ) -> IngestResult:
-        observer = observer or _SilentObserver()
-        timings: dict[str, float] = {}
-        observer.stage("parsing")
-        parsed = await self._parse_upload(data, filename, timings, observer)
-        return await self._ingest_parsed(parsed, options, observer, timings)
+        async with self.slot():
+            observer = observer or _SilentObserver()
+            timings: dict[str, float] = {}
+            observer.stage(JobState.PARSING)
+            parsed = await self._parse_upload(data, filename, timings, observer)
+            return await self._ingest_parsed(parsed, options, observer, timings)
 
     async def _parse_upload(
         self, data: bytes, filename: str, timings: dict[str, float], observer: IngestObserver | None = None
@@ -203,11 +196,14 @@ class IngestionService:
         return parsed
 
     async def ingest_url(
-        self, url: str, options: IngestOptions, observer: IngestObserver | None = None
+        self, url: str, options: IngestCommand, observer: IngestObserver | None = None
     ) -> IngestResult:
-        observer = observer or _SilentObserver()
+        async with self.slot():
+            return await self._ingest_url(url, options, observer or _SilentObserver())
+
+    async def _ingest_url(self, url: str, options: IngestCommand, observer: IngestObserver) -> IngestResult:
         timings: dict[str, float] = {}
-        observer.stage("parsing")
+        observer.stage(JobState.PARSING)
         started = time.perf_counter()
         page = await self.fetcher.fetch(url)
         timings["fetch"] = _ms(started)
@@ -239,12 +235,13 @@ class IngestionService:
         return parsed
 
     async def ingest_text(
-        self, text: str, filename: str, options: IngestOptions, observer: IngestObserver | None = None
+        self, text: str, filename: str, options: IngestCommand, observer: IngestObserver | None = None
     ) -> IngestResult:
         """Already-extracted text (evaluation datasets, programmatic use)."""
-        return await self._ingest_parsed(
-            text_document(text, filename, options.title), options, observer or _SilentObserver(), {}
-        )
+        async with self.slot():
+            return await self._ingest_parsed(
+                text_document(text, filename, options.title), options, observer or _SilentObserver(), {}
+            )
 
     async def ingest_many(
         self,
@@ -295,7 +292,7 @@ class IngestionService:
     async def _ingest_parsed(
         self,
         parsed: ParsedDocument,
-        options: IngestOptions,
+        options: IngestCommand,
         observer: IngestObserver,
         timings: dict[str, float],
         embed: DocumentEmbedder | None = None,
@@ -314,13 +311,13 @@ class IngestionService:
 
         existing = await self.store.find_by_source(source_id)
         if existing is not None and existing.content_hash == digest and not options.force:
-            self._report("unchanged", timings)
+            self._report(IngestStatus.UNCHANGED, timings)
             return IngestResult(
                 document_id=existing.document_id,
                 filename=existing.filename,
                 chunk_count=existing.chunk_count,
                 tags=existing.tags,
-                status="unchanged",
+                status=IngestStatus.UNCHANGED,
                 source_id=source_id,
                 timings_ms=timings,
             )
@@ -336,27 +333,23 @@ class IngestionService:
                     filename=twin.filename,
                     chunk_count=twin.chunk_count,
                     tags=twin.tags,
-                    status="duplicate",
+                    status=IngestStatus.DUPLICATE,
                     source_id=twin.source_id,
                     timings_ms=timings,
                 )
-        identity = await self._check_embedding_identity(options.force)
+        identity = await self._check_embedding_identity()
 
-        observer.stage("tagging")
+        observer.stage(JobState.TAGGING)
         started = time.perf_counter()
         generated = await auto_tags(self.tagger, parsed.text[: settings.tagging_content_chars], parsed.filename)
         tags = merge_tags(generated, user_tags)
         timings["tag"] = _ms(started)
 
-        observer.stage("chunking")
+        observer.stage(JobState.CHUNKING)
         started = time.perf_counter()
         strategy = options.chunking or default_chunking(parsed, settings)
         size = options.chunk_size or settings.chunk_size
         overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
-        if overlap * 2 > size:
-            # Each chunk must move the window on by at least half its size: with an overlap close
-            # to the size, one document would become ~len(text) chunks, each embedded.
-            raise InvalidInput(f"chunk_overlap ({overlap}) must be at most half of chunk_size ({size}).")
         split_size = size
         if options.chunk_size is None and len(parsed.text) <= settings.whole_document_chars:
             split_size = max(size, len(parsed.text))  # a short document stays one chunk
@@ -365,14 +358,14 @@ class IngestionService:
             raise InvalidInput(f"{parsed.filename} contains no extractable text.")
         timings["chunk"] = _ms(started)
 
-        observer.stage("embedding")
+        observer.stage(JobState.EMBEDDING)
         started = time.perf_counter()
         vectors = await (embed or self.embedder.embed_documents)(
             [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.embedded
         )
         timings["embed"] = _ms(started)
 
-        observer.stage("indexing")
+        observer.stage(JobState.INDEXING)
         started = time.perf_counter()
         record = DocumentRecord(
             document_id=new_document_id(),
@@ -395,8 +388,8 @@ class IngestionService:
         replaced = await self.store.write_document(record, chunks, vectors, identity)
         timings["index"] = _ms(started)
         self.telemetry.chunks_indexed(len(chunks))
-        self._report("ingested", timings)
-        observer.stage("done")
+        self._report(IngestStatus.INGESTED, timings)
+        observer.stage(JobState.DONE)
         logger.info(
             "document ingested",
             extra={
@@ -412,7 +405,7 @@ class IngestionService:
             filename=record.filename,
             chunk_count=len(chunks),
             tags=tags,
-            status="ingested",
+            status=IngestStatus.INGESTED,
             source_id=source_id,
             replaced_document_id=replaced,
             timings_ms=timings,
@@ -422,19 +415,13 @@ class IngestionService:
         self.telemetry.document_ingested(status)
         self.telemetry.stages("ingest", timings)
 
-    async def _check_embedding_identity(self, force: bool) -> EmbeddingIdentity:
-        """Fail before any embedding work if the store holds another model's vectors."""
+    async def _check_embedding_identity(self) -> EmbeddingIdentity:
+        """Fail before any embedding work if the store holds another model's vectors (409 naming
+        `carrag reset`)."""
         current = await self.embedder.embedding_identity()
         stored = await self.store.embedding_identity()
-        if stored is None or stored.accepts(current):
-            return current
-        if not force:
-            raise EmbeddingModelMismatch(stored.describe(), current.describe())
-        logger.warning(
-            "embedding model changed; wiping the store as requested (force)",
-            extra={"stored": stored.describe(), "current": current.describe()},
-        )
-        await self.store.wipe()
+        if stored is not None:
+            stored.check_accepts(current)
         return current
 
 

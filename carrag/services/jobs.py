@@ -1,7 +1,7 @@
 """Asynchronous ingestion: ``POST /ingest/...?async=true`` hands the work to a job and answers 202.
 
-A job runs the same pipeline as a synchronous ingest, inside the same admission control
-(`IngestionService.slot()`), and records what the pipeline reports through `IngestObserver`:
+A job runs the same pipeline as a synchronous ingest, with the same admission control (the
+ingestion service waits for a slot: the job stays ``queued`` meanwhile), and records what the pipeline reports through `IngestObserver`:
 its stage, the embedding progress and how long each stage took.
 
 Cancelling a job cancels its asyncio task. The pipeline writes nothing until its final, atomic
@@ -22,18 +22,16 @@ from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
 
 from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, NotFound
-from carrag.services.ingestion import IngestionService, IngestObserver, IngestOptions, IngestResult
+from carrag.services.ingestion import IngestionService, IngestObserver, IngestResult
+from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 from carrag.services.telemetry import NullTelemetry, Telemetry
+from carrag.services.vocabulary import FINISHED_JOB_STATES, JobKind, JobState
 
 logger = logging.getLogger(__name__)
 
-JobState = Literal["queued", "parsing", "tagging", "chunking", "embedding", "indexing", "done", "failed", "cancelled"]
-JobKind = Literal["file", "url"]
-FINISHED_STATES: frozenset[str] = frozenset({"done", "failed", "cancelled"})
 INTERNAL_ERROR = "Internal error; the service logged it."
 
 Work = Callable[[IngestObserver], Awaitable[IngestResult]]
@@ -54,7 +52,7 @@ class Job:
     job_id: str
     kind: JobKind
     source: str  # the filename or URL
-    state: JobState = "queued"
+    state: JobState = JobState.QUEUED
     progress: Progress = field(default_factory=Progress)
     timings_ms: dict[str, float] = field(default_factory=dict)
     result: IngestResult | None = None
@@ -69,13 +67,13 @@ class Job:
 
     @property
     def finished(self) -> bool:
-        return self.state in FINISHED_STATES
+        return self.state in FINISHED_JOB_STATES
 
     # --- IngestObserver --------------------------------------------------------------------------
-    def stage(self, stage: str) -> None:
-        if stage == "done":  # the manager finishes the job once the pipeline has returned
+    def stage(self, stage: JobState) -> None:
+        if stage == JobState.DONE:  # the manager finishes the job once the pipeline has returned
             return
-        self._enter(stage)  # type: ignore[arg-type]
+        self._enter(stage)
 
     def embedded(self, done: int, total: int) -> None:
         self.progress.done, self.progress.total = done, total
@@ -94,7 +92,7 @@ class Job:
         self._stage_started = now
         self.state = state
         self.updated_at = _now()
-        if state in FINISHED_STATES:
+        if state in FINISHED_JOB_STATES:
             self.finished_at = time.monotonic()
             self.task = None  # let the task (and the uploaded bytes it holds) go
 
@@ -109,13 +107,13 @@ class JobManager:
         self.telemetry.watch_jobs(self.counts_by_state)
 
     # --- submitting ------------------------------------------------------------------------------
-    async def submit_file(self, data: bytes, filename: str, options: IngestOptions) -> Job:
+    async def submit_file(self, data: bytes, filename: str, options: IngestCommand) -> Job:
         return await self._submit(
-            "file", filename, lambda observer: self.ingestion.ingest_file(data, filename, options, observer)
+            JobKind.FILE, filename, lambda observer: self.ingestion.ingest_file(data, filename, options, observer)
         )
 
-    async def submit_url(self, url: str, options: IngestOptions) -> Job:
-        return await self._submit("url", url, lambda observer: self.ingestion.ingest_url(url, options, observer))
+    async def submit_url(self, url: str, options: IngestCommand) -> Job:
+        return await self._submit(JobKind.URL, url, lambda observer: self.ingestion.ingest_url(url, options, observer))
 
     async def _submit(self, kind: JobKind, source: str, work: Work) -> Job:
         self._prune()
@@ -127,7 +125,7 @@ class JobManager:
         # refused before any I/O), or it is waiting for a slot, or it is working. A refusal is the
         # caller's answer and leaves no job behind.
         await asyncio.sleep(0)
-        if job.state == "failed" and isinstance(job.exception, CarragError):
+        if job.state == JobState.FAILED and isinstance(job.exception, CarragError):
             del self._jobs[job.job_id]
             raise job.exception
         job.accepted = True
@@ -137,24 +135,23 @@ class JobManager:
 
     async def _run(self, job: Job, work: Work) -> None:
         try:
-            async with self.ingestion.slot():
-                result = await work(job)
+            result = await work(job)  # waits for an ingestion slot first
         except asyncio.CancelledError:
             job.error = job.error or "cancelled"
-            self._finish(job, "cancelled")
+            self._finish(job, JobState.CANCELLED)
             raise
         except CarragError as exc:
             job.error, job.exception = exc.message, exc
-            self._finish(job, "failed")
+            self._finish(job, JobState.FAILED)
         except Exception as exc:
             logger.exception("ingest job crashed", extra={"job_id": job.job_id, "source": job.source})
             job.error, job.exception = INTERNAL_ERROR, exc
-            self._finish(job, "failed")
+            self._finish(job, JobState.FAILED)
         else:
             job.result = result
             if result.chunk_count and not job.progress.total:
                 job.progress.done = job.progress.total = result.chunk_count  # unchanged: nothing embedded
-            self._finish(job, "done")
+            self._finish(job, JobState.DONE)
 
     def _finish(self, job: Job, state: JobState) -> None:
         job._enter(state)
@@ -211,7 +208,7 @@ class JobManager:
         job = self.get(job_id)
         if job.finished:
             raise Conflict(f"Ingest job {job_id} has already finished ({job.state}).")
-        if job.state == "indexing":
+        if job.state == JobState.INDEXING:
             raise Conflict(
                 f"Ingest job {job_id} is already writing its document to the store and will finish in a "
                 "moment; delete the document afterwards if it is not wanted."
@@ -240,7 +237,7 @@ class JobManager:
         if not active:
             return
         for job in active:
-            if job.state == "queued":
+            if job.state == JobState.QUEUED:
                 self._cancel_for_shutdown(job)
         tasks = {job.task for job in active if job.task is not None}
         logger.info("shutting down: waiting for ingest jobs", extra={"jobs": len(tasks), "grace_s": grace})
@@ -248,7 +245,7 @@ class JobManager:
         if grace > 0:
             _, pending = await asyncio.wait(tasks, timeout=grace)
         # A job already writing finishes (the write is atomic and short); the rest roll back.
-        late = [job for job in active if job.task in pending and job.state != "indexing"]
+        late = [job for job in active if job.task in pending and job.state != JobState.INDEXING]
         for job in late:
             self._cancel_for_shutdown(job)
         if late:

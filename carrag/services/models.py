@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from carrag.services.errors import EmbeddingModelMismatch
+from carrag.services.vocabulary import HealthStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +134,7 @@ class ChatMessage:
 @dataclass(slots=True)
 class ComponentHealth:
     name: str
-    status: Literal["ok", "degraded", "unavailable"]
+    status: HealthStatus
     backend: str
     model: str | None = None
     detail: str | None = None

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from carrag.api.main import create_app
 from carrag.bench.server import clean_environment
 from carrag.services.container import Container
-from carrag.services.ingestion import IngestOptions
+from carrag.services.requests import IngestCommand
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.live_server import LiveServer
@@ -29,7 +29,7 @@ SOURCES = ("brakes.txt", "oil_service.txt", "tire_pressure.txt")
 async def ingest(container: Container) -> None:
     for name in SOURCES:
         await container.ingestion.ingest_file(
-            (FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestOptions()
+            (FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestCommand()
         )
 
 

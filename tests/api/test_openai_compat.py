@@ -13,8 +13,8 @@ import pytest
 
 from carrag.api.main import create_app
 from carrag.services.container import Container
-from carrag.services.ingestion import IngestOptions
 from carrag.services.llms.ollama import OllamaLLM
+from carrag.services.requests import IngestCommand
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.live_server import LiveServer
 from tests.ollama_replay import MISSING_MODEL, RECORDINGS, OllamaReplay
@@ -36,7 +36,7 @@ async def carrag_with_ollama(tmp_path, embedding_backend, replay: OllamaReplay, 
     settings = make_settings(tmp_path, api_keys=API_KEY, tagger="keywords", llm="ollama")
     container = await open_container(settings, embedding_backend, llm=OllamaLLM(replay.url, model))
     for name in ("brakes.txt", "oil_service.txt", "tire_pressure.txt"):
-        await container.ingestion.ingest_file((FIXTURES / "corpus" / name).read_bytes(), name, IngestOptions())
+        await container.ingestion.ingest_file((FIXTURES / "corpus" / name).read_bytes(), name, IngestCommand())
     return container
 
 
@@ -203,3 +203,20 @@ async def test_a_generation_failure_mid_stream_is_an_sdk_error(
                 await sdk.chat.completions.create(model="carrag", messages=[{"role": "user", "content": QUESTION}])
     finally:
         await close_container(container)
+
+
+async def test_max_tokens_and_temperature_reach_the_llm_and_the_cut_is_reported(
+    sdk: openai.AsyncOpenAI, replay: OllamaReplay
+) -> None:
+    completion = await sdk.chat.completions.create(
+        model="carrag",
+        messages=[{"role": "user", "content": QUESTION}],
+        max_tokens=3,
+        temperature=0.6,
+        extra_body={"answer_mode": "generate"},
+    )
+    options = [payload for method, path, payload in replay.requests if path == "/api/chat"][-1]["options"]
+    assert options == {"temperature": 0.6, "num_predict": 3}
+    # The recording streams more than 3 deltas whatever num_predict says; the answer is reported as cut.
+    assert completion.choices[0].finish_reason == "length"
+    assert completion.model_extra["carrag"]["finish_reason"] == "length"

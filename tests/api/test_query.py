@@ -14,15 +14,15 @@ from httpx_sse import aconnect_sse
 
 from carrag.api.main import create_app
 from carrag.services.errors import DependencyUnavailable
-from carrag.services.ingestion import IngestOptions
 from carrag.services.models import ChatMessage, ComponentHealth
+from carrag.services.requests import IngestCommand
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.live_server import LiveServer
 
 
 async def ingest_corpus(container) -> None:
     for path in sorted((FIXTURES / "corpus").glob("*.txt")):
-        await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestOptions(tags=["manual"]))
+        await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestCommand(tags=["manual"]))
 
 
 class ScriptedLLM:
@@ -227,7 +227,7 @@ async def test_real_local_llm_answers_with_citations(tmp_path, embedding_backend
     await container.ingestion.ingest_file(
         (FIXTURES / "2019_Ford_F150_Owners_Manual.pdf").read_bytes(),
         "2019_Ford_F150_Owners_Manual.pdf",
-        IngestOptions(),
+        IngestCommand(),
     )
     app = create_app(container=container)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", timeout=120) as client:

@@ -18,8 +18,8 @@ from typer.testing import CliRunner
 from carrag.bench.server import server_process
 from carrag.cli.main import app
 from carrag.services.container import build_container
-from carrag.services.ingestion import IngestOptions
 from carrag.services.llms.extractive import ExtractiveLLM
+from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 from tests.conftest import FIXTURES
 from tests.live_server import served_page
@@ -159,7 +159,7 @@ def test_query_search_and_documents(workdir: Path, local_env) -> None:
     assert gone.exit_code == 1 and f"No document with id {manual['document_id']}" in gone.stderr
 
 
-def test_force_recovers_from_an_embedding_model_change(workdir: Path, local_env, tmp_path: Path) -> None:
+def test_reset_recovers_from_an_embedding_model_change(workdir: Path, local_env, tmp_path: Path) -> None:
     class OtherModel:
         provider, model, identity, dimension = "test", "other", "test:other", 8
 
@@ -169,7 +169,7 @@ def test_force_recovers_from_an_embedding_model_change(workdir: Path, local_env,
     async def build_store_with_other_model() -> None:
         settings = Settings(_env_file=None, data_dir=tmp_path / "data", per_host_delay=0)
         container = await build_container(settings, embedding_backend=OtherModel(), llm=ExtractiveLLM("tests"))
-        await container.ingestion.ingest_text("Built with another model.", "old.txt", IngestOptions())
+        await container.ingestion.ingest_text("Built with another model.", "old.txt", IngestCommand())
         await container.fetcher.aclose()
         await container.store.close()
 
@@ -178,11 +178,17 @@ def test_force_recovers_from_an_embedding_model_change(workdir: Path, local_env,
     refused = carrag(local_env, "ingest", "docs/guide.md")
     assert refused.exit_code == 1
     message = " ".join(refused.output.split())
-    assert "test:other (8-d)" in message and "local:all-MiniLM-L6-v2 (384-d)" in message and "--force" in message
+    assert "test:other (8-d)" in message and "local:all-MiniLM-L6-v2 (384-d)" in message
+    assert "`carrag reset`" in message
+    assert carrag(local_env, "ingest", "docs/guide.md", "--force").exit_code == 1, "force never wipes the store"
 
-    forced = carrag(local_env, "ingest", "docs/guide.md", "--force")
-    assert forced.exit_code == 0, forced.output
-    assert set(stored(local_env)) == {"docs/guide.md"}, "the old model's documents were wiped"
+    declined = carrag(local_env, "reset", input="n\n")
+    assert declined.exit_code == 1
+    reset = carrag(local_env, "reset", input="y\n")
+    assert reset.exit_code == 0 and "Store reset: 1 document deleted." in reset.output, reset.output
+    again = carrag(local_env, "ingest", "docs/guide.md")
+    assert again.exit_code == 0, again.output
+    assert set(stored(local_env)) == {"docs/guide.md"}, "the old model's documents are gone"
 
 
 # --- against a running server (--url) --------------------------------------------------------------------
@@ -231,6 +237,10 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     assert carrag(remote, "documents", "delete", guide, "--yes").exit_code == 0
     missing = carrag(remote, "documents", "delete", guide, "--yes")
     assert missing.exit_code == 1 and "No document with id" in missing.stderr
+
+    reset = carrag(remote, "reset", "--yes")
+    assert reset.exit_code == 0 and "Store reset: 2 documents deleted." in reset.output, reset.output
+    assert stored(remote) == {}
 
 
 def test_remote_upload_then_cli_ingest_of_the_same_file_is_one_document(workdir: Path, local_env, server) -> None:

@@ -20,7 +20,10 @@ from tests.fixtures.bad_inputs.make_bad_inputs import CASES, EXTRACTED_LIMIT, UP
 @pytest.fixture(scope="module")
 async def corpus_container(tmp_path_factory, embedding_backend) -> AsyncIterator[Container]:
     settings = make_settings(
-        tmp_path_factory.mktemp("hostile"), max_upload_bytes=UPLOAD_LIMIT, max_extracted_chars=EXTRACTED_LIMIT
+        tmp_path_factory.mktemp("hostile"),
+        max_upload_bytes=UPLOAD_LIMIT,
+        max_extracted_chars=EXTRACTED_LIMIT,
+        allow_duplicates=True,  # several hostile files carry the same text under different names
     )
     container = await open_container(settings, embedding_backend)
     yield container

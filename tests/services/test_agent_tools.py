@@ -8,7 +8,7 @@ import pytest
 from carrag.services import agent_tools
 from carrag.services.container import Container
 from carrag.services.errors import InvalidInput
-from carrag.services.ingestion import IngestOptions
+from carrag.services.requests import IngestCommand, SearchQuery
 from carrag.services.rerankers.flashrank import FlashrankReranker
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, NO_MATCH_MESSAGE
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
@@ -31,20 +31,22 @@ def blocks(text: str) -> list[tuple[re.Match, str]]:
 async def ingest_corpus(container: Container) -> None:
     for name in ("brakes.txt", "oil_service.txt", "tire_pressure.txt"):
         await container.ingestion.ingest_file(
-            (FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestOptions()
+            (FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestCommand()
         )
     pdf = (FIXTURES / "2019_Ford_F150_Owners_Manual.pdf").read_bytes()
-    await container.ingestion.ingest_file(pdf, "f150.pdf", IngestOptions())
+    await container.ingestion.ingest_file(pdf, "f150.pdf", IngestCommand())
 
 
 async def test_search_documents_formats_blocks_with_the_knn_score_and_page(container: Container) -> None:
     await ingest_corpus(container)
 
-    text = await agent_tools.search_documents(container.search, "Which oil filter fits the engine?", top_k=4)
+    text = await agent_tools.search_documents(
+        container.search, container.requests, "Which oil filter fits the engine?", top_k=4
+    )
 
     parsed = blocks(text)
     assert 1 <= len(parsed) <= 4
-    outcome = await container.search.search("Which oil filter fits the engine?", top_k=4)
+    outcome = await container.search.search(SearchQuery("Which oil filter fits the engine?", top_k=4))
     assert not outcome.reranked, "no reranker model in this container"
     for (header, passage), hit in zip(parsed, outcome.hits, strict=True):
         assert header["source"] == hit.chunk.source_id
@@ -61,8 +63,10 @@ async def test_reranked_results_show_the_rerank_score(tmp_path: Path, embedding_
     container = await open_container(make_settings(tmp_path), embedding_backend, reranker=reranker)
     try:
         await ingest_corpus(container)
-        text = await agent_tools.search_documents(container.search, "brake pads wear indicators", top_k=2)
-        outcome = await container.search.search("brake pads wear indicators", top_k=2)
+        text = await agent_tools.search_documents(
+            container.search, container.requests, "brake pads wear indicators", top_k=2
+        )
+        outcome = await container.search.search(SearchQuery("brake pads wear indicators", top_k=2))
     finally:
         await close_container(container)
     assert outcome.reranked
@@ -72,10 +76,16 @@ async def test_reranked_results_show_the_rerank_score(tmp_path: Path, embedding_
 async def test_source_filter_takes_an_exact_id_or_a_glob(container: Container) -> None:
     await ingest_corpus(container)
 
-    exact = blocks(await agent_tools.search_documents(container.search, "tire pressure", source="manuals/brakes.txt"))
+    exact = blocks(
+        await agent_tools.search_documents(
+            container.search, container.requests, "tire pressure", source="manuals/brakes.txt"
+        )
+    )
     assert {header["source"] for header, _ in exact} == {"manuals/brakes.txt"}
 
-    globbed = blocks(await agent_tools.search_documents(container.search, "oil", top_k=10, source="manuals/*"))
+    globbed = blocks(
+        await agent_tools.search_documents(container.search, container.requests, "oil", top_k=10, source="manuals/*")
+    )
     assert {header["source"] for header, _ in globbed} <= {
         "manuals/brakes.txt",
         "manuals/oil_service.txt",
@@ -83,12 +93,12 @@ async def test_source_filter_takes_an_exact_id_or_a_glob(container: Container) -
     }
     assert "f150.pdf" not in {header["source"] for header, _ in globbed}
 
-    nothing = await agent_tools.search_documents(container.search, "oil", source="*.docx")
+    nothing = await agent_tools.search_documents(container.search, container.requests, "oil", source="*.docx")
     assert nothing.startswith(NO_MATCH_MESSAGE) and "'*.docx'" in nothing
 
 
 async def test_an_empty_index_says_how_to_ingest(container: Container) -> None:
-    assert await agent_tools.search_documents(container.search, "anything") == EMPTY_INDEX_MESSAGE
+    assert await agent_tools.search_documents(container.search, container.requests, "anything") == EMPTY_INDEX_MESSAGE
     assert await agent_tools.list_sources(container.documents) == EMPTY_INDEX_MESSAGE
 
 
@@ -111,4 +121,4 @@ async def test_list_sources(container: Container) -> None:
 )
 async def test_bad_arguments_are_invalid_input(container: Container, query: str, top_k: int, message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
-        await agent_tools.search_documents(container.search, query, top_k=top_k)
+        await agent_tools.search_documents(container.search, container.requests, query, top_k=top_k)

@@ -7,9 +7,8 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from carrag.services.answering import AnswerRequest
-from carrag.services.ingestion import IngestOptions
 from carrag.services.models import ChatMessage, ComponentHealth
+from carrag.services.requests import AnswerQuery, IngestCommand, SearchQuery
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 
 
@@ -52,7 +51,7 @@ async def answers_with(tmp_path, embedding_backend):
         container = await open_container(settings, embedding_backend, llm=llm)
         opened.append(container)
         for path in sorted((FIXTURES / "corpus").glob("*.txt")):
-            await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestOptions())
+            await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestCommand())
         return container.answers
 
     yield build
@@ -66,7 +65,7 @@ QUESTION = "Which oil filter fits the 3.5L EcoBoost engine?"
 async def test_extract_answers_with_the_sentence_that_answers_and_no_llm(answers_with) -> None:
     llm = RecordingLLM(GROUNDED)
     answers = await answers_with(llm)
-    answer = await answers.answer(AnswerRequest(QUESTION, 3, answer_mode="extract"))
+    answer = await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="extract"))
     assert llm.calls == [] and answer.model is None
     assert answer.answer_mode == "extract" and answer.grounding is None and answer.answerable
     assert "Motorcraft FL-500S" in answer.answer and "[Source 1]" in answer.answer
@@ -76,7 +75,7 @@ async def test_extract_answers_with_the_sentence_that_answers_and_no_llm(answers
 
 async def test_generate_reports_the_grounding_check_and_fixes_citations(answers_with) -> None:
     answers = await answers_with(RecordingLLM(INVENTED))
-    answer = await answers.answer(AnswerRequest(QUESTION, 3, answer_mode="generate"))
+    answer = await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="generate"))
     assert answer.answer_mode == "generate" and answer.model == "recording"
     grounding = answer.grounding
     assert grounding is not None and grounding["grounded"] is False and grounding["unsupported"] == [0]
@@ -85,7 +84,7 @@ async def test_generate_reports_the_grounding_check_and_fixes_citations(answers_
 
 async def test_auto_keeps_a_grounded_answer(answers_with) -> None:
     answers = await answers_with(RecordingLLM(GROUNDED))
-    answer = await answers.answer(AnswerRequest(QUESTION, 3, answer_mode="auto"))
+    answer = await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="auto"))
     assert answer.answer_mode == "generate" and answer.requested_mode == "auto" and answer.fallback_reason is None
     assert answer.grounding["grounded"] and answer.answer.startswith("The correct oil filter")
     assert any(source.highlights for source in answer.sources)
@@ -93,7 +92,7 @@ async def test_auto_keeps_a_grounded_answer(answers_with) -> None:
 
 async def test_auto_falls_back_to_extract_when_not_grounded_and_says_so(answers_with) -> None:
     answers = await answers_with(RecordingLLM(INVENTED))
-    answer = await answers.answer(AnswerRequest(QUESTION, 3, answer_mode="auto"))
+    answer = await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="auto"))
     assert answer.answer_mode == "extract" and answer.requested_mode == "auto"
     assert answer.fallback_reason == "generated answer not grounded: 1 of 1 sentences unsupported"
     assert "Bosch" not in answer.answer and "FL-500S" in answer.answer and answer.model is None
@@ -102,25 +101,29 @@ async def test_auto_falls_back_to_extract_when_not_grounded_and_says_so(answers_
 async def test_the_documents_dont_say_without_calling_the_llm(answers_with) -> None:
     llm = RecordingLLM(GROUNDED)
     answers = await answers_with(llm)
-    answer = await answers.answer(AnswerRequest("What is the capital of Mongolia?", 3, answer_mode="generate"))
+    answer = await answers.answer(
+        AnswerQuery(SearchQuery("What is the capital of Mongolia?", 3), answer_mode="generate")
+    )
     assert llm.calls == [] and answer.model is None
     assert not answer.answerable and answer.answer_mode == "none" and answer.finish_reason == "no_answer"
     assert answer.answer.startswith("The documents do not contain the answer") and answer.sources
-    forced = await answers.answer(AnswerRequest("What is the capital of Mongolia?", 3, min_relevance=0.0))
+    forced = await answers.answer(AnswerQuery(SearchQuery("What is the capital of Mongolia?", 3), min_relevance=0.0))
     assert forced.answerable, "min_relevance=0 never refuses"
 
 
 async def test_a_follow_up_is_retrieved_with_the_previous_turn(answers_with) -> None:
     answers = await answers_with(RecordingLLM(GROUNDED))
     history = [ChatMessage("user", "How much can the truck tow?"), ChatMessage("assistant", "13,200 lbs [Source 1].")]
-    answer = await answers.answer(AnswerRequest("Does it need a special package for that?", 3, history=history))
+    answer = await answers.answer(
+        AnswerQuery(SearchQuery("Does it need a special package for that?", 3), history=history)
+    )
     assert answer.sources[0].chunk.filename == "towing.txt"
 
 
 async def test_a_loop_is_cut_and_reported(answers_with) -> None:
     looping = "The filter is the Motorcraft FL-500S. " * 12
     answers = await answers_with(RecordingLLM(looping.strip()))
-    answer = await answers.answer(AnswerRequest(QUESTION, 3, answer_mode="generate"))
+    answer = await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="generate"))
     assert answer.finish_reason == "loop" and answer.answer.count("FL-500S") == 1
 
 
@@ -128,8 +131,12 @@ async def test_the_token_limit_is_reported_and_request_parameters_reach_the_llm(
     llm = RecordingLLM(GROUNDED)
     answers = await answers_with(llm, llm_max_tokens=200)
     answer = await answers.answer(
-        AnswerRequest(
-            QUESTION, 3, answer_mode="generate", max_tokens=5, temperature=0.7, client_instructions="Be brief."
+        AnswerQuery(
+            SearchQuery(QUESTION, 3),
+            answer_mode="generate",
+            max_tokens=5,
+            temperature=0.7,
+            client_instructions="Be brief.",
         )
     )
     assert answer.finish_reason == "length" and answer.usage["completion_tokens"] == 5
@@ -137,14 +144,14 @@ async def test_the_token_limit_is_reported_and_request_parameters_reach_the_llm(
     assert call["max_tokens"] == 5 and call["temperature"] == 0.7
     system = call["messages"][0].content
     assert system.index("ONLY the provided context") < system.index("Be brief.")
-    capped = await answers.answer(AnswerRequest(QUESTION, 3, answer_mode="generate", max_tokens=10_000))
+    capped = await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="generate", max_tokens=10000))
     assert llm.calls[-1]["max_tokens"] == 200 and capped.finish_reason == "stop"
 
 
 async def test_every_listed_source_reaches_the_model(answers_with) -> None:
     llm = RecordingLLM(GROUNDED)
     answers = await answers_with(llm, max_context_chars=1200)
-    answer = await answers.answer(AnswerRequest(QUESTION, 5, answer_mode="generate", min_relevance=0.0))
+    answer = await answers.answer(AnswerQuery(SearchQuery(QUESTION, 5), answer_mode="generate", min_relevance=0.0))
     prompt = llm.calls[0]["messages"][-1].content
     assert all(f"[Source {n}:" in prompt for n in range(1, len(answer.sources) + 1))
     assert prompt.index("Question:") - prompt.index("Context:") <= 1200 + 20

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import sqlite3
 
 import numpy as np
@@ -7,8 +8,8 @@ import pytest
 
 from carrag.services.container import Container
 from carrag.services.errors import DependencyUnavailable, EmbeddingModelMismatch
-from carrag.services.ingestion import IngestOptions
 from carrag.services.models import EmbeddingIdentity, SearchFilters
+from carrag.services.requests import IngestCommand, SearchQuery
 from tests.conftest import close_container, open_container
 
 TEXT = "The snapshot retention period is thirty days. Snapshots are taken nightly. " * 20
@@ -23,17 +24,17 @@ def chunk_count(container: Container) -> int:
 
 
 async def test_identical_reupload_is_unchanged_without_embedding(container: Container) -> None:
-    first = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestOptions())
+    first = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand())
     calls = container.embedder.stats.backend_calls
-    second = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestOptions(tags=["new"]))
+    second = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand(tags=["new"]))
     assert second.status == "unchanged" and second.document_id == first.document_id
     assert container.embedder.stats.backend_calls == calls, "no embedder call for unchanged content"
 
 
 async def test_changed_content_replaces_old_chunks(container: Container) -> None:
-    first = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestOptions())
+    first = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand())
     changed = TEXT.replace("thirty", "ninety")
-    second = await container.ingestion.ingest_file(changed.encode(), "policy.txt", IngestOptions())
+    second = await container.ingestion.ingest_file(changed.encode(), "policy.txt", IngestCommand())
     assert second.status == "ingested" and second.replaced_document_id == first.document_id
     assert await container.store.get_document(first.document_id) is None
     assert chunk_count(container) == second.chunk_count
@@ -42,8 +43,8 @@ async def test_changed_content_replaces_old_chunks(container: Container) -> None
 
 
 async def test_force_reingests_identical_content(container: Container) -> None:
-    first = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestOptions())
-    again = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestOptions(force=True))
+    first = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand())
+    again = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand(force=True))
     assert again.status == "ingested" and again.document_id != first.document_id
     assert chunk_count(container) == again.chunk_count
 
@@ -58,12 +59,14 @@ async def test_embedding_failure_stores_nothing(container: Container) -> None:
     container.embedder.backend = FailingBackend()  # type: ignore[assignment]
     container.embedder.backoff = 0.0
     with pytest.raises(DependencyUnavailable, match="simulated outage"):
-        await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestOptions())
+        await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand())
     assert chunk_count(container) == 0
     assert (await container.store.list_documents(offset=0, limit=10)).total == 0
 
 
 async def test_tagging_failure_never_blocks(container: Container, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="carrag.services.tagging")  # whatever an earlier test did to the root
+
     class BrokenTagger:
         name = "broken"
 
@@ -71,14 +74,14 @@ async def test_tagging_failure_never_blocks(container: Container, caplog) -> Non
             raise RuntimeError("tagger exploded")
 
     container.ingestion.tagger = BrokenTagger()  # type: ignore[assignment]
-    result = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestOptions(tags=["Mine"]))
+    result = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand(tags=["Mine"]))
     assert result.status == "ingested" and result.tags == ["mine"]
     assert any("auto-tagging failed" in r.message for r in caplog.records)
 
 
-async def test_model_change_is_refused_then_forced(settings, embedding_backend) -> None:
+async def test_model_change_is_refused_until_the_store_is_reset(settings, embedding_backend) -> None:
     container = await open_container(settings, embedding_backend)
-    await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestOptions())
+    await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand())
     await close_container(container)
 
     class OtherModel:
@@ -92,28 +95,35 @@ async def test_model_change_is_refused_then_forced(settings, embedding_backend) 
 
     other = await open_container(settings, OtherModel())
     with pytest.raises(EmbeddingModelMismatch) as raised:
-        await other.ingestion.ingest_file(b"new content entirely", "new.txt", IngestOptions())
+        await other.ingestion.ingest_file(b"new content entirely", "new.txt", IngestCommand())
     message = raised.value.message
-    assert "local:all-MiniLM-L6-v2 (384-d)" in message and "test:other (8-d)" in message and "--force" in message
+    assert "local:all-MiniLM-L6-v2 (384-d)" in message and "test:other (8-d)" in message
+    assert "`carrag reset`" in message and "POST /admin/reset" in message
     with pytest.raises(EmbeddingModelMismatch):
-        await other.search.search("snapshot", top_k=3)
-    forced = await other.ingestion.ingest_file(b"new content entirely", "new.txt", IngestOptions(force=True))
-    assert forced.status == "ingested"
+        await other.search.search(SearchQuery("snapshot", top_k=3))
+    with pytest.raises(EmbeddingModelMismatch):
+        await other.ingestion.ingest_file(b"new content entirely", "new.txt", IngestCommand(force=True))
+    assert (await other.store.list_documents(offset=0, limit=10)).total == 1, "force re-ingests; it never wipes"
+
+    assert (await other.documents.reset()).documents_deleted == 1
+    assert await other.store.embedding_identity() is None
+    after = await other.ingestion.ingest_file(b"new content entirely", "new.txt", IngestCommand())
+    assert after.status == "ingested"
     assert await other.store.embedding_identity() == EmbeddingIdentity("test:other", 8)
-    assert (await other.store.list_documents(offset=0, limit=10)).total == 1, "force wiped the old model's documents"
+    assert [d.source_id for d in (await other.store.list_documents(offset=0, limit=10)).items] == ["new.txt"]
     await close_container(other)
 
 
 async def test_markdown_upload_is_chunked_by_headers_unless_the_request_says_otherwise(container: Container) -> None:
     text = "# Aurora T-200\n\n## Brakes\n\n" + "Check the brake pads monthly. " * 30 + "\n\n## Tyres\n\nKeep 3 bar.\n"
-    result = await container.ingestion.ingest_file(text.encode(), "aurora.md", IngestOptions())
+    result = await container.ingestion.ingest_file(text.encode(), "aurora.md", IngestCommand())
     document = await container.store.get_document(result.document_id)
     assert document is not None and document.title == "Aurora T-200"
     assert document.metadata["chunking"]["strategy"] == "markdown"
     listings = await container.store.get_chunks(result.document_id)
     assert {listing.chunk.section for listing in listings} >= {"Aurora T-200 > Brakes", "Aurora T-200 > Tyres"}
     chosen = await container.ingestion.ingest_file(
-        (text + "\nRevised.\n").encode(), "aurora-recursive.md", IngestOptions(chunking="recursive")
+        (text + "\nRevised.\n").encode(), "aurora-recursive.md", IngestCommand(chunking="recursive")
     )
     chosen_document = await container.store.get_document(chosen.document_id)
     assert chosen_document is not None and chosen_document.metadata["chunking"]["strategy"] == "recursive"
@@ -146,7 +156,7 @@ async def test_ocr_progress_is_reported_while_parsing(container: Container) -> N
 
     container.ingestion.ocr = reader
     observer = RecordingObserver()
-    result = await container.ingestion.ingest_file(scan, "scanned-memo.pdf", IngestOptions(), observer)
+    result = await container.ingestion.ingest_file(scan, "scanned-memo.pdf", IngestCommand(), observer)
     assert pages_read == [0]
     assert observer.events[:2] == [("stage", "parsing"), ("ocr_read", (1, 1))]
     document = await container.store.get_document(result.document_id)

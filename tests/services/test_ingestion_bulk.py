@@ -3,8 +3,10 @@
 from pathlib import Path
 
 from carrag.services.errors import InvalidInput
-from carrag.services.ingestion import BulkDocument, IngestOptions, IngestResult, embedding_input
+from carrag.services.ingestion import BulkDocument, IngestResult, embedding_input
 from carrag.services.models import Chunk, ParsedDocument
+from carrag.services.requests import IngestCommand, SearchQuery
+from carrag.services.vocabulary import SearchMode
 from tests.conftest import close_container, make_settings, open_container
 
 SENTENCE = "The coolant must be replaced every two years with the fluid named in the manual. "
@@ -28,7 +30,7 @@ async def test_ingest_many_writes_each_document_and_reports_failures_in_order(
     try:
         documents = [
             BulkDocument(
-                f"doc-{n}.txt", IngestOptions(title=f"Record {n}", external_id=f"r{n}"), text=SENTENCE * (1 + n % 3)
+                f"doc-{n}.txt", IngestCommand(title=f"Record {n}", external_id=f"r{n}"), text=SENTENCE * (1 + n % 3)
             )
             for n in range(20)
         ]
@@ -47,20 +49,24 @@ async def test_ingest_many_writes_each_document_and_reports_failures_in_order(
         stored = await container.store.get_document(ingested[7].document_id)
         assert stored is not None and stored.external_id == "r7" and stored.title == "Record 7"
         # Same vectors as the one-document path: a search for the text finds the documents.
-        outcome = await container.search.search("how often is coolant replaced", top_k=3, mode="knn", expand=False)
+        outcome = await container.search.search(
+            SearchQuery("how often is coolant replaced", top_k=3, mode=SearchMode.KNN), expand=False
+        )
         assert outcome.hits and outcome.hits[0].chunk.external_id.startswith("r")
     finally:
         await close_container(container)
 
 
 async def test_short_documents_stay_whole(tmp_path: Path, embedding_backend) -> None:
-    settings = make_settings(tmp_path, tagger="off", chunk_size=200, chunk_overlap=20, whole_document_chars=1000)
+    settings = make_settings(
+        tmp_path, tagger="off", chunk_size=200, chunk_overlap=20, whole_document_chars=1000, allow_duplicates=True
+    )  # chosen.txt repeats short.txt's text on purpose
     container = await open_container(settings, embedding_backend)
     try:
         ingest = container.ingestion.ingest_text
-        short = await ingest(SENTENCE * 7, "short.txt", IngestOptions())  # 574 characters
-        long = await ingest(SENTENCE * 14, "long.txt", IngestOptions())  # 1148 characters
-        chosen = await ingest(SENTENCE * 7, "chosen.txt", IngestOptions(chunk_size=200, chunk_overlap=20))
+        short = await ingest(SENTENCE * 7, "short.txt", IngestCommand())  # 574 characters
+        long = await ingest(SENTENCE * 14, "long.txt", IngestCommand())  # 1148 characters
+        chosen = await ingest(SENTENCE * 7, "chosen.txt", IngestCommand(chunk_size=200, chunk_overlap=20))
         assert short.chunk_count == 1
         assert long.chunk_count > 1, "longer than WHOLE_DOCUMENT_CHARS: split by CHUNK_SIZE"
         assert chosen.chunk_count > 1, "a chunk_size given with the request is obeyed"

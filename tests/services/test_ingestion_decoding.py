@@ -10,8 +10,8 @@ import pytest
 from carrag.services.container import Container
 from carrag.services.fetchers.address_policy import system_resolver
 from carrag.services.fetchers.http import HttpFetcher
-from carrag.services.ingestion import IngestOptions
 from carrag.services.parsers.decoding import decode_declared, known_codec
+from carrag.services.requests import IngestCommand
 from tests.conftest import close_container, make_settings, open_container
 from tests.services.fetchers.fakes import FakeResolver
 from tests.services.fetchers.loopback_site import LoopbackSite
@@ -51,7 +51,7 @@ async def stored_text(container: Container, document_id: str) -> str:
 async def test_unknown_or_wrong_charsets_fall_back_to_detection(
     web_container: Container, site: LoopbackSite, path: str, expected: str
 ) -> None:
-    result = await web_container.ingestion.ingest_url(site.url(path, host="public.example"), IngestOptions())
+    result = await web_container.ingestion.ingest_url(site.url(path, host="public.example"), IngestCommand())
     assert result.status == "ingested"
     text = await stored_text(web_container, result.document_id)
     assert expected in text

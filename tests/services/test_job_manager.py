@@ -7,8 +7,8 @@ import pytest
 
 from carrag.services.container import Container
 from carrag.services.errors import Conflict, DependencyUnavailable, NotFound, Overloaded
-from carrag.services.ingestion import IngestOptions
 from carrag.services.jobs import JobManager
+from carrag.services.requests import IngestCommand
 from tests.conftest import close_container, make_settings, open_container
 from tests.job_helpers import long_document, wait_for
 
@@ -21,7 +21,7 @@ async def finished(jobs: JobManager, job_id: str) -> None:
 
 
 async def test_job_runs_the_pipeline_and_reports_each_stage(container: Container) -> None:
-    job = await container.jobs.submit_file(NOTE, "notes.md", IngestOptions(tags=["ops"]))
+    job = await container.jobs.submit_file(NOTE, "notes.md", IngestCommand(tags=["ops"]))
     await finished(container.jobs, job.job_id)
 
     assert job.state == "done" and job.error is None
@@ -32,7 +32,7 @@ async def test_job_runs_the_pipeline_and_reports_each_stage(container: Container
     stored = await container.store.get_document(job.result.document_id)
     assert stored is not None and stored.chunk_count == job.result.chunk_count
 
-    again = await container.jobs.submit_file(NOTE, "notes.md", IngestOptions())
+    again = await container.jobs.submit_file(NOTE, "notes.md", IngestCommand())
     await finished(container.jobs, again.job_id)
     assert again.result.status == "unchanged" and again.result.document_id == job.result.document_id
     assert [j.job_id for j in container.jobs.recent(10)] == [again.job_id, job.job_id], "newest first"
@@ -41,7 +41,7 @@ async def test_job_runs_the_pipeline_and_reports_each_stage(container: Container
 async def test_cancel_mid_embedding_leaves_nothing_in_the_store(tmp_path: Path, embedding_backend) -> None:
     container = await open_container(make_settings(tmp_path, embed_batch_size=8), embedding_backend)
     try:
-        job = await container.jobs.submit_file(long_document(600), "big.md", IngestOptions())
+        job = await container.jobs.submit_file(long_document(600), "big.md", IngestCommand())
         await wait_for(lambda: job.state == "embedding" and job.progress.done >= 8, what="a few embedded batches")
         assert job.progress.done < job.progress.total
 
@@ -59,7 +59,7 @@ async def test_cancel_mid_embedding_leaves_nothing_in_the_store(tmp_path: Path, 
 
 
 async def test_a_failing_job_records_why(container: Container) -> None:
-    job = await container.jobs.submit_file(b"%PDF-1.7 this is not really a PDF", "broken.pdf", IngestOptions())
+    job = await container.jobs.submit_file(b"%PDF-1.7 this is not really a PDF", "broken.pdf", IngestCommand())
     await finished(container.jobs, job.job_id)
     assert job.state == "failed" and job.result is None
     assert "broken.pdf" in job.error
@@ -70,12 +70,12 @@ async def test_jobs_respect_ingest_admission_control(tmp_path: Path, embedding_b
     settings = make_settings(tmp_path, max_concurrent_ingests=1, ingest_queue_size=1, embed_batch_size=8)
     container = await open_container(settings, embedding_backend)
     try:
-        running = await container.jobs.submit_file(long_document(300), "big.md", IngestOptions())
-        waiting = await container.jobs.submit_file(NOTE, "notes.md", IngestOptions())
+        running = await container.jobs.submit_file(long_document(300), "big.md", IngestCommand())
+        waiting = await container.jobs.submit_file(NOTE, "notes.md", IngestCommand())
         assert running.state == "parsing" and waiting.state == "queued"
 
         with pytest.raises(Overloaded, match="retry shortly"):
-            await container.jobs.submit_file(NOTE, "other.md", IngestOptions())
+            await container.jobs.submit_file(NOTE, "other.md", IngestCommand())
         assert {job.job_id for job in container.jobs.recent(10)} == {running.job_id, waiting.job_id}, (
             "a refused submission leaves no job behind"
         )
@@ -92,7 +92,7 @@ async def test_finished_jobs_are_bounded_and_expire(tmp_path: Path, embedding_ba
     try:
         ids = []
         for number in range(3):
-            job = await container.jobs.submit_file(NOTE + str(number).encode(), f"n{number}.md", IngestOptions())
+            job = await container.jobs.submit_file(NOTE + str(number).encode(), f"n{number}.md", IngestCommand())
             await finished(container.jobs, job.job_id)
             ids.append(job.job_id)
         assert [job.job_id for job in container.jobs.recent(10)] == [ids[2], ids[1]], "oldest finished dropped"
@@ -107,7 +107,7 @@ async def test_finished_jobs_are_bounded_and_expire(tmp_path: Path, embedding_ba
 
 
 async def test_shutdown_lets_running_jobs_finish_and_refuses_new_ones(container: Container) -> None:
-    job = await container.jobs.submit_file(long_document(20), "medium.md", IngestOptions())
+    job = await container.jobs.submit_file(long_document(20), "medium.md", IngestCommand())
     await wait_for(lambda: job.state != "queued", what="the job to start")
 
     await container.jobs.shutdown(grace=60)
@@ -115,7 +115,7 @@ async def test_shutdown_lets_running_jobs_finish_and_refuses_new_ones(container:
     assert job.state == "done"
     assert await container.store.find_by_source("medium.md") is not None
     with pytest.raises(DependencyUnavailable, match="shutting down"):
-        await container.jobs.submit_file(NOTE, "late.md", IngestOptions())
+        await container.jobs.submit_file(NOTE, "late.md", IngestCommand())
     with pytest.raises(DependencyUnavailable, match="shutting down"):
         async with container.ingestion.slot():
             pass
@@ -125,8 +125,8 @@ async def test_shutdown_cancels_what_outlives_the_grace_period(tmp_path: Path, e
     settings = make_settings(tmp_path, max_concurrent_ingests=1, embed_batch_size=8)
     container = await open_container(settings, embedding_backend)
     try:
-        running = await container.jobs.submit_file(long_document(600), "big.md", IngestOptions())
-        queued = await container.jobs.submit_file(NOTE, "notes.md", IngestOptions())
+        running = await container.jobs.submit_file(long_document(600), "big.md", IngestCommand())
+        queued = await container.jobs.submit_file(NOTE, "notes.md", IngestCommand())
         await wait_for(lambda: running.state == "embedding", what="embedding to start")
 
         await container.jobs.shutdown(grace=0.2)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from carrag.services.llms.base import complete  # noqa: F401  (LLMTagger uses it)
@@ -58,6 +60,8 @@ async def test_llm_tagger_parses_reply_from_ollama() -> None:
 
 
 async def test_failures_yield_no_tags(caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="carrag.services.tagging")  # `carrag eval` raises the root's level
+
     class Exploding:
         name = "exploding"
 

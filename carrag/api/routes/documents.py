@@ -21,7 +21,7 @@ async def list_documents(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
 ) -> DocumentList:
-    return await documents.list(offset=offset, limit=limit, tag=tag)
+    return await documents.page(offset=offset, limit=limit, tag=tag)
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")

@@ -11,20 +11,18 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse
 
-from carrag.api.deps import IngestionDep, SettingsDep
+from carrag.api.deps import IngestionDep, RequestsDep, SettingsDep
 from carrag.api.routes.jobs import JobsDep, status_url
-from carrag.api.schemas.ingest import ChunkingStrategy, IngestResponse, IngestUrlRequest
+from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
 from carrag.api.schemas.jobs import JobAccepted
 from carrag.services.errors import EmptyDocument, InvalidInput, PayloadTooLarge
-from carrag.services.ingestion import IngestOptions, IngestResult
+from carrag.services.ingestion import IngestResult
 from carrag.services.jobs import Job
 from carrag.services.parsers import check_supported
+from carrag.services.requests import split_tags
+from carrag.services.vocabulary import ChunkingStrategy, JobState
 
 router = APIRouter(prefix="/ingest", tags=["ingest"])
-
-
-def split_tags(raw: str | None) -> list[str]:
-    return [tag.strip() for tag in (raw or "").split(",") if tag.strip()]
 
 
 AsyncFlag = Annotated[
@@ -36,13 +34,14 @@ ASYNC_RESPONSES: dict[int | str, dict[str, object]] = {
 
 
 def accepted(job: Job) -> JSONResponse:
-    body = JobAccepted(job_id=job.job_id, state="queued", status_url=status_url(job))
-    return JSONResponse(body.model_dump(), status_code=202, headers={"Location": body.status_url})
+    body = JobAccepted(job_id=job.job_id, state=JobState.QUEUED, status_url=status_url(job))
+    return JSONResponse(body.model_dump(mode="json"), status_code=202, headers={"Location": body.status_url})
 
 
 @router.post("/file", response_model=IngestResponse, summary="Upload and ingest a file", responses=ASYNC_RESPONSES)
 async def ingest_file(
     ingestion: IngestionDep,
+    requests: RequestsDep,
     settings: SettingsDep,
     jobs: JobsDep,
     file: Annotated[UploadFile, File(description="The document (.pdf, .txt, .md, ...)")],
@@ -51,7 +50,9 @@ async def ingest_file(
     chunking: Annotated[ChunkingStrategy | None, Form()] = None,
     chunk_size: Annotated[int | None, Form(ge=50, le=20000)] = None,
     chunk_overlap: Annotated[int | None, Form(ge=0, le=10000)] = None,
-    force: Annotated[bool, Form()] = False,
+    force: Annotated[
+        bool, Form(description="Re-ingest even when this source id already holds the same content.")
+    ] = False,
     run_async: AsyncFlag = False,
 ) -> IngestResult | JSONResponse:
     filename = (file.filename or "").strip()
@@ -63,7 +64,7 @@ async def ingest_file(
         raise PayloadTooLarge(f"{filename} is larger than {settings.max_upload_bytes} bytes (MAX_UPLOAD_BYTES).")
     if not data:
         raise EmptyDocument(f"{filename} is empty.")
-    options = IngestOptions(
+    options = requests.ingest(
         tags=split_tags(tags),
         source_id=source_id,
         chunking=chunking,
@@ -73,15 +74,14 @@ async def ingest_file(
     )
     if run_async:
         return accepted(await jobs.submit_file(data, filename, options))
-    async with ingestion.slot():
-        return await ingestion.ingest_file(data, filename, options)
+    return await ingestion.ingest_file(data, filename, options)
 
 
 @router.post("/url", response_model=IngestResponse, summary="Fetch a web page and ingest it", responses=ASYNC_RESPONSES)
 async def ingest_url(
-    ingestion: IngestionDep, jobs: JobsDep, body: IngestUrlRequest, run_async: AsyncFlag = False
+    ingestion: IngestionDep, requests: RequestsDep, jobs: JobsDep, body: IngestUrlRequest, run_async: AsyncFlag = False
 ) -> IngestResult | JSONResponse:
-    options = IngestOptions(
+    options = requests.ingest(
         tags=body.tags,
         source_id=body.source_id,
         chunking=body.chunking,
@@ -91,5 +91,4 @@ async def ingest_url(
     )
     if run_async:
         return accepted(await jobs.submit_url(body.url.strip(), options))
-    async with ingestion.slot():
-        return await ingestion.ingest_url(body.url.strip(), options)
+    return await ingestion.ingest_url(body.url.strip(), options)

@@ -35,8 +35,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 
-from carrag.api.deps import AnswersDep, SettingsDep
-from carrag.api.routes.query import filters_from
+from carrag.api.deps import AnswersDep, RequestsDep
 from carrag.api.schemas.openai import (
     AssistantMessage,
     ChatCompletionOut,
@@ -48,10 +47,10 @@ from carrag.api.schemas.openai import (
 )
 from carrag.api.schemas.query import SOURCE_LIST, Usage, jsonable, stream_payload
 from carrag.api.streaming import opened
-from carrag.services.answering import AnswerEvent, AnswerRequest
+from carrag.services.answering import AnswerEvent
 from carrag.services.errors import InvalidInput, NotFound
 from carrag.services.models import ChatMessage
-from carrag.services.settings import Settings
+from carrag.services.requests import AnswerQuery, RequestFactory
 
 
 class OpenAIErrorRoute(APIRoute):
@@ -122,7 +121,7 @@ def message_text(message: ChatMessageIn) -> str:
     return "\n".join(texts)
 
 
-def answer_request(body: ChatCompletionRequest, settings: Settings) -> AnswerRequest:
+def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> AnswerQuery:
     if body.model != MODEL_ID:
         raise NotFound(f"The model {body.model!r} does not exist; Carrag serves one model: {MODEL_ID!r}.")
     if body.n not in (None, 1):
@@ -134,28 +133,16 @@ def answer_request(body: ChatCompletionRequest, settings: Settings) -> AnswerReq
     texts = [message_text(m) for m in conversation]
     if any(len(text) > MAX_MESSAGE_CHARS for text in texts):
         raise InvalidInput(f"A message is longer than {MAX_MESSAGE_CHARS} characters.")
-    question = texts[-1].strip()
-    if not question:
-        raise InvalidInput("The question (the last user message) is empty.")
-    if len(question) > settings.max_question_chars:
-        raise InvalidInput(
-            f"The question is {len(question)} characters; the limit is {settings.max_question_chars} (MAX_QUESTION_CHARS)."
-        )
-    top_k = body.top_k or settings.default_top_k
-    if top_k > settings.max_top_k:
-        raise InvalidInput(f"top_k must be at most {settings.max_top_k} (MAX_TOP_K).")
-    return AnswerRequest(
-        question=question,
-        top_k=top_k,
-        filters=filters_from(body.tags, body.source),
-        rerank=body.rerank,
-        history=[ChatMessage(m.role, text) for m, text in zip(conversation[:-1], texts[:-1], strict=True)],
+    search = requests.search(texts[-1], top_k=body.top_k, tags=body.tags, source=body.source, rerank=body.rerank)
+    return AnswerQuery(
+        search,
+        [ChatMessage(m.role, text) for m, text in zip(conversation[:-1], texts[:-1], strict=True)],
         answer_mode=body.answer_mode,
         min_relevance=body.min_relevance,
         max_tokens=body.max_completion_tokens or body.max_tokens,
         temperature=body.temperature,
         client_instructions=instructions[:MAX_MESSAGE_CHARS] or None,
-        live_tokens=(body.answer_mode or settings.resolved_answer_mode) != "auto",
+        live_tokens=(body.answer_mode or requests.settings.resolved_answer_mode) != "auto",
     )
 
 
@@ -183,9 +170,9 @@ def openai_finish_reason(finish_reason: str) -> str:
     },
 )
 async def chat_completions(
-    body: ChatCompletionRequest, answers: AnswersDep, settings: SettingsDep
+    body: ChatCompletionRequest, answers: AnswersDep, requests: RequestsDep
 ) -> ChatCompletionOut | StreamingResponse:
-    request = answer_request(body, settings)
+    request = answer_query(body, requests)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if not body.stream:

@@ -15,37 +15,17 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from carrag.api.deps import AnswersDep, SettingsDep
+from carrag.api.deps import AnswersDep, RequestsDep, SettingsDep
 from carrag.api.schemas.query import QueryRequest, QueryResponse, jsonable, stream_payload
 from carrag.api.streaming import opened
-from carrag.services.answering import Answer, AnswerEvent, AnswerRequest
-from carrag.services.models import ChatMessage, SearchFilters
+from carrag.services.answering import Answer, AnswerEvent
 
 router = APIRouter(tags=["query"])
 
 
-def filters_from(tags: list[str] | None, source: str | None) -> SearchFilters:
-    return SearchFilters(
-        tags=tuple(dict.fromkeys(t.strip().lower() for t in tags or [] if t.strip())),
-        source=source or None,
-    )
-
-
-def answer_request(body: QueryRequest) -> AnswerRequest:
-    return AnswerRequest(
-        question=body.question.strip(),
-        top_k=body.top_k,
-        filters=filters_from(body.tags, body.source),
-        rerank=body.rerank,
-        history=[ChatMessage(m.role, m.content) for m in body.history],
-        answer_mode=body.answer_mode,
-        min_relevance=body.min_relevance,
-    )
-
-
 @router.post("/query", response_model=QueryResponse, summary="Answer a question from the documents")
-async def query(body: QueryRequest, answers: AnswersDep) -> Answer:
-    return await answers.answer(answer_request(body))
+async def query(body: QueryRequest, answers: AnswersDep, requests: RequestsDep) -> Answer:
+    return await answers.answer(body.to_query(requests))
 
 
 def to_sse(event: AnswerEvent) -> ServerSentEvent:
@@ -58,8 +38,10 @@ def to_sse(event: AnswerEvent) -> ServerSentEvent:
     response_class=EventSourceResponse,
     responses={200: {"content": {"text/event-stream": {}}, "description": "sources, token…, done | error"}},
 )
-async def query_stream(body: QueryRequest, answers: AnswersDep, settings: SettingsDep) -> EventSourceResponse:
-    events = await opened(answers.stream_answer(answer_request(body)))
+async def query_stream(
+    body: QueryRequest, answers: AnswersDep, requests: RequestsDep, settings: SettingsDep
+) -> EventSourceResponse:
+    events = await opened(answers.stream_answer(body.to_query(requests)))
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
         async with contextlib.aclosing(events):  # closing stops generation when the client has gone

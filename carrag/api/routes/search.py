@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from carrag.api.deps import SearchDep
-from carrag.api.routes.query import filters_from
+from carrag.api.deps import RequestsDep, SearchDep
 from carrag.api.schemas.query import SearchRequest, SearchResponse
 from carrag.services.retrieval.search import SearchOutcome
 
@@ -13,12 +12,5 @@ router = APIRouter(tags=["query"])
 
 
 @router.post("/search", response_model=SearchResponse, summary="Hybrid search with reranking and expansion")
-async def search(body: SearchRequest, search: SearchDep) -> SearchOutcome:
-    return await search.search(
-        body.question.strip(),
-        top_k=body.top_k,
-        filters=filters_from(body.tags, body.source),
-        rerank=body.rerank,
-        mode=body.mode,
-        explain=body.explain,
-    )
+async def search(body: SearchRequest, search: SearchDep, requests: RequestsDep) -> SearchOutcome:
+    return await search.search(body.to_query(requests))

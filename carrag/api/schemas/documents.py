@@ -49,3 +49,12 @@ class ChunkPageOut(Schema):
 class DeleteResponse(Schema):
     document_id: str
     deleted: bool
+
+
+class ResetRequest(Schema):
+    confirm: bool = Field(False, description="Must be true: the reset deletes every document and chunk.")
+
+
+class ResetResponse(Schema):
+    reset: bool
+    documents_deleted: int

@@ -1,18 +1,17 @@
 from __future__ import annotations
 
-from typing import Literal
-
 from carrag.api.schemas.base import Schema
+from carrag.services.vocabulary import HealthStatus
 
 
 class ComponentOut(Schema):
-    status: Literal["ok", "degraded", "unavailable"]
+    status: HealthStatus
     backend: str
     model: str | None = None
     detail: str | None = None
 
 
 class HealthOut(Schema):
-    status: Literal["ok", "degraded", "unavailable"]
+    status: HealthStatus
     version: str
     components: dict[str, ComponentOut]

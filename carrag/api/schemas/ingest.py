@@ -1,12 +1,9 @@
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from carrag.api.schemas.base import Schema
-
-ChunkingStrategy = Literal["recursive", "fixed", "paragraph", "sentence", "markdown", "code"]
+from carrag.services.vocabulary import ChunkingStrategy, IngestStatus
 
 
 class IngestUrlRequest(Schema):
@@ -16,7 +13,7 @@ class IngestUrlRequest(Schema):
     chunking: ChunkingStrategy | None = None
     chunk_size: int | None = Field(None, ge=50, le=20000)
     chunk_overlap: int | None = Field(None, ge=0, le=10000)
-    force: bool = Field(False, description="Re-ingest identical content; wipe the store on a model change.")
+    force: bool = Field(False, description="Re-ingest even when this source id already holds the same content.")
 
 
 class IngestResponse(Schema):
@@ -24,7 +21,7 @@ class IngestResponse(Schema):
     filename: str
     chunk_count: int
     tags: list[str] = Field(description="Generated tags first, then the caller's; trimmed, lower case.")
-    status: Literal["ingested", "unchanged", "duplicate"] = Field(
+    status: IngestStatus = Field(
         description="`unchanged`: this source id already holds the same content; nothing was re-embedded. "
         "`duplicate`: another source id already holds the same text (ALLOW_DUPLICATES is off); nothing was "
         "stored and `document_id`/`source_id` name that document."

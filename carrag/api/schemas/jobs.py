@@ -1,22 +1,17 @@
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from carrag.api.schemas.base import IsoTimestamp, Schema
 from carrag.api.schemas.ingest import IngestResponse
-
-JobStateOut = Literal[
-    "queued", "parsing", "tagging", "chunking", "embedding", "indexing", "done", "failed", "cancelled"
-]
+from carrag.services.vocabulary import JobKind, JobState
 
 
 class JobAccepted(Schema):
     """The 202 answer to ``POST /ingest/file?async=true`` and ``POST /ingest/url?async=true``."""
 
     job_id: str
-    state: JobStateOut = "queued"
+    state: JobState = JobState.QUEUED
     status_url: str = Field(description="Poll this (GET) for the job's state; DELETE it to cancel.")
 
 
@@ -29,9 +24,9 @@ class JobProgress(Schema):
 
 class JobOut(Schema):
     job_id: str
-    kind: Literal["file", "url"]
+    kind: JobKind
     source: str = Field(description="The uploaded filename or the URL.")
-    state: JobStateOut
+    state: JobState
     progress: JobProgress
     timings_ms: dict[str, float] = Field(description="Milliseconds spent in each state so far.")
     result: IngestResponse | None = Field(None, description="The ingest result, once the job is done.")

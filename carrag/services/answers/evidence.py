@@ -196,11 +196,24 @@ def normalise_number(raw: str) -> str:
     return text.lstrip("0") or "0"
 
 
+def _tokens(text: str) -> list[str]:
+    """Words as written; a comma only stays inside a number (``7,500``), so a csv row's cells
+    (``Zone NA,12553``) come apart."""
+    tokens: list[str] = []
+    for match in _WORD.finditer(text):
+        token = match.group(0)
+        if "," in token and not re.fullmatch(r"[\d.,]+", token):
+            tokens.extend(part for part in token.split(",") if part)
+        else:
+            tokens.append(token)
+    return tokens
+
+
 def terms(text: str) -> list[str]:
     """Content terms, stemmed, in order (repeats kept)."""
     found: list[str] = []
-    for match in _WORD.finditer(text):
-        word = re.sub(r"['’]s$", "", match.group(0).lower()).strip("'’-")
+    for token in _tokens(text):
+        word = re.sub(r"['’]s$", "", token.lower()).strip("'’-")
         if not word or word in STOP_WORDS:
             continue
         if _YEAR_OR_NUMBER.search(word) and re.fullmatch(r"[\d.,]+", word):
@@ -294,8 +307,8 @@ def key_terms(question: str) -> set[str]:
     """What a question names that its answer must mention: numbers and codes (``2015``, ``F-150``,
     ``top-5``) and capitalised words after the first (``Bruins``, ``IBM``), as ``terms`` writes them."""
     found: set[str] = set()
-    for position, match in enumerate(_WORD.finditer(question)):
-        raw = re.sub(r"['’]s$", "", match.group(0)).strip("'’-")
+    for position, token in enumerate(_tokens(question)):
+        raw = re.sub(r"['’]s$", "", token).strip("'’-")
         if not raw or raw.lower() in STOP_WORDS or raw.lower() in _QUESTION_WORDS:
             continue
         if any(ch.isdigit() for ch in raw):

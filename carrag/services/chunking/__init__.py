@@ -15,20 +15,18 @@ from carrag.services.chunking.recursive import chunk_recursive
 from carrag.services.chunking.sentence import chunk_sentence
 from carrag.services.errors import InvalidInput
 from carrag.services.models import Chunk, ParsedDocument
-
-STRATEGIES = ("recursive", "fixed", "paragraph", "sentence", "markdown", "code")
-
+from carrag.services.vocabulary import ChunkingStrategy
 
 # Formats whose text has a structure one strategy follows best; used when the request names none.
-FORMAT_STRATEGIES = {"code": "code"}  # source_type -> strategy
+FORMAT_STRATEGIES = {"code": ChunkingStrategy.CODE}  # source_type -> strategy
 
 
-def default_strategy(document: ParsedDocument, configured: str) -> str:
+def default_strategy(document: ParsedDocument, configured: ChunkingStrategy) -> ChunkingStrategy:
     return FORMAT_STRATEGIES.get(document.source_type, configured)
 
 
 def chunk_document(
-    document: ParsedDocument, strategy: str, size: int, overlap: int, min_chunk_size: int = 0
+    document: ParsedDocument, strategy: ChunkingStrategy, size: int, overlap: int, min_chunk_size: int = 0
 ) -> list[Chunk]:
     if size < 1 or not 0 <= overlap < size:
         raise InvalidInput(f"chunk_overlap ({overlap}) must be at least 0 and smaller than chunk_size ({size}).")
@@ -45,4 +43,4 @@ def chunk_document(
         return chunk_markdown(text, size, overlap, pages)
     if strategy == "code":
         return chunk_code(text, size, overlap, pages)
-    raise InvalidInput(f"Unknown chunking strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}.")
+    raise InvalidInput(f"Unknown chunking strategy {strategy!r}; choose one of {', '.join(ChunkingStrategy)}.")

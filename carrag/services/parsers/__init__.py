@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import PurePath
-from typing import Literal
 
 from carrag.services.errors import EmptyDocument, NoExtractableText, UnsupportedFormat
 from carrag.services.models import ParsedDocument
@@ -27,9 +26,9 @@ from carrag.services.parsers.rtf_document import parse_rtf
 from carrag.services.parsers.source_code import CODE_EXTENSIONS, parse_code
 from carrag.services.parsers.text import parse_markdown, parse_text
 from carrag.services.parsers.xlsx_sheets import parse_xlsx
+from carrag.services.vocabulary import PdfMode
 
 Parser = Callable[[bytes, str], ParsedDocument]
-PdfMode = Literal["text", "markdown"]
 
 PARSERS: dict[str, Parser] = {
     ".pdf": parse_pdf,
@@ -74,7 +73,7 @@ def parse_file(
     filename: str,
     *,
     max_pdf_pages: int = 5000,
-    pdf_mode: PdfMode = "text",
+    pdf_mode: PdfMode = PdfMode.TEXT,
     ocr: PageReader | None = None,
     on_progress: Progress | None = None,
 ) -> ParsedDocument:

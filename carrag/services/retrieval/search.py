@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Literal
 
 from carrag.services.admission import AdmissionGate
 from carrag.services.embedders.service import EmbeddingService
-from carrag.services.errors import CarragError, InvalidInput
+from carrag.services.errors import CarragError
 from carrag.services.models import ScoredChunk, SearchFilters, StoredChunk
+from carrag.services.requests import SearchQuery
 from carrag.services.rerankers.base import Reranker
 from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.expansion import build_passages
@@ -28,8 +28,7 @@ from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.telemetry import NullTelemetry, Telemetry
-
-Mode = Literal["hybrid", "bm25", "knn"]
+from carrag.services.vocabulary import SearchMode
 
 EMPTY_INDEX_MESSAGE = (
     "Nothing has been ingested yet. Add documents with POST /ingest/file or POST /ingest/url "
@@ -76,19 +75,6 @@ class SearchOutcome:
     message: str | None = None
 
 
-def check_question(question: str, top_k: int, settings: Settings) -> None:
-    """The limits every search entry point (HTTP, MCP, CLI) shares: MAX_QUESTION_CHARS, MAX_TOP_K."""
-    if not question.strip():
-        raise InvalidInput("The question is empty.")
-    if len(question) > settings.max_question_chars:
-        raise InvalidInput(
-            f"The question is {len(question):,} characters long; the limit is {settings.max_question_chars:,} "
-            "(MAX_QUESTION_CHARS)."
-        )
-    if not 1 <= top_k <= settings.max_top_k:
-        raise InvalidInput(f"top_k must be between 1 and {settings.max_top_k} (MAX_TOP_K); got {top_k}.")
-
-
 class SearchService:
     def __init__(
         self,
@@ -114,23 +100,15 @@ class SearchService:
             return
         stored.check_accepts(await self.embedder.embedding_identity())
 
-    async def search(
-        self,
-        question: str,
-        *,
-        top_k: int,
-        filters: SearchFilters = SearchFilters(),
-        rerank: bool | None = None,
-        mode: Mode = "hybrid",
-        expand: bool = True,
-        depth: int | None = None,
-        explain: bool = False,
-    ) -> SearchOutcome:
-        check_question(question, top_k, self.settings)
+    async def search(self, query: SearchQuery, *, expand: bool = True, depth: int | None = None) -> SearchOutcome:
+        """``query`` comes validated from `RequestFactory.search`. ``depth``: candidates per leg
+        (default top_k × RETRIEVAL_K_MULTIPLIER); ``expand=False`` skips neighbour expansion."""
         async with self.admission.admit():
-            outcome = await self._search(question, top_k, filters, rerank, mode, expand, depth)
+            outcome = await self._search(
+                query.question, query.top_k, query.filters, query.rerank, query.mode, expand, depth
+            )
         for hit in outcome.hits:
-            hit.explained = explain
+            hit.explained = query.explain
         self.telemetry.stages("query", outcome.timings_ms)
         return outcome
 
@@ -140,7 +118,7 @@ class SearchService:
         top_k: int,
         filters: SearchFilters,
         rerank: bool | None,
-        mode: Mode,
+        mode: SearchMode,
         expand: bool,
         depth: int | None,
     ) -> SearchOutcome:
@@ -163,9 +141,9 @@ class SearchService:
             chunks.setdefault(hit.chunk.key, hit)
             knn_scores.setdefault(hit.chunk.key, hit.score)
         legs = {}
-        if mode in ("hybrid", "bm25"):
+        if mode in (SearchMode.HYBRID, SearchMode.BM25):
             legs["bm25"] = [hit.chunk.key for hit in lexical]
-        if mode in ("hybrid", "knn"):
+        if mode in (SearchMode.HYBRID, SearchMode.KNN):
             legs["knn"] = [hit.chunk.key for hit in semantic]
         step = time.perf_counter()
         fused = reciprocal_rank_fusion(legs, k=self.settings.rrf_k)[:depth]
@@ -210,13 +188,13 @@ class SearchService:
         return SearchOutcome(hits, timings, reranked, note)
 
     async def _retrieve(
-        self, question: str, depth: int, filters: SearchFilters, mode: Mode, timings: dict[str, float]
+        self, question: str, depth: int, filters: SearchFilters, mode: SearchMode, timings: dict[str, float]
     ) -> tuple[list[ScoredChunk], list[ScoredChunk], float]:
         """Both legs at once; ``timings`` gets each leg's own store time (``bm25_leg``, ``knn_leg``)."""
         embed_ms = 0.0
 
         async def bm25_leg() -> list[ScoredChunk]:
-            if mode == "knn":
+            if mode == SearchMode.KNN:
                 return []
             step = time.perf_counter()
             found = await self.store.lexical_search(question, depth, filters)
@@ -225,7 +203,7 @@ class SearchService:
 
         async def knn_leg() -> list[ScoredChunk]:
             nonlocal embed_ms
-            if mode == "bm25":
+            if mode == SearchMode.BM25:
                 return []
             step = time.perf_counter()
             vector = await self.embedder.embed_query(question)
@@ -266,11 +244,11 @@ class SearchService:
         return expanded
 
 
-def _primary_score(mode: Mode, rrf: float, bm25: float | None, knn: float | None) -> float:
+def _primary_score(mode: SearchMode, rrf: float, bm25: float | None, knn: float | None) -> float:
     """A single-leg search reports that leg's own score; hybrid reports the fused one."""
-    if mode == "bm25":
+    if mode == SearchMode.BM25:
         return bm25 or 0.0
-    if mode == "knn":
+    if mode == SearchMode.KNN:
         return knn or 0.0
     return rrf
 

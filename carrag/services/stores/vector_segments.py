@@ -27,6 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+# onnxruntime (the embedder, flashrank, OCR) segfaults on import when usearch's native library was
+# loaded first (onnxruntime 1.31 / usearch 2.26); loaded in this order both work.
+with contextlib.suppress(ImportError):
+    import onnxruntime  # noqa: F401
+
 from usearch.index import Index
 
 EXACT_BELOW = 50_000

@@ -36,3 +36,17 @@ async def test_the_threshold_override_and_the_reranker_signal(embedder) -> None:
 
 def test_the_no_answer_text_points_at_the_closest_passages() -> None:
     assert "do not contain" in no_answer_text(3) and "3 closest passages" in no_answer_text(3)
+
+
+def test_key_terms_are_found_in_table_rows_and_missing_ones_are_named() -> None:
+    from carrag.services.answers.refusal import missing_key_terms
+
+    table = "In millions of CHF,Sales,Profit\nZone NA,12553,2713\nZone EUR,9467,1570"
+    assert missing_key_terms("What were Zone NA sales in millions of CHF?", [table]) == []
+    assert missing_key_terms("What were Zone NA sales in 2015?", [table]) == ["2015"]
+    assert missing_key_terms("How many Stanley Cups have the Boston Bruins won?", [table]) == [
+        "boston",
+        "bruin",
+        "cup",
+        "stanley",
+    ]

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from carrag.services.container import Container
-from carrag.services.ingestion import IngestOptions
 from carrag.services.models import SearchFilters
+from carrag.services.requests import IngestCommand, SearchQuery
 from carrag.services.rerankers.flashrank import FlashrankReranker
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, NO_MATCH_MESSAGE
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
@@ -32,13 +32,13 @@ async def corpus_container(tmp_path_factory, embedding_backend):
     settings = make_settings(tmp_path_factory.mktemp("corpus"), chunk_size=200, chunk_overlap=50, tagger="off")
     container = await open_container(settings, embedding_backend)
     for path in sorted(CORPUS.glob("*.txt")):
-        await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestOptions(tags=TAGS.get(path.name, [])))
+        await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestCommand(tags=TAGS.get(path.name, [])))
     yield container
     await close_container(container)
 
 
 async def reciprocal_rank(container: Container, question: str, answer: str, mode: str) -> float:
-    outcome = await container.search.search(question, top_k=10, mode=mode, rerank=False, expand=False)
+    outcome = await container.search.search(SearchQuery(question, top_k=10, mode=mode, rerank=False), expand=False)
     files = list(dict.fromkeys(hit.chunk.filename for hit in outcome.hits))
     return 1 / (files.index(answer) + 1) if answer in files else 0.0
 
@@ -64,7 +64,9 @@ async def test_hybrid_beats_or_ties_each_leg(corpus_container: Container) -> Non
 
 
 async def test_legs_return_depth_candidates_and_explain(corpus_container: Container) -> None:
-    outcome = await corpus_container.search.search("engine oil filter", top_k=3, rerank=False, expand=False)
+    outcome = await corpus_container.search.search(
+        SearchQuery("engine oil filter", top_k=3, rerank=False), expand=False
+    )
     assert len(outcome.hits) == 3
     top = outcome.hits[0]
     assert top.bm25_rank is not None or top.knn_rank is not None
@@ -74,24 +76,26 @@ async def test_legs_return_depth_candidates_and_explain(corpus_container: Contai
 
 async def test_tag_filter_excludes(corpus_container: Container) -> None:
     outcome = await corpus_container.search.search(
-        "oil filter", top_k=10, filters=SearchFilters(tags=("safety",)), rerank=False
+        SearchQuery("oil filter", top_k=10, filters=SearchFilters(tags=("safety",)), rerank=False)
     )
     assert outcome.hits, "the filter still returns matches inside the tag"
     assert {hit.chunk.filename for hit in outcome.hits} <= {"brakes.txt", "seats.txt"}
 
 
 async def test_source_glob_filter(corpus_container: Container) -> None:
-    outcome = await corpus_container.search.search("pressure", top_k=10, filters=SearchFilters(source="t*.txt"))
+    outcome = await corpus_container.search.search(
+        SearchQuery("pressure", top_k=10, filters=SearchFilters(source="t*.txt"))
+    )
     assert outcome.hits and {hit.chunk.filename for hit in outcome.hits} <= {"tire_pressure.txt", "towing.txt"}
 
 
 async def test_unknown_tag_gives_no_match_message(corpus_container: Container) -> None:
-    outcome = await corpus_container.search.search("oil", top_k=5, filters=SearchFilters(tags=("nope",)))
+    outcome = await corpus_container.search.search(SearchQuery("oil", top_k=5, filters=SearchFilters(tags=("nope",))))
     assert outcome.hits == [] and outcome.message == NO_MATCH_MESSAGE and not outcome.empty_index
 
 
 async def test_expansion_merges_neighbours_without_repeating_overlap(corpus_container: Container) -> None:
-    outcome = await corpus_container.search.search("oil filter EcoBoost", top_k=5, rerank=False)
+    outcome = await corpus_container.search.search(SearchQuery("oil filter EcoBoost", top_k=5, rerank=False))
     document_text = (CORPUS / "oil_service.txt").read_text()
     top = next(hit for hit in outcome.hits if hit.chunk.filename == "oil_service.txt")
     assert len(top.text) > len(top.chunk.text)
@@ -101,7 +105,7 @@ async def test_expansion_merges_neighbours_without_repeating_overlap(corpus_cont
 
 
 async def test_empty_index(container: Container) -> None:
-    outcome = await container.search.search("anything", top_k=5)
+    outcome = await container.search.search(SearchQuery("anything", top_k=5))
     assert outcome.hits == [] and outcome.empty_index and outcome.message == EMPTY_INDEX_MESSAGE
 
 
@@ -111,10 +115,10 @@ async def test_rerank_orders_by_cross_encoder_and_keeps_top_k(tmp_path, embeddin
     reranker = FlashrankReranker(MODEL_NAME, tmp_path / "models")
     container = await open_container(settings, embedding_backend, reranker=reranker)
     for path in sorted(CORPUS.glob("*.txt")):
-        await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestOptions())
-    plain = await container.search.search("oil filter engine", top_k=2)
+        await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestCommand())
+    plain = await container.search.search(SearchQuery("oil filter engine", top_k=2))
     assert not plain.reranked and all(hit.rerank_score is None for hit in plain.hits), "off by the global setting"
-    reranked = await container.search.search("oil filter engine", top_k=2, rerank=True, expand=False)
+    reranked = await container.search.search(SearchQuery("oil filter engine", top_k=2, rerank=True), expand=False)
     assert reranked.reranked and len(reranked.hits) == 2
     scores = [hit.rerank_score for hit in reranked.hits]
     assert scores == sorted(scores, reverse=True) and all(s is not None for s in scores)
@@ -123,6 +127,6 @@ async def test_rerank_orders_by_cross_encoder_and_keeps_top_k(tmp_path, embeddin
 
 
 async def test_rerank_requested_without_model_is_reported(corpus_container: Container) -> None:
-    outcome = await corpus_container.search.search("oil", top_k=3, rerank=True)
+    outcome = await corpus_container.search.search(SearchQuery("oil", top_k=3, rerank=True))
     assert not outcome.reranked and "reranking skipped" in outcome.rerank_note
     assert all(hit.rerank_score is None for hit in outcome.hits)

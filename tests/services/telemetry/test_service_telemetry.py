@@ -6,8 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from carrag.services.answering import AnswerRequest
-from carrag.services.ingestion import IngestOptions
+from carrag.services.requests import AnswerQuery, IngestCommand, SearchQuery
 from carrag.services.telemetry import NullTelemetry, Pipeline, Telemetry
 from tests.conftest import close_container, make_settings, open_container
 from tests.job_helpers import wait_for
@@ -60,8 +59,8 @@ async def test_ingest_search_answer_and_jobs_report_to_the_containers_telemetry(
     container = await open_container(make_settings(tmp_path), embedding_backend, telemetry=telemetry)
     try:
         assert container.telemetry is telemetry
-        first = await container.ingestion.ingest_text(NOTE, "brakes.md", IngestOptions())
-        await container.ingestion.ingest_text(NOTE, "brakes.md", IngestOptions())
+        first = await container.ingestion.ingest_text(NOTE, "brakes.md", IngestCommand())
+        await container.ingestion.ingest_text(NOTE, "brakes.md", IngestCommand())
         assert telemetry.named("document_ingested") == ["ingested", "unchanged"]
         assert telemetry.named("chunks_indexed") == [first.chunk_count]  # the unchanged one wrote nothing
         assert sum(count for count, _ in telemetry.named("texts_embedded")) >= first.chunk_count
@@ -69,18 +68,18 @@ async def test_ingest_search_answer_and_jobs_report_to_the_containers_telemetry(
         assert {"tag", "chunk", "embed", "index"} <= set(ingest_stages[0])
 
         telemetry.events.clear()
-        await container.search.search("brake fluid", top_k=3)
+        await container.search.search(SearchQuery("brake fluid", top_k=3))
         [(pipeline, timings)] = telemetry.named("stages")
         assert pipeline == "query" and {"embed_query", "retrieve", "total"} <= set(timings)
 
         telemetry.events.clear()
-        await container.answers.answer(AnswerRequest("When is the brake fluid replaced?", top_k=3))
+        await container.answers.answer(AnswerQuery(SearchQuery("When is the brake fluid replaced?", top_k=3)))
         search_timings, answer_timings = (timings for _, timings in telemetry.named("stages"))
         assert "total" in search_timings
         assert set(answer_timings) == {"generate", "first_token"}, "the search stages are not reported twice"
 
         telemetry.events.clear()
-        job = await container.jobs.submit_file(NOTE.encode(), "towing.md", IngestOptions(source_id="towing"))
+        job = await container.jobs.submit_file(NOTE.encode(), "towing.md", IngestCommand(source_id="towing"))
         await wait_for(lambda: job.finished, what="the job to finish")
         assert telemetry.named("job_finished") == ["done"]
         [counts] = telemetry.job_counts  # registered once, by the job manager
@@ -95,7 +94,7 @@ async def test_a_job_failed_by_a_dependency_counts_the_dependency(tmp_path: Path
     settings = make_settings(tmp_path, sqlite_path=tmp_path)
     container = await open_container(settings, embedding_backend, telemetry=telemetry)
     try:
-        job = await container.jobs.submit_file(NOTE.encode(), "brakes.md", IngestOptions())
+        job = await container.jobs.submit_file(NOTE.encode(), "brakes.md", IngestCommand())
         await wait_for(lambda: job.finished, what="the job to finish")
         assert telemetry.named("job_finished") == ["failed"]
         assert telemetry.named("dependency_failed") == ["store"]

@@ -1,0 +1,67 @@
+"""The words Carrag's requests and answers are made of, defined once.
+
+Settings, services, wire schemas (`carrag/api/schemas`) and CLI options all take their choices from
+here. Each is a ``StrEnum``: a member equals its string value, so JSON, environment variables and
+comparisons such as ``state == "done"`` work unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+
+class ChunkingStrategy(StrEnum):
+    """How a document's text is split (`carrag/services/chunking`)."""
+
+    RECURSIVE = "recursive"
+    FIXED = "fixed"
+    PARAGRAPH = "paragraph"
+    SENTENCE = "sentence"
+    MARKDOWN = "markdown"
+    CODE = "code"  # source files (.py, .js, .ts, .yaml, .toml, .sql)
+
+
+class SearchMode(StrEnum):
+    """Which retrieval legs a search runs: both, fused (hybrid), or one of them."""
+
+    HYBRID = "hybrid"
+    BM25 = "bm25"
+    KNN = "knn"
+
+
+class JobState(StrEnum):
+    """An ingest's state: the pipeline's stages in order, then how it ended."""
+
+    QUEUED = "queued"
+    PARSING = "parsing"
+    TAGGING = "tagging"
+    CHUNKING = "chunking"
+    EMBEDDING = "embedding"
+    INDEXING = "indexing"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+FINISHED_JOB_STATES = frozenset({JobState.DONE, JobState.FAILED, JobState.CANCELLED})
+
+
+class JobKind(StrEnum):
+    FILE = "file"
+    URL = "url"
+
+
+class IngestStatus(StrEnum):
+    INGESTED = "ingested"
+    UNCHANGED = "unchanged"  # this source id already holds the same content: nothing re-embedded
+    DUPLICATE = "duplicate"  # another source id holds the same text (ALLOW_DUPLICATES off): nothing stored
+
+
+class PdfMode(StrEnum):
+    TEXT = "text"
+    MARKDOWN = "markdown"
+
+
+HealthStatus = Literal["ok", "degraded", "unavailable"]
+"""A component's state in /health (every adapter reports one)."""

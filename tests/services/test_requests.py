@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from carrag.services.errors import InvalidInput
+from carrag.services.models import ChatMessage
+from carrag.services.requests import AnswerQuery, RequestFactory, split_tags
+from carrag.services.vocabulary import ChunkingStrategy, SearchMode
+from tests.conftest import make_settings
+
+
+@pytest.fixture
+def requests(tmp_path: Path) -> RequestFactory:
+    return RequestFactory(make_settings(tmp_path, max_question_chars=50, max_top_k=20, default_top_k=4))
+
+
+def test_search_query_is_trimmed_defaulted_and_normalised(requests: RequestFactory) -> None:
+    query = requests.search("  oil filter \n", tags=[" Safety", "safety", "", "Brakes "], source="  *.md ")
+    assert query.question == "oil filter" and query.top_k == 4, "DEFAULT_TOP_K applies"
+    assert query.filters.tags == ("safety", "brakes") and query.filters.source == "*.md"
+    assert (query.mode, query.explain, query.rerank) == (SearchMode.HYBRID, False, None)
+    assert requests.search("oil", source="   ").filters.source is None
+
+
+@pytest.mark.parametrize(
+    ("question", "top_k", "message"),
+    [
+        ("   ", None, "must not be empty"),
+        ("x" * 51, None, "51 characters long; the limit is 50 (MAX_QUESTION_CHARS)"),
+        ("oil", 0, "top_k must be between 1 and 20 (MAX_TOP_K); got 0"),
+        ("oil", 21, "MAX_TOP_K"),
+    ],
+)
+def test_question_limits(requests: RequestFactory, question: str, top_k: int | None, message: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(message)):
+        requests.search(question, top_k=top_k)
+
+
+def test_an_answer_query_is_its_search_plus_the_history(requests: RequestFactory) -> None:
+    history = [ChatMessage("user", "hi"), ChatMessage("assistant", "hello")]
+    query = AnswerQuery(requests.search(" tyre pressure? ", top_k=2, tags=["Cars"], rerank=False), history)
+    assert query.question == "tyre pressure?" and list(query.history) == history
+    assert query.search.filters.tags == ("cars",) and (query.search.top_k, query.search.rerank) == (2, False)
+
+
+def test_ingest_command_normalises_tags_and_refuses_a_large_overlap(requests: RequestFactory) -> None:
+    command = requests.ingest(tags=split_tags(" Ops, ops ,,Runbook"), chunking=ChunkingStrategy.MARKDOWN, force=True)
+    assert command.tags == ["ops", "runbook"] and command.chunking == "markdown" and command.force
+    assert requests.ingest(source_id="  ").source_id is None
+    with pytest.raises(InvalidInput, match=r"chunk_overlap \(60\) must be at most half of chunk_size \(100\)"):
+        requests.ingest(chunk_size=100, chunk_overlap=60)
+    assert requests.ingest(chunk_size=100, chunk_overlap=50).chunk_overlap == 50
