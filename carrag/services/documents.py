@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord
+from carrag.services.requests import normalise_tags
 from carrag.services.stores.base import ChunkListing, Store
 
 logger = logging.getLogger(__name__)
@@ -63,6 +64,21 @@ class DocumentService:
         record = await self.get(document_id)
         listings = await self.store.get_chunks(document_id, offset=offset, limit=limit)
         return ChunkList(document_id, listings, record.chunk_count, offset, limit)
+
+    async def update_metadata(
+        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+    ) -> DocumentRecord:
+        """Replace a document's tags and/or set its title, in place (same id, no re-embedding), or
+        NotFound (404). Tags are normalised as at ingest; None leaves a field as it is."""
+        record = await self.store.update_metadata(
+            document_id,
+            tags=normalise_tags(tags) if tags is not None else None,
+            title=title.strip() if title is not None else None,
+        )
+        if record is None:
+            raise NotFound(f"No document with id {document_id}.")
+        logger.info("document metadata updated", extra={"document_id": document_id})
+        return record
 
     async def delete(self, document_id: str) -> DeletedDocument:
         """Delete a document and all its chunks, or NotFound (404)."""

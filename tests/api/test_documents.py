@@ -57,3 +57,39 @@ async def test_unknown_document_is_404(client: httpx.AsyncClient) -> None:
 async def test_bad_paging_is_422(client: httpx.AsyncClient) -> None:
     assert (await client.get("/documents", params={"limit": 0})).status_code == 422
     assert (await client.get("/documents", params={"offset": -1})).status_code == 422
+
+
+async def test_patch_changes_tags_and_title_without_re_embedding(
+    client: httpx.AsyncClient, container: Container, monkeypatch
+) -> None:
+    document = await ingest(client, "manual.txt", "Snowmobile belt tension and carburetor care. " * 40, "old")
+
+    async def no_embedding(*args, **kwargs):
+        raise AssertionError("a metadata change must not re-embed")
+
+    monkeypatch.setattr(container.embedder, "embed_documents", no_embedding)
+    document_id = document["document_id"]
+    response = await client.patch(
+        f"/documents/{document_id}", json={"tags": [" Winter ", "winter", "Manuals"], "title": "Sled manual"}
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["document_id"], body["tags"], body["title"]) == (document_id, ["winter", "manuals"], "Sled manual")
+    assert (await client.get(f"/documents/{document_id}")).json()["tags"] == ["winter", "manuals"]
+    chunks = (await client.get(f"/documents/{document_id}/chunks")).json()
+    assert chunks["total"] == document["chunk_count"]
+    listed = (await client.get("/documents", params={"tag": "winter"})).json()
+    assert [d["document_id"] for d in listed["items"]] == [document_id]
+    assert (await client.get("/documents", params={"tag": "old"})).json()["total"] == 0
+
+    title_only = await client.patch(f"/documents/{document_id}", json={"title": "Sled handbook"})
+    assert title_only.json()["tags"] == ["winter", "manuals"] and title_only.json()["title"] == "Sled handbook"
+
+
+async def test_patch_unknown_document_is_404_and_bad_bodies_are_422(client: httpx.AsyncClient) -> None:
+    missing = await client.patch("/documents/nope", json={"tags": ["x"]})
+    assert missing.status_code == 404 and "nope" in missing.json()["detail"]
+    document = await ingest(client, "a.txt", "Some words about brakes. " * 20)
+    path = f"/documents/{document['document_id']}"
+    for body in ({}, {"tags": "not-a-list"}, {"title": "   "}, {"title": ""}, {"tags": ["x"] * 51}):
+        assert (await client.patch(path, json=body)).status_code == 422, body

@@ -1,4 +1,4 @@
-"""The document API: list, inspect, list chunks, delete (`carrag/services/documents.py`)."""
+"""The document API: list, inspect, list chunks, change tags/title, delete (`carrag/services/documents.py`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from carrag.api.deps import DocumentsDep
-from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut
+from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, DocumentPatch
 from carrag.services.documents import ChunkList, DeletedDocument, DocumentList
 from carrag.services.models import DocumentRecord
 
@@ -37,6 +37,13 @@ async def get_chunks(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> ChunkList:
     return await documents.chunks(document_id, offset=offset, limit=limit)
+
+
+@router.patch(
+    "/{document_id}", response_model=DocumentOut, summary="Change a document's tags or title (no re-embedding)"
+)
+async def patch_document(documents: DocumentsDep, document_id: str, patch: DocumentPatch) -> DocumentRecord:
+    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, summary="Delete a document and all its chunks")

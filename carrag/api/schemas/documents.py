@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from carrag.api.schemas.base import Schema, read_from
 
@@ -19,6 +19,23 @@ class DocumentOut(Schema):
     created_at: str
     title: str | None = None
     external_id: str | None = None
+
+
+class DocumentPatch(Schema):
+    """New metadata for a stored document; a field left out stays as it is. No re-embedding."""
+
+    tags: list[str] | None = Field(
+        None, max_length=50, description="Replace the tags (trimmed, lower case, repeats dropped)."
+    )
+    title: str | None = Field(None, min_length=1, max_length=1000, description="Set the title.")
+
+    @model_validator(mode="after")
+    def _something_to_change(self) -> DocumentPatch:
+        if self.tags is None and self.title is None:
+            raise ValueError("give tags, title or both")
+        if self.title is not None and not self.title.strip():
+            raise ValueError("title must not be blank")
+        return self
 
 
 class DocumentPageOut(Schema):

@@ -73,6 +73,12 @@ class Store(Protocol):
 
     async def delete_document(self, document_id: str) -> bool: ...
 
+    async def update_metadata(
+        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+    ) -> DocumentRecord | None:
+        """Replace the tags and/or set the title (None leaves a field as it is) of a document and of
+        its chunks, in place: same id, same vectors, no new version. None if there is no such document."""
+
     async def wipe(self) -> None:
         """Remove every document, chunk and the recorded embedding identity."""
 

@@ -478,6 +478,53 @@ class SqliteStore:
 
         return await self._write(delete)
 
+    async def update_metadata(
+        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+    ) -> DocumentRecord | None:
+        def update(connection: sqlite3.Connection) -> DocumentRecord | None:
+            row = connection.execute("SELECT * FROM documents WHERE document_id = ?", (document_id,)).fetchone()
+            if row is None:
+                return None
+            if tags is not None:
+                connection.execute(
+                    "UPDATE documents SET tags = ? WHERE document_id = ?", (json.dumps(tags), document_id)
+                )
+                connection.execute("DELETE FROM document_tags WHERE document_id = ?", (document_id,))
+                connection.executemany(
+                    "INSERT OR IGNORE INTO document_tags(tag, document_id) VALUES (?, ?)",
+                    [(tag, document_id) for tag in tags],
+                )
+            if title is not None:
+                connection.execute("UPDATE documents SET title = ? WHERE document_id = ?", (title, document_id))
+                self._retitle_chunks(connection, document_id, title)
+            return _row_to_document(
+                connection.execute("SELECT * FROM documents WHERE document_id = ?", (document_id,)).fetchone()
+            )
+
+        return await self._write(update)
+
+    @staticmethod
+    def _retitle_chunks(connection: sqlite3.Connection, document_id: str, title: str) -> None:
+        """Give each chunk the heading of the new title; FTS5 and the change log (which the side
+        indexes replay) follow in the same transaction."""
+        rows = connection.execute(
+            "SELECT id, text, heading, section FROM chunks WHERE document_id = ?", (document_id,)
+        ).fetchall()
+        changed = [(row, chunk_heading(title, row["section"])) for row in rows]
+        changed = [(row, heading) for row, heading in changed if heading != row["heading"]]
+        connection.executemany(
+            "INSERT INTO chunks_fts(chunks_fts, rowid, text, heading) VALUES ('delete', ?, ?, ?)",
+            [(row["id"], row["text"], row["heading"]) for row, _ in changed],
+        )
+        connection.executemany("UPDATE chunks SET heading = ? WHERE id = ?", [(h, row["id"]) for row, h in changed])
+        connection.executemany(
+            "INSERT INTO chunks_fts(rowid, text, heading) VALUES (?, ?, ?)",
+            [(row["id"], row["text"], heading) for row, heading in changed],
+        )
+        connection.executemany(
+            "INSERT INTO chunk_changes(chunk_rowid) VALUES (?)", [(row["id"],) for row, _ in changed]
+        )
+
     async def wipe(self) -> None:
         def wipe(connection: sqlite3.Connection) -> None:
             connection.execute("DELETE FROM documents")

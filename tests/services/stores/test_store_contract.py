@@ -338,6 +338,57 @@ async def test_delete_leaves_nothing(store: Store) -> None:
     assert await store.list_sources() == [("kept.txt", "text")]
 
 
+async def test_metadata_update_changes_document_and_chunks_in_place(store: Store) -> None:
+    vectors = await write(
+        store,
+        record("doc", "doc.txt", tags=["old"], chunks=2, title="Lawn handbook"),
+        ["check the belt tension", "sharpen the blade"],
+        section="Care",
+    )
+    await write(store, record("other", "other.txt", tags=["old"], chunks=1), ["belt words elsewhere"], seed=1)
+
+    updated = await store.update_metadata("doc", tags=["new", "fresh"], title="Snowmobile manual")
+    assert updated is not None
+    assert (updated.document_id, updated.tags, updated.title, updated.chunk_count) == (
+        "doc",
+        ["new", "fresh"],
+        "Snowmobile manual",
+        2,
+    )
+    assert await store.get_document("doc") == updated
+    assert (await store.find_by_source("doc.txt")) == updated
+    listed = await store.get_chunks("doc")
+    assert [(c.chunk.tags, c.chunk.title, c.chunk.text) for c in listed] == [
+        (["new", "fresh"], "Snowmobile manual", "check the belt tension"),
+        (["new", "fresh"], "Snowmobile manual", "sharpen the blade"),
+    ]
+    assert [d.document_id for d in (await store.list_documents(offset=0, limit=10, tag="new")).items] == ["doc"]
+    assert [d.document_id for d in (await store.list_documents(offset=0, limit=10, tag="old")).items] == ["other"]
+    only_new = SearchFilters(tags=("new",))
+    assert {h.chunk.document_id for h in await store.lexical_search("belt", 10, only_new)} == {"doc"}
+    assert {h.chunk.document_id for h in await store.vector_search(vectors[0], 10, only_new)} == {"doc"}
+    assert {h.chunk.document_id for h in await store.lexical_search("belt", 10, SearchFilters(tags=("old",)))} == {
+        "other"
+    }
+    assert set(keys(await store.lexical_search("snowmobile", 10, SearchFilters()))) == {("doc", 0), ("doc", 1)}
+    assert await store.lexical_search("lawn handbook", 10, SearchFilters()) == [], "the old title is no longer indexed"
+    assert keys(await store.vector_search(vectors[1], 1, SearchFilters())) == [("doc", 1)], "vectors kept"
+    assert await store.count_chunks() == 3
+    assert await store.check_integrity() == []
+
+
+async def test_metadata_update_leaves_out_fields_not_given_and_misses_unknown_ids(store: Store) -> None:
+    await write(store, record("doc", "doc.txt", tags=["keep"], chunks=1, title="Kept title"), ["some words"])
+
+    retitled = await store.update_metadata("doc", title="New title")
+    assert retitled is not None and (retitled.tags, retitled.title) == (["keep"], "New title")
+    retagged = await store.update_metadata("doc", tags=[])
+    assert retagged is not None and (retagged.tags, retagged.title) == ([], "New title")
+    assert (await store.get_chunks("doc"))[0].chunk.tags == []
+    assert await store.update_metadata("missing", tags=["x"]) is None
+    assert await store.get_document("missing") is None
+
+
 async def test_listing_is_newest_first_with_paging_and_tag_filter(store: Store) -> None:
     for n in range(7):
         tags = ["even"] if n % 2 == 0 else ["odd"]

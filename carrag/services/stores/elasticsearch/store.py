@@ -37,6 +37,7 @@ from carrag.services.stores.elasticsearch.integrity import integrity_problems
 from carrag.services.stores.elasticsearch.layout import IndexLayout
 from carrag.services.stores.elasticsearch.live_filter import LiveFilter
 from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, to_chunk, to_document
+from carrag.services.stores.elasticsearch.metadata import update_metadata
 from carrag.services.stores.elasticsearch.versions import LiveToken, PendingWrite, Versions
 
 logger = logging.getLogger(__name__)
@@ -260,6 +261,17 @@ class ElasticsearchStore:
     async def delete_document(self, document_id: str) -> bool:
         return await asyncio.shield(
             self._guarded("deleting a document", lambda: self.versions.delete(document_id), False)
+        )
+
+    async def update_metadata(
+        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+    ) -> DocumentRecord | None:
+        return await asyncio.shield(
+            self._guarded(
+                "updating a document",
+                lambda: update_metadata(self.versions, document_id, tags=tags, title=title),
+                None,
+            )
         )
 
     async def wipe(self) -> None:

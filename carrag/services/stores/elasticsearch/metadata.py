@@ -1,0 +1,107 @@
+"""Changing a live document's tags and title in place, without writing a new version.
+
+The chunks of the live version are updated by id (ids are derived, no search needed) with a
+partial update and ``refresh=wait_for``, then the source record is rewritten conditionally
+(``if_seq_no``/``if_primary_term``), the same way a flip is (`versions.py`). A conflict means the
+record changed meanwhile: it is read again, and if it now names another version the document
+being changed is gone (answered "not found"); the chunks of that replaced version are retired
+by the writer that replaced it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from elasticsearch import ApiError
+
+from carrag.services.errors import CarragError, DependencyUnavailable
+from carrag.services.ids import chunk_id
+from carrag.services.models import DocumentRecord, chunk_heading
+from carrag.services.stores.elasticsearch.connection import api_status, bulk_failure
+from carrag.services.stores.elasticsearch.mapping import source_record, source_record_id
+from carrag.services.stores.elasticsearch.versions import BULK_MAX_OPS, FLIP_ATTEMPTS, Versions
+
+
+async def update_metadata(
+    versions: Versions, document_id: str, *, tags: list[str] | None, title: str | None
+) -> DocumentRecord | None:
+    """Set the live ``document_id``'s tags and/or title (None leaves a field as it is) on its
+    chunks and its source record. None if the document is not live."""
+    current = await versions.live_document(document_id)
+    if current is None:
+        return None
+    await _update_chunks(versions, current, tags=tags, title=title)
+    for _ in range(FLIP_ATTEMPTS):
+        state = await versions.source_state(current.source_id)
+        if state is None or state.document.document_id != document_id:
+            return None
+        updated = dataclasses.replace(
+            state.document,
+            tags=list(tags) if tags is not None else state.document.tags,
+            title=title if title is not None else state.document.title,
+        )
+        try:
+            with versions.connection.errors("updating a document", versions.alias):
+                await versions.connection.writer.index(
+                    index=versions.alias,
+                    id=source_record_id(current.source_id),
+                    document=source_record(updated, updated.chunk_count),
+                    if_seq_no=state.seq_no,
+                    if_primary_term=state.primary_term,
+                    refresh=versions.refresh,
+                    require_alias=versions.require_alias,
+                )
+        except ApiError as exc:  # raised as-is: errors() maps only what it knows
+            if api_status(exc) == 409:
+                continue
+            raise
+        except CarragError as exc:
+            if isinstance(exc.__cause__, ApiError) and api_status(exc.__cause__) == 409:
+                continue
+            raise
+        return updated
+    raise DependencyUnavailable("store", "the document kept changing while it was being updated; retry")
+
+
+async def _update_chunks(
+    versions: Versions, document: DocumentRecord, *, tags: list[str] | None, title: str | None
+) -> None:
+    """Partial updates of every chunk of the version, ``BULK_MAX_OPS`` at a time. A new title also
+    changes each chunk's ``heading`` (``chunk_heading(title, section)``), so the sections are read
+    first (no scripts: they need the painless module, which a node may not have)."""
+    changes: dict[str, Any] = {}
+    if tags is not None:
+        changes["tags"] = list(tags)
+    if title is not None:
+        changes["title"] = title
+    if not changes:
+        return
+    ids = [chunk_id(document.document_id, index) for index in range(document.chunk_count)]
+    for low in range(0, len(ids), BULK_MAX_OPS):
+        part = ids[low : low + BULK_MAX_OPS]
+        sections = await _sections(versions, part) if title is not None else {}
+        operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        for doc_id in part:
+            fields = dict(changes)
+            if title is not None:
+                fields["heading"] = chunk_heading(title, sections.get(doc_id))
+            operations.append(({"update": {"_id": doc_id}}, {"doc": fields}))
+        results = await versions.connection.bulk(
+            operations,
+            index=versions.alias,
+            action=f"updating {document.filename}",
+            refresh=versions.refresh,
+            require_alias=versions.require_alias,
+        )
+        failed = [result for result in results if not result.ok]
+        if failed:
+            raise bulk_failure(failed, len(part), f"updating {document.filename}", "; retry the update")
+
+
+async def _sections(versions: Versions, ids: list[str]) -> dict[str, str | None]:
+    with versions.connection.errors("reading a document's chunks", versions.alias):
+        response = await versions.connection.client.mget(
+            index=versions.alias, ids=ids, realtime=True, source_includes=["section"]
+        )
+    return {doc["_id"]: doc["_source"].get("section") for doc in response["docs"] if doc.get("found")}
