@@ -151,7 +151,7 @@ async def test_llm_down_hanging_failing_then_back(tmp_path, ollama: FlakyOllama,
     assert (await client.get("/health/ready")).status_code == 200, "the LLM is not needed to be ready"
 
     ollama.start()
-    answer = await client.post("/query", json={"question": "What is the tire pressure?"})
+    answer = await client.post("/query", json={"question": "What is the tire pressure?", "answer_mode": "generate"})
     assert answer.status_code == 200 and answer.json()["answer"] and answer.json()["model"] == MODEL
 
     ollama.mode = "error"

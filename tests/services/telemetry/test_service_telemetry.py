@@ -6,8 +6,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from carrag.services.answering import GENERATION_STAGES
 from carrag.services.requests import AnswerQuery, IngestCommand, SearchQuery
 from carrag.services.telemetry import NullTelemetry, Pipeline, Telemetry
+from carrag.services.telemetry.prometheus import PrometheusTelemetry
 from tests.conftest import close_container, make_settings, open_container
 from tests.job_helpers import wait_for
 
@@ -46,10 +48,10 @@ class RecordingTelemetry:
         self.job_counts.append(counts)
 
 
-def test_both_implementations_satisfy_the_protocol() -> None:
-    implementations: list[Telemetry] = [NullTelemetry(), RecordingTelemetry()]
-    for telemetry in implementations:
-        telemetry.stages("query", {"total": 1.0})  # the null one accepts every event and keeps nothing
+def test_the_adapters_implement_every_event_of_the_protocol() -> None:
+    for telemetry in (NullTelemetry(), PrometheusTelemetry(), RecordingTelemetry()):
+        assert isinstance(telemetry, Telemetry), type(telemetry).__name__
+    assert not isinstance(object(), Telemetry)
 
 
 async def test_ingest_search_answer_and_jobs_report_to_the_containers_telemetry(
@@ -76,7 +78,8 @@ async def test_ingest_search_answer_and_jobs_report_to_the_containers_telemetry(
         await container.answers.answer(AnswerQuery(SearchQuery("When is the brake fluid replaced?", top_k=3)))
         search_timings, answer_timings = (timings for _, timings in telemetry.named("stages"))
         assert "total" in search_timings
-        assert set(answer_timings) == {"generate", "first_token"}, "the search stages are not reported twice"
+        assert answer_timings, "the answer reports its own stages"
+        assert set(answer_timings) <= set(GENERATION_STAGES), "the search stages are not reported twice"
 
         telemetry.events.clear()
         job = await container.jobs.submit_file(NOTE.encode(), "towing.md", IngestCommand(source_id="towing"))
