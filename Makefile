@@ -32,7 +32,7 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/carrag serve
 
-test: $(STAMP) browser lint
+test: $(STAMP) browser lint typecheck
 	$(BIN)/python -m pytest
 
 # Lint and format checks on everything Python in the repository (configuration in pyproject.toml).
@@ -63,7 +63,7 @@ browser:
 			|| echo "chromium could not be installed; the browser tests will skip"; \
 	fi
 
-test-fast: $(STAMP) lint
+test-fast: $(STAMP) lint typecheck
 	$(BIN)/python -m pytest -m "not elasticsearch and not browser and not slow"
 
 # Retrieval quality and speed on the shared data beside the checkout (docs/benchmarks.md).

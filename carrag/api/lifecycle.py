@@ -19,8 +19,11 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 SHUTDOWN_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# What signal.getsignal returns: a handler function, SIG_DFL/SIG_IGN, or None (not installed from Python).
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
 
 @contextlib.contextmanager
@@ -32,7 +35,7 @@ def on_shutdown_signal(callback: Callable[[], None]) -> Iterator[None]:
         yield
         return
     loop = asyncio.get_running_loop()
-    previous: dict[int, object] = {}
+    previous: dict[int, Handler] = {}
 
     def handle(sig: int, frame: FrameType | None) -> None:
         loop.call_soon_threadsafe(callback)
@@ -49,9 +52,9 @@ def on_shutdown_signal(callback: Callable[[], None]) -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            if signal.getsignal(sig) is handle:
-                signal.signal(sig, handler)  # type: ignore[arg-type]
+        for signum, handler in previous.items():
+            if signal.getsignal(signum) is handle:
+                signal.signal(signum, handler)
 
 
 def exit_cleanly_after_sigterm() -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from fastapi import Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.routing import Route
 
 from carrag import __version__, extras
 from carrag.api.deps import UNAUTHORIZED_DETAIL, Unauthorized, require_api_key
@@ -105,12 +106,8 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     if mcp is not None:
         from carrag.api.mcp_server import McpEndpoint
 
-        app.add_route(
-            "/mcp",
-            McpEndpoint(mcp, lambda: app.state.container.settings.api_keys),
-            methods=["GET", "POST", "DELETE"],
-            include_in_schema=False,
-        )
+        endpoint = McpEndpoint(mcp, lambda: app.state.container.settings.api_keys)  # an ASGI app
+        app.router.routes.append(Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     ui.mount(app)  # the web UI at / (public page; its API calls carry the user's key)
 
     app.add_middleware(ApiKeyGateMiddleware)  # inside CORS, so a 401 still carries CORS headers

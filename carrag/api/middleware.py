@@ -23,7 +23,7 @@ REQUEST_ID_HEADER = "x-request-id"
 _VALID_REQUEST_ID = re.compile(r"^[A-Za-z0-9._\-]{1,128}$")
 
 
-async def send_json_error(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]] = ()) -> None:
+async def send_json_error(send: Send, status: int, detail: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
     """A whole ``{"detail": ...}`` response from ASGI code that runs outside FastAPI's handlers."""
     body = json.dumps({"detail": detail}).encode()
     await send(

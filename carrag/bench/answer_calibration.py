@@ -88,7 +88,7 @@ def describe(name: str, values: list[float]) -> str:
 async def run_questions(
     questions: list[dict[str, Any]], corpus: Path, modes: list[str], data_dir: Path
 ) -> dict[str, Any]:
-    settings = Settings(_env_file=None, data_dir=data_dir, tagger="off", log_level="WARNING")  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, data_dir=data_dir, tagger="off", log_level="WARNING")
     container = await build_container(settings)
     try:
         for document in sorted({d for q in questions for d in q["documents"]}):
@@ -137,7 +137,7 @@ async def run_questions(
 
 
 async def run_scifact(directory: Path, query_count: int, data_dir: Path) -> dict[bool, list[float]]:
-    settings = Settings(_env_file=None, data_dir=data_dir, tagger="off", log_level="WARNING")  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, data_dir=data_dir, tagger="off", log_level="WARNING")
     container = await build_container(settings)
     try:
         qrels = [line.split("\t") for line in (directory / "qrels" / "train.tsv").read_text().splitlines()[1:]]
@@ -148,8 +148,8 @@ async def run_scifact(directory: Path, query_count: int, data_dir: Path) -> dict
         wanted = {doc for _, doc, _ in chosen} | set(rng.sample(sorted(corpus), 200))
         for doc_id in sorted(wanted):
             row = corpus[doc_id]
-            text = f"{row.get('title', '')}\n\n{row['text']}".encode()
-            await container.ingestion.ingest_file(text, f"{doc_id}.txt", IngestCommand())
+            data = f"{row.get('title', '')}\n\n{row['text']}".encode()
+            await container.ingestion.ingest_file(data, f"{doc_id}.txt", IngestCommand())
         found: dict[bool, list[float]] = {True: [], False: []}
         for label, texts in ((True, [queries[q] for q, _, _ in chosen]), (False, OFF_TOPIC)):
             for text in texts:

@@ -368,6 +368,7 @@ async def grow_store(
             await store.write_document(copy_record(document, copy), document.chunks, document.vectors, identity)
 
     async def write_bulk(batch: list[PreparedDocument], copy: int) -> None:
+        assert bulk is not None  # called only where the store has write_documents
         for offset in range(0, len(batch), BULK_DOCUMENTS):
             part = batch[offset : offset + BULK_DOCUMENTS]
             await bulk([(copy_record(d, copy), d.chunks, d.vectors) for d in part], identity)
@@ -419,7 +420,8 @@ async def bench_queries(
         for question in questions[1 : 1 + warmup]:
             await timed(question, False)
         measured = list(questions[1 + warmup :]) or list(questions)
-        plain, stages = [], {}
+        plain: list[float] = []
+        stages: dict[str, list[float]] = {}
         for question in measured:
             elapsed, body = await timed(question, False)
             plain.append(elapsed)

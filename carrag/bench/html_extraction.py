@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from carrag.services.chunking import chunk_document
+from carrag.services.chunking import default_strategy as pipeline_strategy
 from carrag.services.errors import CarragError
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers import parse_file
 from carrag.services.parsers.web import parse_web_page
 from carrag.services.settings import Settings
+from carrag.services.vocabulary import ChunkingStrategy
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _IMAGE_MARKER = re.compile(r"<!--.*?-->")
@@ -74,12 +76,9 @@ def token_f1(predicted: list[str], expected: list[str]) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def default_strategy(parsed: ParsedDocument, settings: Settings) -> str:
+def default_strategy(parsed: ParsedDocument, settings: Settings) -> ChunkingStrategy:
     """The strategy the pipeline picks when the request names none."""
-    from carrag.services import ingestion
-
-    choose = getattr(ingestion, "default_chunking", None)
-    return choose(parsed, settings) if choose else settings.chunking_strategy
+    return pipeline_strategy(parsed, settings.chunking_strategy)
 
 
 @dataclass(slots=True)

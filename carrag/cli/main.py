@@ -9,9 +9,11 @@ command is written once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,7 +23,15 @@ import typer
 from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from carrag import extras
@@ -83,7 +93,7 @@ def serve(
         host=host or settings.host,
         port=port or settings.port,
         log_config=None,
-        timeout_graceful_shutdown=settings.shutdown_grace_seconds,
+        timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds),
     )
 
 
@@ -187,9 +197,10 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
     for pattern in resolved.unmatched_patterns:
         console.print(f"[yellow]! no files[/yellow]  {escape(pattern)} matched no file of a supported type")
     jobs: list[tuple[str, Callable[[ProgressCallback], Awaitable[IngestResponse]]]] = [
-        (file.source_id, lambda report, file=file: client.ingest_file(file.path, file.source_id, options, report))
+        (file.source_id, functools.partial(client.ingest_file, file.path, file.source_id, options))
         for file in resolved.files
-    ] + [(link, lambda report, link=link: client.ingest_url(link, options, report)) for link in resolved.urls]
+    ]
+    jobs += [(link, functools.partial(client.ingest_url, link, options)) for link in resolved.urls]
 
     with Progress(
         SpinnerColumn(),
@@ -205,7 +216,7 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
         for name, start in jobs:
             current = progress.add_task(f"{one_line(name, 40)}: queued", total=None)
 
-            def report(state: str, done: int, total: int, current: int = current, name: str = name) -> None:
+            def report(state: str, done: int, total: int, current: TaskID = current, name: str = name) -> None:
                 progress.update(
                     current, description=f"{one_line(name, 40)}: {state}", completed=done, total=total or None
                 )
@@ -272,7 +283,9 @@ def query(
     api_key: ApiKey = None,
 ) -> None:
     """Ask a question: the answer streams in, then its sources are listed."""
-    request = QueryRequest(**question_fields(question, top_k, tags, source, rerank), answer_mode=answer_mode)
+    request = QueryRequest.model_validate(
+        {**question_fields(question, top_k, tags, source, rerank), "answer_mode": answer_mode}
+    )
 
     async def work(client: CarragClient) -> bool:
         sources: list[Source] = []

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -141,7 +141,7 @@ class AnswerService:
     def requested_mode(self, request: AnswerQuery) -> AnswerMode:
         return request.answer_mode or self.settings.resolved_answer_mode
 
-    async def stream_answer(self, request: AnswerQuery) -> AsyncIterator[AnswerEvent]:
+    async def stream_answer(self, request: AnswerQuery) -> AsyncGenerator[AnswerEvent, None]:
         """Errors before the first event raise (the route answers with an HTTP error; Overloaded
         when the generation queue is full); errors after it become an ``error`` event. Extractive
         requests never wait for the generation queue."""
@@ -151,7 +151,7 @@ class AnswerService:
             async for event in events:
                 yield event
 
-    async def _stream_answer(self, request: AnswerQuery) -> AsyncIterator[AnswerEvent]:
+    async def _stream_answer(self, request: AnswerQuery) -> AsyncGenerator[AnswerEvent, None]:
         started = time.perf_counter()
         # A follow-up question is searched with what the conversation was about.
         query = retrieval_query(request.question, request.history)

@@ -202,7 +202,11 @@ async def build_container(
     except DependencyUnavailable as exc:
         startup_errors["store"] = exc.message
         logger.error("store unavailable at startup; requests that need it will get 503", extra={"reason": exc.message})
-    backend = embedding_backend or await asyncio.to_thread(build_embedding_backend, settings)
+    backend = (
+        embedding_backend
+        if embedding_backend is not None
+        else await asyncio.to_thread(build_embedding_backend, settings)
+    )
     embedder = EmbeddingService(
         backend,
         batch_size=settings.embed_batch_size,
@@ -212,13 +216,15 @@ async def build_container(
         timeout=settings.embed_timeout,
         telemetry=telemetry,
     )
-    llm = llm or await asyncio.to_thread(build_llm, settings)
-    reranker = reranker or await asyncio.to_thread(
-        FlashrankReranker,
-        settings.reranker_model,
-        settings.resolved_reranker_cache_dir,
-        max_length=settings.reranker_max_length,
-    )
+    if llm is None:
+        llm = await asyncio.to_thread(build_llm, settings)
+    if reranker is None:
+        reranker = await asyncio.to_thread(
+            FlashrankReranker,
+            settings.reranker_model,
+            settings.resolved_reranker_cache_dir,
+            max_length=settings.reranker_max_length,
+        )
     fetcher = fetcher or build_fetcher(settings)
     tagger = build_tagger(settings, llm)
     search = SearchService(settings, store, embedder, reranker, telemetry)

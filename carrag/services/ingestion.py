@@ -23,7 +23,7 @@ from carrag.services.chunking import chunk_document, default_strategy
 from carrag.services.embedders.coalescing import CoalescingEmbedder
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, InvalidInput
-from carrag.services.fetchers.base import Fetcher
+from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, Fetcher
 from carrag.services.ids import content_hash, new_document_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
 from carrag.services.parsers import check_supported, parse_file
@@ -225,6 +225,8 @@ class IngestionService:
             parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages, ocr=self.ocr, on_progress=on_progress)
         elif content_type in ("text/html", "application/xhtml+xml"):
             parsed = parse_web_page(decode_declared(body, charset)[0], url)
+        elif content_type in MEDIA_TYPE_EXTENSIONS:  # an office document, e-book or e-mail
+            parsed = parse_file(body, document_name(url, MEDIA_TYPE_EXTENSIONS[content_type]))
         else:
             parsed = parse_text(body, url, charset=charset)
             if not parsed.text.strip():
@@ -423,6 +425,13 @@ class IngestionService:
         if stored is not None:
             stored.check_accepts(current)
         return current
+
+
+def document_name(url: str, extension: str) -> str:
+    """A file name for a fetched document: the URL's last path segment when it has the extension the
+    server's media type implies, else ``document`` with it (the parser goes by the extension)."""
+    name = url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    return name if name.lower().endswith(extension) else f"document{extension}"
 
 
 def _progress_from_thread(observer: IngestObserver | None) -> Progress | None:

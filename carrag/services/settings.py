@@ -53,7 +53,9 @@ class Settings(BaseSettings):
     # --- store -----------------------------------------------------------------------------------
     store: Literal["sqlite", "elasticsearch"] = Field("sqlite", description="Chunk store backend.")
     sqlite_path: Path | None = Field(None, description="SQLite database file (default: `<DATA_DIR>/carrag.db`).")
-    elasticsearch_url: str = Field("http://localhost:9200", description="Elasticsearch base URL.")
+    elasticsearch_url: str = Field(
+        "http://localhost:9200", description="Elasticsearch base URL; several nodes of a cluster comma-separated."
+    )
     elasticsearch_index: str = Field("carrag_chunks", description="Index holding the chunks.")
     elasticsearch_api_key: SecretStr | None = Field(None, description="Elasticsearch API key, if secured.")
     elasticsearch_username: str | None = Field(None, description="Elasticsearch basic-auth user.")

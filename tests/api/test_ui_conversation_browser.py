@@ -17,8 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from carrag.bench.browser import ask, chromium, open_page
 from carrag.bench.server import server_process
-from tests.api.test_ui_browser import MANUAL, SPLIT_SMALL_DOCUMENTS, ask, chromium, open_page, require_chromium
+from tests.api.test_ui_browser import MANUAL, SPLIT_SMALL_DOCUMENTS, require_chromium
 
 pytestmark = pytest.mark.browser
 

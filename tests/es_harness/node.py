@@ -306,12 +306,17 @@ def start(
     log_level: str = "warn",
     build_if_needed: bool = True,
     tie_to_this_process: bool = True,
+    node_name: str | None = None,
+    transport_port: int | None = None,
+    seed_hosts: list[str] | None = None,
+    initial_master_nodes: list[str] | None = None,
 ) -> EsNodeHandle:
     """Start a node and wait until ``/_cluster/health`` is green or yellow.
 
     port: HTTP port on 127.0.0.1; None lets the node bind a free one (no race) and reports it.
     data_dir: home/data/logs directory; None uses a fresh temp dir that ``stop()`` deletes.
     tie_to_this_process: the node stops itself if this Python process dies without calling stop().
+    node_name/transport_port/seed_hosts/initial_master_nodes: for a node of a cluster (`start_cluster`).
     Raises HarnessError (with the log tail) if java/mvn are missing, the build fails or startup fails.
     """
     java = java_executable()
@@ -351,6 +356,12 @@ def start(
         "--log-level",
         log_level,
     ]
+    if node_name:
+        cmd += ["--node-name", node_name]
+    if transport_port is not None:
+        cmd += ["--transport-port", str(transport_port)]
+    if seed_hosts:
+        cmd += ["--seed-hosts", ",".join(seed_hosts), "--initial-master-nodes", ",".join(initial_master_nodes or [])]
     if tie_to_this_process:
         cmd += ["--parent-pid", str(os.getpid())]
 
@@ -421,6 +432,112 @@ def start(
     )
     if tie_to_this_process:
         atexit.register(handle.stop)
+    return handle
+
+
+# --------------------------------------------------------------------------- cluster
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class EsClusterHandle:
+    """Nodes of one cluster on loopback; each is master-eligible and holds data."""
+
+    nodes: list[EsNodeHandle]
+    names: list[str]
+    transport_ports: list[int]
+    home: Path
+    heap: str
+    cluster_name: str
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    @property
+    def urls(self) -> list[str]:
+        return [node.url for node in self.nodes]
+
+    def kill(self, position: int) -> None:
+        """SIGKILL one node (no clean shutdown: what a crashed machine looks like to the others)."""
+        node = self.nodes[position]
+        if node.process is not None and node.process.poll() is None:
+            node.process.kill()
+            node.process.wait(timeout=30)
+        node._stopped = True
+
+    def restart(self, position: int, timeout: float = DEFAULT_TIMEOUT) -> EsNodeHandle:
+        """Start a killed node again on its data, HTTP and transport ports."""
+        old = self.nodes[position]
+        self.nodes[position] = start(
+            port=old.port,
+            data_dir=old.data_dir,
+            timeout=timeout,
+            heap=self.heap,
+            cluster_name=self.cluster_name,
+            node_name=self.names[position],
+            transport_port=self.transport_ports[position],
+            seed_hosts=[f"127.0.0.1:{port}" for port in self.transport_ports],
+            initial_master_nodes=self.names,
+        )
+        return self.nodes[position]
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def __enter__(self) -> "EsClusterHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def start_cluster(
+    size: int = 3, heap: str = "384m", timeout: float = DEFAULT_TIMEOUT, cluster_name: str = "carrag-cluster"
+) -> EsClusterHandle:
+    """Start ``size`` nodes that form one cluster (seed hosts = every node's transport port, all of
+    them initial master nodes), in parallel, and wait until the cluster has them all."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    build()
+    home = Path(tempfile.mkdtemp(prefix="carrag-es-cluster-"))
+    names = [f"{cluster_name}-{position}" for position in range(size)]
+    transport_ports = [_free_port() for _ in range(size)]
+    seeds = [f"127.0.0.1:{port}" for port in transport_ports]
+
+    def one(position: int) -> EsNodeHandle:
+        return start(
+            data_dir=home / names[position],
+            timeout=timeout,
+            heap=heap,
+            cluster_name=cluster_name,
+            node_name=names[position],
+            transport_port=transport_ports[position],
+            seed_hosts=seeds,
+            initial_master_nodes=names,
+        )
+
+    try:
+        with ThreadPoolExecutor(size) as pool:
+            nodes = list(pool.map(one, range(size)))
+    except BaseException:
+        shutil.rmtree(home, ignore_errors=True)
+        raise
+    handle = EsClusterHandle(nodes, names, transport_ports, home, heap, cluster_name)
+    status, body, _ = _http_json(f"{handle.url}/_cluster/health?wait_for_nodes={size}&timeout=60s", timeout=70)
+    if status != 200 or body.get("number_of_nodes") != size:
+        handle.stop()
+        raise HarnessError(f"the cluster did not form with {size} nodes: {body}")
+    atexit.register(handle.stop)
     return handle
 
 

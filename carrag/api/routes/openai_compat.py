@@ -45,7 +45,7 @@ from carrag.api.schemas.openai import (
     ModelListOut,
     ModelOut,
 )
-from carrag.api.schemas.query import SOURCE_LIST, Usage, jsonable, stream_payload
+from carrag.api.schemas.query import SOURCE_LIST, Grounding, Usage, jsonable, stream_payload
 from carrag.api.streaming import opened
 from carrag.services.answering import AnswerEvent
 from carrag.services.errors import InvalidInput, NotFound
@@ -56,7 +56,7 @@ from carrag.services.requests import AnswerQuery, RequestFactory
 class OpenAIErrorRoute(APIRoute):
     """Answers errors as the app always does, plus OpenAI's ``error`` object in the body."""
 
-    def get_route_handler(self):  # type: ignore[no-untyped-def]
+    def get_route_handler(self):
         handle = super().get_route_handler()
 
         async def handle_with_openai_errors(request: Request) -> Response:
@@ -71,7 +71,7 @@ class OpenAIErrorRoute(APIRoute):
         return handle_with_openai_errors
 
 
-def _registered_handler(request: Request, exc: Exception):  # type: ignore[no-untyped-def]
+def _registered_handler(request: Request, exc: Exception):
     handlers = request.app.exception_handlers
     for cls in type(exc).__mro__:
         if cls in handlers and cls is not Exception:
@@ -136,7 +136,10 @@ def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> Answe
     search = requests.search(texts[-1], top_k=body.top_k, tags=body.tags, source=body.source, rerank=body.rerank)
     return AnswerQuery(
         search,
-        [ChatMessage(m.role, text) for m, text in zip(conversation[:-1], texts[:-1], strict=True)],
+        [
+            ChatMessage("user" if m.role == "user" else "assistant", text)
+            for m, text in zip(conversation[:-1], texts[:-1], strict=True)
+        ],
         answer_mode=body.answer_mode,
         min_relevance=body.min_relevance,
         max_tokens=body.max_completion_tokens or body.max_tokens,
@@ -189,7 +192,7 @@ async def chat_completions(
             ],
             usage=Usage.model_validate(answer.usage) if answer.usage else None,
             sources=SOURCE_LIST.validate_python(answer.sources),
-            grounding=answer.grounding,
+            grounding=Grounding.model_validate(answer.grounding) if answer.grounding is not None else None,
             carrag={
                 "llm": answer.model,
                 **{name: getattr(answer, name) for name in CHECK_FIELDS},

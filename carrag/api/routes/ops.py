@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
@@ -83,6 +84,7 @@ def count_dependency_errors(app: FastAPI, telemetry: Telemetry) -> None:
     async def counted(request: Request, error: Exception) -> Response:
         if isinstance(error, DependencyUnavailable):
             telemetry.dependency_failed(error.component)
-        return await answer_domain_error(request, error)
+        answer = answer_domain_error(request, error)  # carrag.api.errors registers coroutines
+        return await answer if inspect.isawaitable(answer) else answer
 
     app.add_exception_handler(DependencyUnavailable, counted)

@@ -36,7 +36,7 @@ async def index() -> FileResponse:
 
 
 class UiFiles(StaticFiles):
-    def file_response(self, full_path, stat_result, scope: Scope, status_code: int = 200) -> Response:  # type: ignore[no-untyped-def]
+    def file_response(self, full_path, stat_result, scope: Scope, status_code: int = 200) -> Response:
         response = super().file_response(full_path, stat_result, scope, status_code)
         response.headers.update(UI_HEADERS)
         return response

@@ -238,7 +238,8 @@ def _check(
     support = supports[best][0] * penalty
     if invented_numbers:
         support *= 0.5
-    evidence = [supports[best][1]] if supports[best][1] is not None else []
+    best_sentence = supports[best][1]
+    evidence = [best_sentence] if best_sentence is not None else []
     return CheckedSentence(
         content,
         0,

@@ -68,7 +68,7 @@ def _line_breaks(text: str) -> list[int]:
 
 def _is_abbreviation(text: str, end: int) -> bool:
     word = re.search(r"([A-Za-z.]+)$", text[max(0, end - 8) : end])
-    return bool(word) and word.group(1).lower().rstrip(".") in _ABBREVIATIONS
+    return word is not None and word.group(1).lower().rstrip(".") in _ABBREVIATIONS
 
 
 def split_sentences(text: str) -> list[Sentence]:

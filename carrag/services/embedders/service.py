@@ -16,6 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -161,7 +162,8 @@ class EmbeddingService:
                 progress(done, len(texts))
         if not texts:
             return np.zeros((0, self._dimension or 0), dtype=np.float32)
-        return np.vstack(results).astype(np.float32, copy=False)
+        filled = cast(list[np.ndarray], results)  # every position missing from the cache was embedded above
+        return np.vstack(filled).astype(np.float32, copy=False)
 
     async def health(self) -> ComponentHealth:
         return await self.backend.health()

@@ -68,7 +68,7 @@ async def system_resolver(host: str, port: int) -> list[str]:
     """All addresses ``host`` resolves to (getaddrinfo, off the event loop)."""
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(info[4][0] for info in infos))
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 def parse_address(address: str) -> IPAddress:

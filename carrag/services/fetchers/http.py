@@ -23,7 +23,7 @@ import httpx
 
 from carrag.services.errors import FetchFailed, FetchRefused, PayloadTooLarge
 from carrag.services.fetchers.address_policy import AddressPolicy, Resolver, parse_address, system_resolver
-from carrag.services.fetchers.base import FetchedPage
+from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, FetchedPage
 
 ALLOWED_CONTENT_TYPES = {
     "text/html",
@@ -32,6 +32,7 @@ ALLOWED_CONTENT_TYPES = {
     "text/markdown",
     "text/x-markdown",
     "application/pdf",
+    *MEDIA_TYPE_EXTENSIONS,  # office documents, e-books, e-mail
 }
 REDIRECT_STATUSES = {301, 302, 303, 307, 308}
 _HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")  # after IDNA encoding
@@ -173,7 +174,7 @@ class HttpFetcher:
                 if media_type not in ALLOWED_CONTENT_TYPES:
                     raise FetchRefused(
                         f"{current} has content type {media_type or 'unknown'}; only web pages, text and "
-                        "PDF are ingested."
+                        "PDF and the supported document formats are ingested."
                     )
                 body = await self._read_capped(response, current)
                 return FetchedPage(str(url), str(current), media_type, charset, body)

@@ -12,8 +12,9 @@ import asyncio
 import importlib.util
 import os
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.models import ChatMessage, ComponentHealth
@@ -95,13 +96,16 @@ class LlamaCppLLM:
         def produce() -> None:
             try:
                 fitted = self.fit(messages, max_tokens)
-                for part in self._llama.create_chat_completion(
-                    messages=fitted,
+                # llama_cpp types messages and chunks as TypedDicts of the same shape; with stream=True
+                # the call returns an iterator of chunks (its declared return type covers both modes).
+                chunks: Iterator[Any] = self._llama.create_chat_completion(  # type: ignore[assignment]
+                    messages=cast(Any, fitted),
                     stream=True,
                     max_tokens=max_tokens,
                     temperature=temperature,
                     repeat_penalty=1.15,
-                ):
+                )
+                for part in chunks:
                     if stop.is_set():
                         break
                     delta = part["choices"][0]["delta"].get("content")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
@@ -45,7 +46,7 @@ _CITATION_MARKER = re.compile(r"\[\s*(?:\d+|[a-z]|note \d+|citation needed)\s*\]
 
 
 def _converter_class():
-    markdownify = import_optional("markdownify", package="markdownify", extension=".html")
+    markdownify: Any = import_optional("markdownify", package="markdownify", extension=".html")
 
     class Converter(markdownify.MarkdownConverter):
         def convert_img(self, el, text, parent_tags):

@@ -8,6 +8,7 @@ levels is refused with a 400.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from carrag.services.errors import InvalidInput
@@ -23,6 +24,7 @@ def nesting_depth(value: Any) -> int:
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

@@ -99,7 +99,7 @@ class PageHygiene:
 
 
 def _visible_chars(text: str) -> int:
-    return sum(not char.isspace() for char in text)
+    return len("".join(text.split()))
 
 
 @dataclass(slots=True)

@@ -94,7 +94,11 @@ def read_image(image: Any) -> str:
 
     height, width = image.shape[:2]
     scale = min(1.0, DETECTION_MAX_SIDE / max(height, width))
-    small = image if scale == 1.0 else cv2.resize(image, (round(width * scale), round(height * scale)), cv2.INTER_AREA)
+    small = (
+        image
+        if scale == 1.0
+        else cv2.resize(image, (round(width * scale), round(height * scale)), interpolation=cv2.INTER_AREA)
+    )
     with _engine_lock:
         engine = _engine()
         found, _ = engine.text_det(small)

@@ -36,23 +36,25 @@ MIN_JUDGED_CHARS = 12  # shorter spans carry too little evidence (unless mostly 
 
 _BROKEN_WORD = re.compile(r"([^\W\d_]+)[-\u00ad][ \t]*\n[ \t]*([^\W\d_][\w]*)")
 _HYPHENATED_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
-_WORD = re.compile(r"[^\W\d_]+")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # tab, newlines and form feed are fine
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_WEDGED = re.compile(r"(?<=[^\W\d_])[^\x00-\x7f](?=[^\W\d_])")  # a non-ASCII character between two letters
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
 
 
-def document_vocabulary(texts: Iterable[str]) -> tuple[set[str], set[str]]:
-    """Lower-cased words, and hyphenated words written on one line, of the whole document."""
-    words: set[str] = set()
-    hyphenated: set[str] = set()
-    for text in texts:
-        words.update(word.lower() for word in _WORD.findall(text))
-        hyphenated.update(word.lower() for word in _HYPHENATED_WORD.findall(text))
-    return words, hyphenated
+def document_vocabulary(texts: Iterable[str]) -> tuple[str, set[str]]:
+    """The whole document's text, lower-cased, and its hyphenated words written on one line."""
+    whole = "\n".join(texts).lower()
+    return whole, set(_HYPHENATED_WORD.findall(whole))
 
 
-def join_hyphenated_breaks(text: str, vocabulary: tuple[set[str], set[str]]) -> tuple[str, int]:
+def join_hyphenated_breaks(text: str, vocabulary: tuple[str, set[str]]) -> tuple[str, int]:
     """``text`` with line-break hyphens joined (see the module docstring), and how many were joined."""
-    words, hyphenated = vocabulary
+    whole, hyphenated = vocabulary
     joined = 0
+
+    def written_as_one(word: str) -> bool:  # asked only for pairs the document also hyphenates (rare)
+        return re.search(rf"(?<![^\W\d_]){re.escape(word)}(?![^\W\d_])", whole) is not None
 
     def replace(match: re.Match[str]) -> str:
         nonlocal joined
@@ -62,7 +64,7 @@ def join_hyphenated_breaks(text: str, vocabulary: tuple[set[str], set[str]]) -> 
             return match.group(0)
         as_one = (head + tail).lower()
         with_hyphen = f"{head}-{tail}".lower()
-        if not soft and with_hyphen in hyphenated and as_one not in words:
+        if not soft and with_hyphen in hyphenated and not written_as_one(as_one):
             return f"{head}-{tail}"
         joined += 1
         return head + tail
@@ -80,24 +82,25 @@ def _is_symbol(char: str) -> bool:
 
 
 def is_garbage(text: str) -> bool:
-    """True when ``text`` reads as unmapped glyphs rather than language (see the module docstring)."""
-    chars = [char for char in text if not char.isspace()]
-    if not chars:
+    """True when ``text`` reads as unmapped glyphs rather than language (see the module docstring).
+
+    Only the non-ASCII characters are looked at one by one (regular expressions count the rest),
+    so ordinary text costs little."""
+    if text.isascii() and not _ASCII_CONTROL.search(text):
+        return False  # the common case, decided without looking at each character
+    compact = "".join(text.split())  # the non-space characters
+    if not compact:
         return False
-    bad = sum(_is_bad(char) for char in chars)
-    if bad / len(chars) > MAX_BAD_SHARE and (len(chars) >= MIN_JUDGED_CHARS or bad / len(chars) > 0.5):
+    size = len(compact)
+    non_ascii = _NON_ASCII.findall(compact)
+    bad = len(_ASCII_CONTROL.findall(compact)) + sum(_is_bad(char) for char in non_ascii)
+    if bad / size > MAX_BAD_SHARE and (size >= MIN_JUDGED_CHARS or bad / size > 0.5):
         return True
-    if len(chars) < MIN_JUDGED_CHARS:
+    if size < MIN_JUDGED_CHARS:
         return False
-    wedged = 0
-    for before, char, after in zip(chars, chars[1:], chars[2:], strict=False):
-        if before.isalpha() and after.isalpha() and _is_symbol(char):
-            wedged += 1
-    if wedged >= MIN_WEDGED_SYMBOLS and wedged / len(chars) > MAX_WEDGED_SYMBOL_SHARE:
+    wedged = sum(_is_symbol(match.group()) for match in _WEDGED.finditer(compact))
+    if wedged >= MIN_WEDGED_SYMBOLS and wedged / size > MAX_WEDGED_SYMBOL_SHARE:
         return True
-    latin = [char for char in chars if char.isalpha() and "LATIN" in unicodedata.name(char, "")]
-    if len(latin) >= MIN_LATIN_LETTERS:
-        accented = sum(not char.isascii() for char in latin)
-        if accented / len(latin) > MAX_DIACRITIC_SHARE:
-            return True
-    return False
+    accented = sum(char.isalpha() and "LATIN" in unicodedata.name(char, "") for char in non_ascii)
+    latin = len(_ASCII_LETTER.findall(compact)) + accented
+    return latin >= MIN_LATIN_LETTERS and accented / latin > MAX_DIACRITIC_SHARE

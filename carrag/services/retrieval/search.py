@@ -182,8 +182,8 @@ class SearchService:
             step = time.perf_counter()
             hits = distinct_by_text(await self._expand(hits), lambda hit: hit.text)
             timings["expand"] = _ms(step)
-        for rank, hit in enumerate(hits, start=1):
-            hit.rank = rank
+        for rank, ranked in enumerate(hits, start=1):
+            ranked.rank = rank
         timings["total"] = _ms(started)
         return SearchOutcome(hits, timings, reranked, note)
 

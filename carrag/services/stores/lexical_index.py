@@ -51,6 +51,8 @@ def indexed_text(heading: str, text: str) -> str:
 class LexicalIndex:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
+        self._schema = _schema()
+        self._analyzer = _analyzer()
         self._index: tantivy.Index | None = None
         self._writer: tantivy.IndexWriter | None = None
         self._searcher: tantivy.Searcher | None = None
@@ -62,12 +64,12 @@ class LexicalIndex:
             shutil.rmtree(self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
-            index = tantivy.Index(_schema(), path=str(self.directory), reuse=True)
+            index = tantivy.Index(self._schema, path=str(self.directory), reuse=True)
         except (OSError, ValueError):  # unreadable or another schema: it is a cache, start again
             shutil.rmtree(self.directory, ignore_errors=True)
             self.directory.mkdir(parents=True)
-            index = tantivy.Index(_schema(), path=str(self.directory), reuse=True)
-        index.register_tokenizer(ANALYZER, _analyzer())
+            index = tantivy.Index(self._schema, path=str(self.directory), reuse=True)
+        index.register_tokenizer(ANALYZER, self._analyzer)
         self._index = index
         self._writer = index.writer(WRITER_HEAP_BYTES, 1)
         self._searcher = index.searcher()
@@ -104,7 +106,14 @@ class LexicalIndex:
         """The best ``k`` chunks for any of ``terms`` (plain words), as (rowid, BM25 score)."""
         if self._index is None or self._searcher is None or not terms or k <= 0:
             return []
-        query = self._index.parse_query(" OR ".join(f'"{term}"' for term in terms), ["body"])
+        # Each word through the index's own analyzer (a word may become several tokens, "covid_19"
+        # -> covid, 19), each token one optional term: no query syntax, no phrase positions needed.
+        tokens = list(dict.fromkeys(token for term in terms for token in self._analyzer.analyze(term)))
+        if not tokens:
+            return []
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "body", token)) for token in tokens]
+        )
         searcher = self._searcher
         hits = searcher.search(query, k, count=False).hits
         if not hits:

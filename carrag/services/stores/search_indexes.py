@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -207,7 +207,7 @@ class SearchIndexes:
         seqs = np.fromiter((c[0] for c in changes), dtype=np.int64, count=len(changes))
         rowids = np.fromiter((c[1] for c in changes), dtype=np.int64, count=len(changes))
         touched_all = np.unique(rowids)
-        rows = []
+        rows: list[tuple[Any, ...]] = []
         for offset in range(0, touched_all.size, LOOKUP_BATCH):
             part = touched_all[offset : offset + LOOKUP_BATCH].tolist()
             marks = ",".join("?" * len(part))

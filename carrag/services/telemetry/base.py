@@ -8,11 +8,12 @@ reports nothing. An adapter (`carrag/services/telemetry/prometheus.py`) turns th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 Pipeline = Literal["query", "ingest"]
 
 
+@runtime_checkable
 class Telemetry(Protocol):
     def stages(self, pipeline: Pipeline, timings_ms: Mapping[str, float]) -> None:
         """A pipeline run finished; ``timings_ms`` maps its stages to their durations."""

@@ -28,6 +28,7 @@ ODD_CHARSET_PAGE = (
     "<p>Prüfen Sie den Ölstand bei jedem Tankstopp; füllen Sie nach, wenn der Messstab unter der Markierung liegt.</p>"
     "</article></body></html>"
 ).encode()
+RTF_NOTES = rb"{\rtf1\ansi\ansicpg1252 {\pard Brake fluid: replace every two years (DOT 4).\par}}"
 
 
 @functools.cache
@@ -92,6 +93,8 @@ class LoopbackSite:
                     self._send(200, "Crème brûlée, 5 °C.\n".encode("cp1252"), "text/plain; charset=utf-8")
                 elif path == "/bogus-charset-text":
                     self._send(200, "Température de l’huile : 90 °C.\n".encode("cp1252"), "text/plain; charset=x-bogus")
+                elif path in ("/notes.rtf", "/download"):  # a document format, by its media type
+                    self._send(200, RTF_NOTES, "application/rtf" if path == "/notes.rtf" else "text/rtf")
                 elif path == "/text":
                     self._send(200, b"Tire pressure: 35 psi front and rear.\n", "text/plain")
                 elif path == "/echo-host":

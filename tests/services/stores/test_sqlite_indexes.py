@@ -229,3 +229,18 @@ def test_replaying_changes_twice_leaves_the_same_index(tmp_path) -> None:
     assert indexes.lexical.search(["walrus"], 5)[0][0] == 1
     assert indexes.vectors.candidates(vectors(1)[0], 5) == [1]
     indexes.close()
+
+
+async def test_words_the_analyzer_splits_are_searched_as_separate_terms(tmp_path) -> None:
+    """Regression: "covid_19" is one query word but two tokens; as a quoted tantivy phrase it failed
+    with "field does not have positions indexed" (the SciFact eval hit it)."""
+    store = await opened(tmp_path / "s.db")
+    await store.write_document(
+        record("d1", "a.txt", chunks=1), chunks_of("covid 19 outcomes in cafés"), vectors(1), IDENTITY
+    )
+    await store.sync_indexes()
+    for question in ("covid_19 outcomes", "CAFÉ", "α-synuclein_x 19"):
+        hits = await store.lexical_search(question, 5, NO_FILTER)
+        assert [h.chunk.document_id for h in hits] == ["d1"], question
+    assert store.indexes.lexical_seq >= 0, "tantivy answered, not the FTS5 fallback"
+    await store.close()

@@ -89,8 +89,9 @@ class Connection:
         timeout: float = 30.0,
     ) -> None:
         self.url = url
+        self.hosts = [host.strip() for host in url.split(",") if host.strip()]  # several nodes: comma-separated
         self.timeout = timeout
-        self.display_url = redacted(url)
+        self.display_url = ",".join(redacted(host) for host in self.hosts) or redacted(url)
         self._api_key = api_key or None
         self._basic_auth = (username, password or "") if username else None
         self._client: AsyncElasticsearch | None = None
@@ -101,7 +102,7 @@ class Connection:
         if self._client is None:
             try:
                 self._client = AsyncElasticsearch(
-                    self.url,
+                    self.hosts,
                     api_key=self._api_key,
                     basic_auth=self._basic_auth,
                     request_timeout=self.timeout,

@@ -23,7 +23,7 @@ async def integrity_problems(client: AsyncElasticsearch, index: str) -> list[str
             sort=[{"source_id": "asc"}],
             size=PAGE,
             source_includes=["document_id", "chunk_count"],
-            **({"search_after": after} if after else {}),
+            search_after=after or None,
         )
         hits = response["hits"]["hits"]
         declared.update({hit["_source"]["document_id"]: hit["_source"]["chunk_count"] for hit in hits})

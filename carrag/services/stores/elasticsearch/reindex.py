@@ -56,7 +56,7 @@ async def reindex(
     layout = store.layout
     alias = store.index
     concrete = await layout.concrete_indices()
-    plain = not concrete and await client.indices.exists(index=alias)
+    plain = not concrete and bool(await client.indices.exists(index=alias))
     if not concrete and not plain:
         await store.open()
         concrete = await layout.concrete_indices()
@@ -104,7 +104,7 @@ async def _source_records(store: ElasticsearchStore, index: str) -> list[tuple[D
             sort=[{"source_id": "asc"}],
             size=PAGE,
             seq_no_primary_term=True,
-            **({"search_after": after} if after else {}),
+            search_after=after or None,
         )
         hits = response["hits"]["hits"]
         records += [(to_document(hit["_source"]), hit["_seq_no"]) for hit in hits]

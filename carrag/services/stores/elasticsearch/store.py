@@ -118,7 +118,10 @@ class ElasticsearchStore:
 
     async def _search(self, action: str, **request: Any) -> dict[str, Any]:
         return await self._guarded(
-            action, lambda: self.connection.client.search(index=self.index, **request), EMPTY_RESPONSE
+            action,
+            # a shard without any copy fails the search (503) instead of answering without its chunks
+            lambda: self.connection.client.search(index=self.index, allow_partial_search_results=False, **request),
+            EMPTY_RESPONSE,
         )
 
     async def _walk(
@@ -394,12 +397,13 @@ class ElasticsearchStore:
             return []
 
         async def fetch() -> dict[str, Any]:
-            return await self.connection.client.mget(
+            response = await self.connection.client.mget(
                 index=self.index,
                 ids=[chunk_id(document_id, index) for document_id, index in wanted],
                 realtime=True,
                 source_excludes=CHUNK_SOURCE_EXCLUDES,
             )
+            return response.body
 
         response = await self._guarded("fetching neighbouring chunks", fetch, {"docs": []})
         chunks = [to_chunk(doc["_source"]) for doc in response["docs"] if doc.get("found")]

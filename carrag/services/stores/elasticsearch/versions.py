@@ -270,14 +270,14 @@ class Versions:
                 else:
                     this_round[source] = position
             states = await self._states_or_fail(items, this_round, outcomes)
-            operations = []
-            flipping = []
+            operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+            flipping: list[tuple[int, SourceState | None]] = []
             for source, position in this_round.items():
                 if isinstance(outcomes[position], BaseException):
                     continue
                 item = items[position]
                 state = states.get(source)
-                target = {"_id": source_record_id(source)}
+                target: dict[str, Any] = {"_id": source_record_id(source)}
                 if state is None:
                     line = {"create": target}
                 else:
@@ -362,7 +362,9 @@ class Versions:
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
         if not ids:
             return
-        operations = [({"delete": {"_id": doc_id}}, None) for doc_id in ids]
+        operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
+            ({"delete": {"_id": doc_id}}, None) for doc_id in ids
+        ]
         try:
             results: list[BulkItem] = []
             for low in range(0, len(operations), BULK_MAX_OPS):

@@ -45,6 +45,7 @@ import java.util.concurrent.TimeUnit;
 public final class EsNode {
 
     private static final String USAGE = "usage: EsNode --home DIR --http-port PORT [--transport-port PORT] "
+        + "[--node-name NAME] [--seed-hosts HOST:PORT,...] [--initial-master-nodes NAME,...] "
         + "[--cluster-name NAME] [--ready-file FILE] [--log-level LEVEL] [--parent-pid PID]";
 
     /** Plugins loaded from the classpath; together they stand in for the distribution's modules directory. */
@@ -63,6 +64,10 @@ public final class EsNode {
         String transportPort = args.getOrDefault("transport-port", "0"); // 0 = any free port
         String clusterName = args.getOrDefault("cluster-name", "carrag-test");
         String logLevel = args.getOrDefault("log-level", "warn");
+        String nodeName = args.getOrDefault("node-name", clusterName + "-node");
+        // a cluster: every node gets the others' transport addresses and the names of the first masters
+        String seedHosts = args.get("seed-hosts");
+        String initialMasters = args.get("initial-master-nodes");
         Path readyFile = args.containsKey("ready-file") ? Path.of(args.get("ready-file")).toAbsolutePath() : null;
 
         Path config = home.resolve("config");
@@ -72,13 +77,12 @@ public final class EsNode {
         Files.createDirectories(home.resolve("plugins"));
         writeLoggingConfig(config, logLevel);
 
-        Settings settings = Settings.builder()
+        Settings.Builder builder = Settings.builder()
             .put("path.home", home.toString())
             .put("path.data", home.resolve("data").toString())
             .put("path.logs", home.resolve("logs").toString())
             .put("cluster.name", clusterName)
-            .put("node.name", clusterName + "-node")
-            .put("discovery.type", "single-node")
+            .put("node.name", nodeName)
             // never bind or publish anything but loopback
             .put("network.host", "127.0.0.1")
             .put("http.host", "127.0.0.1")
@@ -86,13 +90,19 @@ public final class EsNode {
             .put("http.port", httpPort)
             .put("transport.port", transportPort)
             // the one deviation from defaults: a nearly full disk must not turn test indices read-only
-            .put("cluster.routing.allocation.disk.threshold_enabled", false)
-            .build();
+            .put("cluster.routing.allocation.disk.threshold_enabled", false);
+        if (seedHosts == null) {
+            builder.put("discovery.type", "single-node");
+        } else {
+            builder.putList("discovery.seed_hosts", seedHosts.split(","));
+            builder.putList("cluster.initial_master_nodes", initialMasters.split(","));
+        }
+        Settings settings = builder.build();
 
         LogConfigurator.registerErrorListener();
-        Environment environment = InternalSettingsPreparer.prepareEnvironment(settings, Map.of(), config, () -> clusterName + "-node");
+        Environment environment = InternalSettingsPreparer.prepareEnvironment(settings, Map.of(), config, () -> nodeName);
         LogConfigurator.setClusterName(clusterName);
-        LogConfigurator.setNodeName(clusterName + "-node");
+        LogConfigurator.setNodeName(nodeName);
         LogConfigurator.configure(environment, true);
 
         CountDownLatch stopped = new CountDownLatch(1);

@@ -1,5 +1,6 @@
-"""URL ingestion decodes what servers send even when the declared charset is unknown or wrong
-(a charset like ``utf8mb4`` used to be passed to ``bytes.decode`` unguarded: a 500)."""
+"""URL ingestion against a loopback site: it decodes what servers send even when the declared charset
+is unknown or wrong (a charset like ``utf8mb4`` used to be passed to ``bytes.decode`` unguarded: a
+500), and documents of the supported formats are parsed by their media type."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from carrag.services.container import Container
 from carrag.services.fetchers.address_policy import system_resolver
 from carrag.services.fetchers.http import HttpFetcher
+from carrag.services.ingestion import document_name
 from carrag.services.parsers.decoding import decode_declared, known_codec
 from carrag.services.requests import IngestCommand
 from tests.conftest import close_container, make_settings, open_container
@@ -66,3 +68,16 @@ def test_decode_declared() -> None:
     assert decode_declared("Öl".encode("utf-16"), "ascii")[0] == "Öl", "a byte-order mark wins"
     text, encoding = decode_declared("Prüfen Sie den Ölstand regelmäßig, bitte.".encode("cp1252"), "utf-8")
     assert text == "Prüfen Sie den Ölstand regelmäßig, bitte." and encoding != "utf-8"
+
+
+@pytest.mark.parametrize(("path", "filename"), [("/notes.rtf", "notes.rtf"), ("/download", "document.rtf")])
+async def test_documents_are_parsed_by_their_media_type(
+    web_container: Container, site: LoopbackSite, path: str, filename: str
+) -> None:
+    url = site.url(path, host="public.example")
+    result = await web_container.ingestion.ingest_url(url, IngestCommand())
+    assert result.status == "ingested" and result.filename == url
+    assert "Brake fluid: replace every two years (DOT 4)." in await stored_text(web_container, result.document_id)
+    document = await web_container.store.get_document(result.document_id)
+    assert document is not None and document.metadata["encoding"] == "cp1252"
+    assert document_name(url, ".rtf") == filename
