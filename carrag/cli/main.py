@@ -191,7 +191,7 @@ def ingest(
 
 async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: IngestSettings, prune: bool) -> int:
     """Ingest every resolved source, one at a time; returns how many failed."""
-    counts = {"ingested": 0, "unchanged": 0, "duplicate": 0, "failed": len(resolved.missing), "pruned": 0}
+    counts = {"ingested": 0, "unchanged": 0, "updated": 0, "duplicate": 0, "failed": len(resolved.missing), "pruned": 0}
     for missing in resolved.missing:
         console.print(f"[red]✗ failed[/red]    {escape(missing)}: no such file or directory")
     for pattern in resolved.unmatched_patterns:
@@ -234,6 +234,10 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
                 seconds = time.perf_counter() - began
                 if result.status == "unchanged":
                     progress.console.print(f"[dim]= unchanged[/dim] {escape(name)}")
+                elif result.status == "updated":
+                    progress.console.print(
+                        f"[green]✓ updated[/green]   {escape(name)}: same content, tags {escape(', '.join(result.tags))}"
+                    )
                 elif result.status == "duplicate":
                     progress.console.print(
                         f"[dim]= duplicate[/dim] {escape(name)}: same text as {escape(result.source_id)}, not stored"
@@ -257,6 +261,8 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
         f"{len(jobs) + len(resolved.missing)} sources: {counts['ingested']} ingested, "
         f"{counts['unchanged']} unchanged, {counts['failed']} failed"
     )
+    if counts["updated"]:
+        summary += f", {counts['updated']} updated"
     if counts["duplicate"]:
         summary += f", {counts['duplicate']} duplicate"
     if prune:

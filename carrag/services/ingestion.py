@@ -313,13 +313,19 @@ class IngestionService:
 
         existing = await self.store.find_by_source(source_id)
         if existing is not None and existing.content_hash == digest and not options.force:
-            self._report(IngestStatus.UNCHANGED, timings)
+            status = IngestStatus.UNCHANGED
+            merged = merge_tags(existing.tags, user_tags)
+            if merged != existing.tags:  # new tags for the same content: added in place, nothing re-embedded
+                updated = await self.store.update_metadata(existing.document_id, tags=merged)
+                if updated is not None:
+                    existing, status = updated, IngestStatus.UPDATED
+            self._report(status, timings)
             return IngestResult(
                 document_id=existing.document_id,
                 filename=existing.filename,
                 chunk_count=existing.chunk_count,
                 tags=existing.tags,
-                status=IngestStatus.UNCHANGED,
+                status=status,
                 source_id=source_id,
                 timings_ms=timings,
             )

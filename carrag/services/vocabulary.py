@@ -55,6 +55,7 @@ class JobKind(StrEnum):
 class IngestStatus(StrEnum):
     INGESTED = "ingested"
     UNCHANGED = "unchanged"  # this source id already holds the same content: nothing re-embedded
+    UPDATED = "updated"  # the same content with new tags: added to the stored document in place, nothing re-embedded
     DUPLICATE = "duplicate"  # another source id holds the same text (ALLOW_DUPLICATES off): nothing stored
 
 

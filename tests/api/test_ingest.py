@@ -111,3 +111,27 @@ async def test_same_file_under_another_source_id_is_a_duplicate(client: httpx.As
     assert (body["document_id"], body["source_id"]) == (first.json()["document_id"], "towing.md")
     listing = (await client.get("/documents")).json()
     assert [item["source_id"] for item in listing["items"]] == ["towing.md"]
+
+
+async def test_reupload_with_new_tags_updates_them_without_re_embedding(
+    client: httpx.AsyncClient, container: Container, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = b"Chainsaw chain tension and bar oil. " * 30
+    first = (await client.post("/ingest/file", files={"file": ("saw.txt", text)}, data={"tags": "garden"})).json()
+
+    async def no_embedding(*args, **kwargs):
+        raise AssertionError("the same content must not be embedded again")
+
+    monkeypatch.setattr(container.embedder, "embed_documents", no_embedding)
+    again = await client.post("/ingest/file", files={"file": ("saw.txt", text)}, data={"tags": "Tools, garden"})
+    assert again.status_code == 200, again.text
+    body = again.json()
+    assert body["status"] == "updated" and body["document_id"] == first["document_id"]
+    assert body["tags"] == [*first["tags"], "tools"]
+    stored = (await client.get(f"/documents/{first['document_id']}")).json()
+    assert stored["tags"] == body["tags"]
+    listed = (await client.get("/documents", params={"tag": "tools"})).json()
+    assert [d["document_id"] for d in listed["items"]] == [first["document_id"]]
+
+    same = (await client.post("/ingest/file", files={"file": ("saw.txt", text)}, data={"tags": "tools"})).json()
+    assert same["status"] == "unchanged" and same["tags"] == body["tags"], "tags it already has change nothing"

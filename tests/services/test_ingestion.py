@@ -26,8 +26,14 @@ def chunk_count(container: Container) -> int:
 async def test_identical_reupload_is_unchanged_without_embedding(container: Container) -> None:
     first = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand())
     calls = container.embedder.stats.backend_calls
-    second = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand(tags=["new"]))
+    second = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand())
     assert second.status == "unchanged" and second.document_id == first.document_id
+    retagged = await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand(tags=["New"]))
+    assert retagged.status == "updated" and retagged.document_id == first.document_id
+    assert retagged.tags == [*first.tags, "new"] and (await container.store.get_document(first.document_id)).tags == [
+        *first.tags,
+        "new",
+    ]
     assert container.embedder.stats.backend_calls == calls, "no embedder call for unchanged content"
 
 

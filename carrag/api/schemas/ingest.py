@@ -23,6 +23,7 @@ class IngestResponse(Schema):
     tags: list[str] = Field(description="Generated tags first, then the caller's; trimmed, lower case.")
     status: IngestStatus = Field(
         description="`unchanged`: this source id already holds the same content; nothing was re-embedded. "
+        "`updated`: the same content with tags it did not have; they were added in place, nothing re-embedded. "
         "`duplicate`: another source id already holds the same text (ALLOW_DUPLICATES is off); nothing was "
         "stored and `document_id`/`source_id` name that document."
     )

@@ -175,6 +175,7 @@ class JobView {
       const result = job.result || {};
       const link = h("a", { href: `#/documents/${encodeURIComponent(result.document_id)}` }, "open document");
       const verb = result.status === "unchanged" ? "Unchanged (already ingested)"
+        : result.status === "updated" ? "Tags updated (same content, nothing re-embedded)"
         : result.status === "duplicate" ? `Duplicate of ${result.source_id}, not stored` : "Ingested";
       replaceChildren(this.detail, `${verb}: ${plural(result.chunk_count, "chunk")}`,
         result.tags && result.tags.length ? ` · tags: ${result.tags.join(", ")}` : "",

@@ -87,7 +87,7 @@ class PrometheusTelemetry:
         self.indexed_chunks = Counter("carrag_chunks_indexed", "Chunks written to the store.", registry=r)
         self.documents_ingested = Counter(
             "carrag_documents_ingested",
-            "Ingests that completed, by outcome (ingested, unchanged, duplicate).",
+            "Ingests that completed, by outcome (ingested, unchanged, updated, duplicate).",
             ["status"],
             registry=r,
         )
