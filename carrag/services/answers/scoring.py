@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from carrag.services.answers.evidence import idf, numbers, terms, weighted_coverage
-from carrag.services.answers.sentences import Sentence, split_sentences
+from carrag.services.answers.sentences import Sentence, code_spans, split_sentences
 from carrag.services.embedders.service import EmbeddingService
 
 COSINE_WEIGHT = 0.55
@@ -138,7 +138,9 @@ async def score_passages(query: str, passages: Sequence[str], embedder: Embeddin
     per_source = max(MAX_SENTENCES // max(len(passages), 1), 1)
     candidates: list[tuple[int, Sentence, str]] = []
     for source, text in enumerate(passages):
-        sentences = split_sentences(text)
+        # Code is not an answer, and a fenced example may repeat the question word for word.
+        code = code_spans(text)
+        sentences = [s for s in split_sentences(text) if not any(a <= s.start < b for a, b in code)]
         labels = dict(zip(sentences, _labels(sentences), strict=True))
         candidates.extend(
             (source, sentence, labels[sentence]) for sentence in _bounded(sentences, query_terms, per_source)

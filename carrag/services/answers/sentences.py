@@ -21,6 +21,7 @@ _ABBREVIATIONS = {"e.g", "i.e", "etc", "fig", "no", "vs", "mr", "mrs", "dr", "st
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)(?=\s+[\"'(\[]?[A-Z0-9•\-*#])")
 _LINE_START_ITEM = re.compile(r"^\s*(?:[-*•#|>]|\d{1,3}[.)]\s|[A-Za-z][.)]\s)")
 _FIELD_COMMA = re.compile(r"(?<!\d),|,(?!\d)")  # a comma that is not a thousands separator
+_FENCE = re.compile(r"^[ \t]*(```|~~~)([^\n]*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +41,22 @@ def is_table_line(line: str) -> bool:
     if len(fields) < 3 or ". " in line:
         return False
     return sum(len(field) for field in fields) / len(fields) <= 40
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """Character ranges of fenced code blocks (```/~~~), fences included.
+
+    A chunk can begin inside a block whose opening fence lies in the previous chunk: with an odd
+    number of fences, a first fence without a language tag is taken to close a block begun before.
+    """
+    fences = list(_FENCE.finditer(text))
+    spans: list[tuple[int, int]] = []
+    if len(fences) % 2 == 1 and not fences[0].group(2).strip():
+        spans.append((0, fences[0].end()))
+        fences = fences[1:]
+    for opening, closing in itertools.zip_longest(fences[::2], fences[1::2]):
+        spans.append((opening.start(), closing.end() if closing is not None else len(text)))
+    return spans
 
 
 def _line_breaks(text: str) -> list[int]:

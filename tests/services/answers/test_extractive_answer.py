@@ -3,7 +3,7 @@ from __future__ import annotations
 from carrag.services.answers.evidence import terms
 from carrag.services.answers.extractive import extract_answer
 from carrag.services.answers.scoring import ScoredPassages, ScoredSentence, score_passages
-from carrag.services.answers.sentences import Sentence
+from carrag.services.answers.sentences import Sentence, code_spans
 
 MANUAL = (
     "Engine oil service\n"
@@ -84,3 +84,28 @@ def test_a_sentence_ending_in_a_colon_brings_what_it_announces() -> None:
     assert (
         extract_answer(scored).text == "To install the package with pip, run: [Source 1] pip install docling [Source 1]"
     )
+
+
+# The README's own case: Carrag's docs repeat the example question inside curl examples.
+DOCS_WITH_EXAMPLE = (
+    "## Ask a question\n\n"
+    "```bash\n"
+    "curl -H 'Content-Type: application/json' -d '{\"question\": \"Which oil filter fits the EcoBoost?\"}' "
+    "http://127.0.0.1:8000/query\n"
+    "```\n"
+)
+
+
+async def test_code_that_repeats_the_question_is_not_an_answer(embedder) -> None:
+    scored = await score_passages("Which oil filter fits the EcoBoost?", [DOCS_WITH_EXAMPLE, MANUAL], embedder)
+    answer = extract_answer(scored)
+    assert answer.text.startswith("The correct oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S.")
+    assert "curl" not in answer.text and all(sentence.source == 1 for sentence in answer.chosen)
+
+
+def test_code_spans_cover_fenced_blocks_and_a_block_begun_in_the_previous_chunk() -> None:
+    text = 'echo "tail of a block"\n```\nProse between.\n```python\nprint(1)\n```\nMore prose.'
+    spans = code_spans(text)
+    assert [text[a:b] for a, b in spans] == ['echo "tail of a block"\n```', "```python\nprint(1)\n```"]
+    assert code_spans("No code here.") == []
+    assert code_spans("Prose.\n```bash\nls") == [(7, len("Prose.\n```bash\nls"))], "an unclosed block runs to the end"
