@@ -28,7 +28,9 @@ class ExtractiveAnswer:
 
 def extract_answer(scored: ScoredPassages, max_sentences: int = MAX_SENTENCES) -> ExtractiveAnswer:
     strength = scored.strength
-    ranked = sorted(scored.sentences, key=strength, reverse=True)
+    # Code is picked only as what a sentence announces ("install it with pip:"): on its own, a fenced
+    # example may merely repeat the question word for word.
+    ranked = sorted((s for s in scored.sentences if not s.in_code), key=strength, reverse=True)
     if not ranked:
         return ExtractiveAnswer("", [])
     best = ranked[0]

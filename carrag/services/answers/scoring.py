@@ -51,6 +51,7 @@ class ScoredSentence:
     has_number: bool = False
     is_heading: bool = False
     is_header_row: bool = False  # the first row of a table block
+    in_code: bool = False  # inside a fenced code block: an answer only as what a sentence announces
     label: str = ""  # for a table row: the table's title and header row, which say what its cells mean
 
     @property
@@ -138,9 +139,7 @@ async def score_passages(query: str, passages: Sequence[str], embedder: Embeddin
     per_source = max(MAX_SENTENCES // max(len(passages), 1), 1)
     candidates: list[tuple[int, Sentence, str]] = []
     for source, text in enumerate(passages):
-        # Code is not an answer, and a fenced example may repeat the question word for word.
-        code = code_spans(text)
-        sentences = [s for s in split_sentences(text) if not any(a <= s.start < b for a, b in code)]
+        sentences = split_sentences(text)
         labels = dict(zip(sentences, _labels(sentences), strict=True))
         candidates.extend(
             (source, sentence, labels[sentence]) for sentence in _bounded(sentences, query_terms, per_source)
@@ -156,6 +155,7 @@ async def score_passages(query: str, passages: Sequence[str], embedder: Embeddin
         vectors = _unit(await embedder.embed_documents(readable))
         cosines = vectors @ query_vector.reshape(-1)
     asked = set(query_terms)
+    code = [code_spans(text) for text in passages]
     scored = []
     previous_was_row: dict[int, bool] = {}
     for i, ((source, sentence, label), found) in enumerate(zip(candidates, sentence_terms, strict=True)):
@@ -174,6 +174,7 @@ async def score_passages(query: str, passages: Sequence[str], embedder: Embeddin
                 has_number=has_number,
                 is_heading=bool(_HEADING.match(passages[source][sentence.start : sentence.end])),
                 is_header_row=header_row,
+                in_code=any(start <= sentence.start < end for start, end in code[source]),
                 label=label,
             )
         )

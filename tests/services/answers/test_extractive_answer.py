@@ -109,3 +109,10 @@ def test_code_spans_cover_fenced_blocks_and_a_block_begun_in_the_previous_chunk(
     assert [text[a:b] for a, b in spans] == ['echo "tail of a block"\n```', "```python\nprint(1)\n```"]
     assert code_spans("No code here.") == []
     assert code_spans("Prose.\n```bash\nls") == [(7, len("Prose.\n```bash\nls"))], "an unclosed block runs to the end"
+
+
+async def test_code_announced_by_a_sentence_is_part_of_the_answer(embedder) -> None:
+    install = "## Installation\n\nTo use Carrag, install it from your package manager, e.g. pip:\n\n```bash\npip install carrag\n```\n"
+    answer = extract_answer(await score_passages("How do I install Carrag with pip?", [install], embedder))
+    assert answer.text.startswith("To use Carrag, install it from your package manager, e.g. pip: [Source 1]")
+    assert "pip install carrag" in answer.text
