@@ -23,7 +23,7 @@ import httpx
 
 from carrag.bench.answer_questions import Question, documents_of
 from carrag.bench.answer_scoring import AnswerScore, ModeSummary, score_answer
-from carrag.bench.runner import EvalProgress, _NoProgress
+from carrag.bench.runner import EvalProgress, _NoProgress, fresh_store_settings
 from carrag.services.container import Container
 from carrag.services.errors import InvalidInput
 from carrag.services.requests import IngestCommand
@@ -48,16 +48,7 @@ def parse_answer_modes(text: str | None) -> list[str]:
 def answer_eval_settings(base: Settings, store_path: Path) -> Settings:
     """A fresh SQLite file, no auto-tagging, no API key; everything else (LLM, answer mode defaults,
     thresholds, reranking) as configured, since that is what is being measured."""
-    return base.model_copy(
-        update={
-            "store": "sqlite",
-            "sqlite_path": store_path,
-            "data_dir": store_path.parent,
-            "reranker_cache_dir": base.resolved_reranker_cache_dir,  # the installed model, not the temp dir
-            "tagger": "off",
-            "api_keys": [],
-        }
-    )
+    return fresh_store_settings(base, store_path, api_keys=[])
 
 
 def settings_snapshot(settings: Settings) -> dict[str, Any]:

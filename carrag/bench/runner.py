@@ -124,8 +124,8 @@ class EvalReport:
         }
 
 
-def eval_settings(base: Settings, store_path: Path) -> Settings:
-    """The settings of an evaluation run: a fresh SQLite file, no auto-tagging, deep result lists."""
+def fresh_store_settings(base: Settings, store_path: Path, **overrides: Any) -> Settings:
+    """A fresh SQLite file and no auto-tagging; everything else as configured, unless overridden."""
     return base.model_copy(
         update={
             "store": "sqlite",
@@ -133,10 +133,14 @@ def eval_settings(base: Settings, store_path: Path) -> Settings:
             "data_dir": store_path.parent,
             "reranker_cache_dir": base.resolved_reranker_cache_dir,  # the installed model, not the temp dir
             "tagger": "off",
-            "max_top_k": MAX_DEPTH,
-            "rerank_enabled": False,
+            **overrides,
         }
     )
+
+
+def eval_settings(base: Settings, store_path: Path) -> Settings:
+    """The settings of an evaluation run: a fresh SQLite file, no auto-tagging, deep result lists."""
+    return fresh_store_settings(base, store_path, max_top_k=MAX_DEPTH, rerank_enabled=False)
 
 
 def tuning_snapshot(settings: Settings) -> dict[str, Any]:
