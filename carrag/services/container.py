@@ -82,6 +82,19 @@ def build_embedding_backend(settings: Settings) -> EmbeddingBackend:
             return OllamaEmbedder(
                 settings.ollama_base_url, settings.ollama_embed_model, timeout=settings.ollama_timeout
             )
+        if settings.embedder == "openai":
+            from carrag.services.embedders.openai_compatible import OpenAICompatibleEmbedder
+
+            return OpenAICompatibleEmbedder(
+                settings.embeddings_base_url,
+                settings.embeddings_model,
+                revealed(settings.embeddings_api_key),
+                dimensions=settings.embeddings_dimensions,
+                max_inputs=settings.embed_batch_size,
+                timeout=settings.embed_timeout,
+                retries=settings.embed_retries,
+                backoff=settings.embed_retry_backoff,
+            )
         from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
 
         return LocalOnnxEmbedder(

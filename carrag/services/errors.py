@@ -81,5 +81,10 @@ class DependencyUnavailable(CarragError):
         self.component = component
 
 
+class NotRetryable(DependencyUnavailable):
+    """The component failed in a way the same request will meet again (a refused key, an unknown
+    model, a rejected request, or the adapter has already retried): callers that retry give up (503)."""
+
+
 class IngestCancelled(CarragError):
     """An ingest job was cancelled; nothing of it was stored."""
