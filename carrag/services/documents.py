@@ -59,6 +59,21 @@ class DocumentService:
         page = await self.store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
         return DocumentList(page.items, page.total, offset, limit)
 
+    async def find(self, reference: str, *, limit: int = 10) -> DocumentList:
+        """The documents a user's reference names (`carrag documents show <ref>`, ``GET /documents?ref=``):
+        an exact id names one document; else an exact source id names its documents; else every
+        document whose id starts with it or whose file name (last segment of the source id) it is.
+        One item means the reference is unambiguous; several are the candidates to choose from."""
+        reference = reference.strip()
+        page = await self.store.find_documents(reference, limit=limit)
+        exact_id = [record for record in page.items if record.document_id == reference]
+        if exact_id:
+            return DocumentList(exact_id, 1, 0, limit)
+        exact_source = [record for record in page.items if record.source_id == reference]
+        if exact_source:
+            return DocumentList(exact_source, len(exact_source), 0, limit)
+        return DocumentList(page.items, page.total, 0, limit)
+
     async def chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkList:
         """A document's chunks in order, or NotFound (404)."""
         record = await self.get(document_id)

@@ -136,10 +136,10 @@ def test_query_search_and_documents(workdir: Path, local_env) -> None:
 
     table = carrag(local_env, "search", "oil filter FL-500S", "--explain", "--top-k", "3")
     assert table.exit_code == 0, table.output
-    header = next(line for line in table.stdout.splitlines() if "score" in line)
-    assert all(column in header for column in ("source", "page", "bm25", "knn", "rrf", "text"))
-    first_row = next(line for line in table.stdout.splitlines() if line.startswith("│ 1 "))
-    assert "manual.pdf" in first_row and "p. 1" in first_row
+    header, first_row = table.stdout.splitlines()[:2]  # not a terminal: tab-separated, header first
+    assert header.split("\t") == ["#", "score", "document_id", "source", "page", "bm25", "knn", "rrf", "text"]
+    cells = first_row.split("\t")
+    assert cells[0] == "1" and len(cells[2]) == 36 and cells[3:5] == ["manual.pdf", "p. 1"], "full ids in plain output"
     as_json = json.loads(carrag(local_env, "search", "oil filter FL-500S", "--json", "--explain").stdout)
     assert as_json["results"][0]["explain"]["bm25_rank"] == 1
 
@@ -148,15 +148,15 @@ def test_query_search_and_documents(workdir: Path, local_env) -> None:
     assert listing.exit_code == 0 and manual["document_id"] in listing.stdout and "guide.md" not in listing.stdout
     shown = carrag(local_env, "documents", "show", manual["document_id"], "--full")
     assert shown.exit_code == 0, shown.output
-    assert re.search(r"^source_id +manual\.pdf", shown.stdout, re.M) and "metadata.total_pages" in shown.stdout
-    assert "Chunks 1–3 of 3" in shown.stdout and "pp. 3–4" in shown.stdout and "FL-500S" in shown.stdout
+    assert re.search(r"^source_id\tmanual\.pdf$", shown.stdout, re.M) and "metadata.total_pages" in shown.stdout
+    assert re.search(r"^2\tpp\. 3–4\t", shown.stdout, re.M) and "FL-500S" in shown.stdout
 
     refused = carrag(local_env, "documents", "delete", manual["document_id"], input="n\n")
     assert refused.exit_code == 1 and "manual.pdf" in stored(local_env)
     deleted = carrag(local_env, "documents", "delete", manual["document_id"], "--yes")
-    assert deleted.exit_code == 0 and f"Deleted {manual['document_id']}." in deleted.stdout
+    assert deleted.exit_code == 0 and f"Deleted {manual['document_id']} (manual.pdf)." in deleted.stdout
     gone = carrag(local_env, "documents", "show", manual["document_id"])
-    assert gone.exit_code == 1 and f"No document with id {manual['document_id']}" in gone.stderr
+    assert gone.exit_code == 1 and f"No document matches '{manual['document_id']}'" in gone.stderr
 
 
 def test_reset_recovers_from_an_embedding_model_change(workdir: Path, local_env, tmp_path: Path) -> None:
@@ -205,6 +205,7 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
 
     no_key = carrag(local_env, "documents", "list", "--url", server.url)
     assert no_key.exit_code == 1 and "API key" in no_key.stderr
+    assert "--api-key" in no_key.stderr and "CARRAG_API_KEY" in no_key.stderr, "a refused key says how to give one"
 
     (workdir / "blank.md").write_text("   \n\n  \n")
     ingested = carrag(remote, "ingest", "docs/**/*.md", "manual.pdf", "blank.md", web_page, "--tags", "remote")
@@ -236,7 +237,7 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     assert shown.exit_code == 0 and "thirty days" in shown.stdout
     assert carrag(remote, "documents", "delete", guide, "--yes").exit_code == 0
     missing = carrag(remote, "documents", "delete", guide, "--yes")
-    assert missing.exit_code == 1 and "No document with id" in missing.stderr
+    assert missing.exit_code == 1 and "No document matches" in missing.stderr
 
     reset = carrag(remote, "reset", "--yes")
     assert reset.exit_code == 0 and "Store reset: 2 documents deleted." in reset.output, reset.output

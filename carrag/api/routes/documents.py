@@ -20,7 +20,19 @@ async def list_documents(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
+    ref: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=2000,
+            description="Resolve a reference instead of listing: an exact id, an id prefix, a source id or a "
+            "file name. An exact id or source id wins; otherwise every match, newest first (`offset` and "
+            "`tag` do not apply).",
+        ),
+    ] = None,
 ) -> DocumentList:
+    if ref is not None:
+        return await documents.find(ref, limit=limit)
     return await documents.page(offset=offset, limit=limit, tag=tag)
 
 

@@ -91,6 +91,12 @@ class Store(Protocol):
 
     async def list_documents(self, *, offset: int, limit: int, tag: str | None = None) -> DocumentPage: ...
 
+    async def find_documents(self, reference: str, *, limit: int) -> DocumentPage:
+        """Documents a user's ``reference`` may name, at most ``limit`` (``total`` counts them all):
+        its id (or an id starting with it), its source id, or its file name (the last path segment of
+        its source id, case-sensitive). Exact id matches come first, then exact source id matches, then the rest,
+        newest first."""
+
     async def list_sources(self) -> list[tuple[str, str]]:
         """(source_id, source_type) of every document."""
 

@@ -579,6 +579,24 @@ class SqliteStore:
 
         return await self._read(page)
 
+    async def find_documents(self, reference: str, *, limit: int) -> DocumentPage:
+        def find(connection: sqlite3.Connection) -> DocumentPage:
+            # an id prefix as a range (the primary key's index); a file name as the source id's last segment
+            where = (
+                "(document_id >= :ref AND document_id < :ref || char(1114111)) OR source_id = :ref"
+                " OR substr(source_id, -length(:ref) - 1) = '/' || :ref"
+            )
+            params = {"ref": reference, "limit": limit}
+            total = connection.execute(f"SELECT count(*) FROM documents WHERE {where}", params).fetchone()[0]
+            rows = connection.execute(
+                f"SELECT * FROM documents WHERE {where} ORDER BY document_id = :ref DESC, source_id = :ref DESC,"
+                " created_at DESC, document_id LIMIT :limit",
+                params,
+            ).fetchall()
+            return DocumentPage([_row_to_document(r) for r in rows], total)
+
+        return await self._read(find)
+
     async def list_sources(self) -> list[tuple[str, str]]:
         def sources(connection: sqlite3.Connection) -> list[tuple[str, str]]:
             return [

@@ -309,6 +309,32 @@ class ElasticsearchStore:
         )
         return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
 
+    async def find_documents(self, reference: str, *, limit: int) -> DocumentPage:
+
+        def ranked(query: dict[str, Any], boost: float) -> dict[str, Any]:
+            return {"constant_score": {"filter": query, "boost": boost}}
+
+        query = {
+            "bool": {
+                "filter": [{"term": {"doc_kind": "document"}}],
+                "should": [
+                    ranked({"term": {"document_id": reference}}, 100),
+                    ranked({"term": {"source_id": reference}}, 10),
+                    ranked({"prefix": {"document_id": reference}}, 1),
+                    ranked({"wildcard": {"source_id": {"value": "*/" + _escape_wildcard(reference)}}}, 1),
+                ],
+                "minimum_should_match": 1,
+            }
+        }
+        hits, total = await self._walk(
+            "finding documents",
+            query,
+            ["_score", {"created_at": "desc"}, {"document_id": "asc"}],
+            offset=0,
+            limit=limit,
+        )
+        return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
+
     async def list_sources(self) -> list[tuple[str, str]]:
         hits, _ = await self._walk(
             "listing sources",
@@ -431,3 +457,7 @@ def _settle(item: PendingWrite, outcome: Any) -> None:
         future.set_exception(outcome)
     else:
         future.set_result(outcome)
+
+
+def _escape_wildcard(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")
