@@ -538,7 +538,7 @@ def documents_delete(
     done = run_with_client(url, api_key, work)
     if done is None:
         raise typer.Exit(1)
-    console.print(escape(done))
+    typer.echo(done)
 
 
 @app.command()

@@ -36,7 +36,8 @@ def stdout() -> Console:
 
 
 def stderr() -> Console:
-    return Console(stderr=True, highlight=False)
+    """Messages are not cut into lines here (the terminal wraps them), so they stay greppable."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def short_id(value: str) -> str:

@@ -217,6 +217,14 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     assert {job["source"]: job["state"] for job in jobs}["blank.md"] == "failed"
     documents = stored(remote)
     assert set(documents) == {"docs/guide.md", "docs/sub/faq.md", "manual.pdf", web_page}
+    listed_jobs = carrag(remote, "jobs", "--json")
+    assert listed_jobs.exit_code == 0 and {job["source"] for job in json.loads(listed_jobs.stdout)["items"]} >= {
+        "guide.md",
+        "blank.md",
+    }
+    plain_jobs = carrag(remote, "jobs").stdout.splitlines()
+    assert plain_jobs[0].split("\t") == ["job_id", "state", "progress", "source", "document_id", "created"]
+    assert any(line.split("\t")[1:2] == ["failed"] and "blank.md" in line for line in plain_jobs)
 
     (workdir / "docs" / "sub" / "faq.md").unlink()
     pruned = carrag(remote, "ingest", "docs/**/*.md", "manual.pdf", "--prune")
