@@ -106,7 +106,10 @@ async def test_jobs_are_polled_cancelled_and_failed_across_replicas(tmp_path, es
                 doomed.process.wait(timeout=10)
                 killed_at = time.monotonic()
                 orphan = await poll(
-                    b, orphan_id, lambda job: job["state"] in ("failed", "cancelled", "done"), timeout=LEASE_SECONDS * 10
+                    b,
+                    orphan_id,
+                    lambda job: job["state"] in ("failed", "cancelled", "done"),
+                    timeout=LEASE_SECONDS * 10,
                 )
                 assert orphan["state"] == "failed" and "lease expired" in orphan["error"], orphan
                 assert time.monotonic() - killed_at >= LEASE_SECONDS - 1.0, "not failed before its lease ran out"
