@@ -141,9 +141,9 @@ class JobManager:
             keeper = self._keepers.pop(job.job_id, None)
             if keeper is not None:
                 keeper.cancel()
+            self._report(job)
             # Shielded: a second cancel (shutdown) must not stop the record of how the job ended.
             await asyncio.shield(self.leases.save_final(job))
-            self._report(job)
 
     def _report(self, job: Job) -> None:
         logger.info(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -25,7 +26,7 @@ pytestmark = [pytest.mark.elasticsearch, pytest.mark.slow]
 LEASE_SECONDS = 3.0
 
 
-async def poll(client: httpx.AsyncClient, job_id: str, done: callable, timeout: float = 180.0) -> dict:  # type: ignore[valid-type]
+async def poll(client: httpx.AsyncClient, job_id: str, done: Callable[[dict], bool], timeout: float = 180.0) -> dict:
     """GET /jobs/{id} on ``client`` until ``done(job)``; the job's JSON."""
     deadline = time.monotonic() + timeout
     while True:
