@@ -100,7 +100,9 @@ def test_gold_answers_and_evidence_occur_in_the_parsed_documents(questions_file:
             if document not in texts:
                 texts[document] = parse_file((CORPUS / document).read_bytes(), Path(document).name).text
         text = "\n".join(texts[document] for document in question.documents)
-        missing += [(question.id, evidence) for evidence in question.evidence if normalise(evidence) not in normalise(text)]
+        missing += [
+            (question.id, evidence) for evidence in question.evidence if normalise(evidence) not in normalise(text)
+        ]
         spelled_out = [entry for entry in question.accepted if entry not in ("yes", "no")]
         if spelled_out and not any(
             all(contains_phrase(text, part) for part in ([entry] if isinstance(entry, str) else entry))
