@@ -202,7 +202,10 @@ class LocalClient:
             return health_report(await (await self.container()).health())
 
     async def list_jobs(self, *, limit: int = 50) -> JobListOut:
-        raise ClientError("ingest jobs live in a running server: pass --url (or set CARRAG_URL)", 400)
+        """The jobs recorded in the store (servers' async ingests; local ingests run without jobs)."""
+        async with self._errors():
+            jobs = (await self.container()).jobs
+            return JobListOut.model_validate({"items": await jobs.recent(limit), "total": await jobs.total()})
 
     async def search(self, request: SearchRequest) -> SearchResponse:
         async with self._errors():

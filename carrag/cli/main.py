@@ -543,7 +543,7 @@ def documents_delete(
 
 @app.command()
 def health(as_json: AsJson = False, url: Url = None, api_key: ApiKey = None) -> None:
-    """Each component's state (store, embedder, LLM, reranker); exit 1 unless all are usable."""
+    """Each component's state (store, embedder, LLM, reranker); exit 1 when the store or embedder is unavailable."""
     report = run_with_client(url, api_key, lambda client: client.health())
     if as_json:
         print_json(report)
@@ -565,7 +565,7 @@ def jobs(
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
-    """A running server's recent ingest jobs, newest first (jobs live in the server: needs --url)."""
+    """Recent ingest jobs, newest first: a server's async ingests, as recorded in its store."""
     listed = run_with_client(url, api_key, lambda client: client.list_jobs(limit=limit))
     if as_json:
         print_json(listed)

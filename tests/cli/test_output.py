@@ -170,9 +170,11 @@ def test_a_refused_key_names_the_option_and_the_variable(env) -> None:
     assert "--api-key" in AUTH_HINT and "CARRAG_API_KEY" in AUTH_HINT
 
 
-def test_jobs_need_a_server(env) -> None:
+def test_local_ingests_run_without_jobs(env) -> None:
     result = carrag(env, "jobs", "--json")
-    assert result.exit_code == 1 and "--url" in result.stderr
+    assert result.exit_code == 0 and json.loads(result.stdout) == {"items": [], "total": 0}
+    plain = carrag(env, "jobs")
+    assert plain.exit_code == 0 and plain.stdout == "" and "No jobs." in plain.stderr
 
 
 def test_fitted_widths_shrink_flexible_columns_first_then_the_widest() -> None:
