@@ -23,6 +23,7 @@ from typing import Any, Literal
 import typer
 from pydantic_core import to_jsonable_python
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -112,15 +113,15 @@ def print_rows(
 def fitted_widths(
     columns: Sequence[Column], headers: Sequence[str], cells: Sequence[Sequence[str]], total: int
 ) -> list[int]:
-    """Each column as wide as its widest cell (at most ``Column.width``); when that is wider than the
+    """Each column as wide as its widest cell in terminal cells (at most ``Column.width``); when that is wider than the
     terminal, flexible columns shrink first, then the widest of the others, one character at a time."""
     widths = []
     for index, column in enumerate(columns):
-        natural = max([len(headers[index]), *(len(row[index]) for row in cells)])
+        natural = max([cell_len(headers[index]), *(cell_len(row[index]) for row in cells)])
         widths.append(min(natural, column.width) if column.width else natural)
     budget = max(total - COLUMN_GAP * (len(columns) - 1), len(columns))
     flexible_floor = [
-        min(widths[i], max(FLEXIBLE_MIN, len(headers[i]))) if column.flexible else widths[i]
+        min(widths[i], max(FLEXIBLE_MIN, cell_len(headers[i]))) if column.flexible else widths[i]
         for i, column in enumerate(columns)
     ]
     for floors in (flexible_floor, [min(w, SHRUNK_MIN) for w in widths], [1] * len(widths)):

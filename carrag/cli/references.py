@@ -45,7 +45,7 @@ def print_candidates(error: AmbiguousReference) -> None:
     console = stderr()
     console.print(f"[red]error:[/red] {escape(error.detail)}")
     columns = [
-        Column("id", on_terminal=short_id),
+        Column("document_id", on_terminal=short_id, terminal_header="id"),
         Column("filename", width=30),
         Column("source", flexible=True),
         Column("created", width=19),

@@ -184,3 +184,9 @@ def test_fitted_widths_shrink_flexible_columns_first_then_the_widest() -> None:
     assert widths == [8, 54, 10, 2] and sum(widths) + 2 * 3 == 80
     narrow = fitted_widths(columns, [c.header for c in columns], cells, 30)
     assert sum(narrow) + 2 * 3 <= 30 and narrow[0] >= 4 and narrow[3] == 2
+
+
+def test_fitted_widths_count_terminal_cells_not_characters() -> None:
+    columns = [Column("source"), Column("text", flexible=True)]
+    widths = fitted_widths(columns, ["source", "text"], [["東京の手引き.md", "x"]], 80)
+    assert widths[0] == 15, "each of the six CJK characters takes two cells"
