@@ -264,7 +264,9 @@ async def build_container(
         answers=AnswerService(settings, search, llm, telemetry),
         documents=DocumentService(store),
         requests=RequestFactory(settings),
-        jobs=JobManager(settings, ingestion, telemetry, build_job_repository(settings, store, startup_errors.get("store"))),
+        jobs=JobManager(
+            settings, ingestion, telemetry, build_job_repository(settings, store, startup_errors.get("store"))
+        ),
         telemetry=telemetry,
         startup_errors=startup_errors,
     )
