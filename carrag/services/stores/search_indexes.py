@@ -242,6 +242,7 @@ class SearchIndexes:
             self.lexical.close()
             self.epoch = None
             self.lexical_seq = -1
+        release_freed_memory()  # the exact delta and the readers' buffers
 
 
 def _vectors_of(rows: list[sqlite3.Row] | list[tuple], dimension: int) -> tuple[np.ndarray, np.ndarray]:
