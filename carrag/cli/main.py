@@ -54,6 +54,7 @@ from carrag.cli.client import (
     ProgressCallback,
     all_documents,
 )
+from carrag.cli.collections import collections_app
 from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
 from carrag.cli.output import Column, one_line, print_fields, print_json, print_note, print_rows, short_id
 from carrag.cli.references import AMBIGUOUS_EXIT_CODE, AmbiguousReference, print_candidates, resolve_document
@@ -65,6 +66,7 @@ from carrag.services.vocabulary import ChunkingStrategy, SearchMode
 app = typer.Typer(help="Carrag: self-hosted retrieval-augmented generation.", no_args_is_help=True)
 documents_app = typer.Typer(help="List, inspect and delete documents.", no_args_is_help=True)
 app.add_typer(documents_app, name="documents")
+app.add_typer(collections_app, name="collections")
 
 console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)
@@ -82,6 +84,13 @@ Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: 
 SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
 Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the API's JSON (the same shape as over HTTP).")]
+CollectionOption = Annotated[
+    str | None, typer.Option("--collection", "-c", help="The collection (knowledge base); default: `default`.")
+]
+CollectionsOption = Annotated[
+    list[str] | None,
+    typer.Option("--collection", "-c", help="Search this collection (repeat for several); default: `default`."),
+]
 
 
 @app.command()
@@ -136,10 +145,17 @@ def run_with_client(url: str | None, api_key: str | None, work: Callable[[Carrag
 
 
 def question_fields(
-    question: str, top_k: int, tags: str | None, source: str | None, rerank: bool | None
+    question: str,
+    top_k: int,
+    tags: str | None,
+    source: str | None,
+    rerank: bool | None,
+    collections: list[str] | None = None,
 ) -> dict[str, Any]:
     """The fields a query or search request sets (the rest keep the API's defaults)."""
     fields: dict[str, Any] = {"question": question, "top_k": top_k}
+    if collections:
+        fields["collections"] = collections
     if split_tags(tags):
         fields["tags"] = split_tags(tags)
     if source:
@@ -179,6 +195,7 @@ def ingest(
             "--prune", help="Delete stored file documents these sources no longer match (URL documents are kept)."
         ),
     ] = False,
+    collection: CollectionOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
@@ -186,7 +203,7 @@ def ingest(
     from carrag.services.parsers import SUPPORTED_EXTENSIONS
 
     resolved = resolve_sources(sources, Path.cwd(), SUPPORTED_EXTENSIONS)
-    options = IngestSettings(tags=split_tags(tags), chunking=chunking, force=force)
+    options = IngestSettings(tags=split_tags(tags), chunking=chunking, force=force, collection=collection)
     failed = run_with_client(url, api_key, lambda client: ingest_all(client, resolved, options, prune))
     if failed:
         raise typer.Exit(1)
@@ -255,7 +272,8 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
             progress.advance(overall)
 
     if prune:
-        for document in documents_to_prune(await all_documents(client), resolved.file_source_ids):
+        stored = await all_documents(client, collection=options.collection or "default")
+        for document in documents_to_prune(stored, resolved.file_source_ids):
             await client.delete_document(document.document_id)
             counts["pruned"] += 1
             console.print(f"[magenta]- pruned[/magenta]    {escape(document.source_id)}")
@@ -289,12 +307,13 @@ def query(
         typer.Option("--answer-mode", help="generate, extract or auto (default: ANSWER_MODE).", show_default=False),
     ] = None,
     as_json: AsJson = False,
+    collection: CollectionsOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Ask a question: the answer streams in, then its sources are listed."""
     request = QueryRequest.model_validate(
-        {**question_fields(question, top_k, tags, source, rerank), "answer_mode": answer_mode}
+        {**question_fields(question, top_k, tags, source, rerank, collection), "answer_mode": answer_mode}
     )
     if as_json:
         print_json(run_with_client(url, api_key, lambda client: collect_answer(client, request)))
@@ -374,11 +393,14 @@ def search(
     mode: Annotated[SearchMode, typer.Option("--mode", help="Retrieval legs to use.")] = SearchMode.HYBRID,
     explain: Annotated[bool, typer.Option("--explain", help="Show BM25 and kNN ranks and the RRF score.")] = False,
     as_json: AsJson = False,
+    collection: CollectionsOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Search without generating an answer; a table of the best passages."""
-    request = SearchRequest(**question_fields(question, top_k, tags, source, rerank), mode=mode, explain=explain)
+    request = SearchRequest(
+        **question_fields(question, top_k, tags, source, rerank, collection), mode=mode, explain=explain
+    )
     outcome = run_with_client(url, api_key, lambda client: client.search(request))
     if as_json:
         print_json(outcome)
@@ -425,11 +447,18 @@ def documents_list(
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500)] = 50,
     as_json: AsJson = False,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="Only this collection's documents (default: all).")
+    ] = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """List documents, newest first."""
-    page = run_with_client(url, api_key, lambda client: client.list_documents(offset=offset, limit=limit, tag=tag))
+    page = run_with_client(
+        url,
+        api_key,
+        lambda client: client.list_documents(offset=offset, limit=limit, tag=tag, collection=collection),
+    )
     if as_json:
         print_json(page)
         return
@@ -438,15 +467,17 @@ def documents_list(
         return
     columns = [
         Column("document_id", on_terminal=short_id, terminal_header="id"),
+        Column("collection", width=10),
         Column("source", flexible=True),
-        Column("type", width=8),
+        Column("type", width=6),
         Column("chunks", justify="right"),
-        Column("tags", width=18),
+        Column("tags", width=12),
         Column("created", on_terminal=lambda stamp: stamp[:10]),
     ]
     rows = [
         [
             document.document_id,
+            document.collection or "",
             document.source_id,
             document.source_type,
             str(document.chunk_count),
@@ -463,6 +494,9 @@ def documents_show(
     reference: Annotated[str, typer.Argument(help="The document's id, id prefix, source id or file name.")],
     chunks: Annotated[int, typer.Option("--chunks", min=0, max=1000, help="How many chunks to list.")] = 20,
     full: Annotated[bool, typer.Option("--full", help="Print each chunk's whole text.")] = False,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="Look only in this collection (default: all).")
+    ] = None,
     as_json: AsJson = False,
     url: Url = None,
     api_key: ApiKey = None,
@@ -470,7 +504,7 @@ def documents_show(
     """A document's metadata and its chunks, with their pages."""
 
     async def work(client: CarragClient) -> tuple[DocumentOut, ChunkPageOut | None]:
-        document = await resolve_document(client, reference)
+        document = await resolve_document(client, reference, collection)
         listed = await client.get_chunks(document.document_id, limit=chunks) if chunks else None
         return document, listed
 
@@ -522,13 +556,16 @@ def documents_show(
 def documents_delete(
     reference: Annotated[str, typer.Argument(help="The document's id, id prefix, source id or file name.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="Look only in this collection (default: all).")
+    ] = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Delete a document and all its chunks."""
 
     async def work(client: CarragClient) -> str | None:
-        document = await resolve_document(client, reference)
+        document = await resolve_document(client, reference, collection)
         question = f"Delete document {document.document_id} ({document.source_id}) and all its chunks?"
         if not yes and not typer.confirm(question):
             return None

@@ -20,15 +20,17 @@ AMBIGUOUS_EXIT_CODE = 2
 class AmbiguousReference(ClientError):
     def __init__(self, reference: str, candidates: list[DocumentOut], total: int) -> None:
         super().__init__(
-            f"{reference!r} matches {total} documents; give a longer id prefix, the full id or the source id"
+            f"{reference!r} matches {total} documents; give a longer id prefix, the full id, the source id "
+            "or --collection"
         )
         self.reference = reference
         self.candidates = candidates
         self.total = total
 
 
-async def resolve_document(client: CarragClient, reference: str) -> DocumentOut:
-    page = await client.find_documents(reference, limit=CANDIDATES_SHOWN)
+async def resolve_document(client: CarragClient, reference: str, collection: str | None = None) -> DocumentOut:
+    """``collection``: look only there (a name); None: in every collection."""
+    page = await client.find_documents(reference, limit=CANDIDATES_SHOWN, collection=collection)
     if len(page.items) == 1:
         return page.items[0]
     if not page.items:
@@ -46,12 +48,13 @@ def print_candidates(error: AmbiguousReference) -> None:
     console.print(f"[red]error:[/red] {escape(error.detail)}")
     columns = [
         Column("document_id", on_terminal=short_id, terminal_header="id"),
+        Column("collection", width=16),
         Column("filename", width=30),
         Column("source", flexible=True),
         Column("created", width=19),
     ]
     rows = [
-        [doc.document_id, doc.filename, doc.source_id, doc.created_at[:19].replace("T", " ")]
+        [doc.document_id, doc.collection or "", doc.filename, doc.source_id, doc.created_at[:19].replace("T", " ")]
         for doc in error.candidates
     ]
     print_rows(columns, rows, console=console)

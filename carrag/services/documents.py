@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from carrag.services.collections import CollectionService
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord
 from carrag.services.requests import normalise_tags
@@ -44,28 +45,45 @@ class StoreReset:
 
 
 class DocumentService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, collections: CollectionService | None = None) -> None:
         self.store = store
+        self.collections = collections or CollectionService(store)
 
     async def get(self, document_id: str) -> DocumentRecord:
         """The document, or NotFound (404)."""
         record = await self.store.get_document(document_id)
         if record is None:
             raise NotFound(f"No document with id {document_id}.")
+        await self.collections.name_documents([record])
         return record
 
-    async def page(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentList:
-        """A page of documents, newest first; ``tag`` matches case-insensitively."""
-        page = await self.store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
+    async def page(
+        self,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        tag: str | None = None,
+        collections: list[str] | None = None,
+    ) -> DocumentList:
+        """A page of documents, newest first; ``tag`` matches case-insensitively. ``collections``
+        (names; unknown → NotFound) restricts it; none: every collection."""
+        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
+        page = await self.store.list_documents(
+            offset=offset, limit=limit, tag=tag.strip().lower() if tag else None, collection_ids=collection_ids
+        )
+        await self.collections.name_documents(page.items)
         return DocumentList(page.items, page.total, offset, limit)
 
-    async def find(self, reference: str, *, limit: int = 10) -> DocumentList:
+    async def find(self, reference: str, *, limit: int = 10, collections: list[str] | None = None) -> DocumentList:
         """The documents a user's reference names (`carrag documents show <ref>`, ``GET /documents?ref=``):
-        an exact id names one document; else an exact source id names its documents; else every
-        document whose id starts with it or whose file name (last segment of the source id) it is.
-        One item means the reference is unambiguous; several are the candidates to choose from."""
+        an exact id names one document; else an exact source id names its documents (one per collection);
+        else every document whose id starts with it or whose file name (last segment of the source id) it
+        is. ``collections`` (names; unknown → NotFound) restricts it; none: every collection. One item
+        means the reference is unambiguous; several are the candidates to choose from."""
         reference = reference.strip()
-        page = await self.store.find_documents(reference, limit=limit)
+        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
+        page = await self.store.find_documents(reference, limit=limit, collection_ids=collection_ids)
+        await self.collections.name_documents(page.items)
         exact_id = [record for record in page.items if record.document_id == reference]
         if exact_id:
             return DocumentList(exact_id, 1, 0, limit)
@@ -93,6 +111,7 @@ class DocumentService:
         if record is None:
             raise NotFound(f"No document with id {document_id}.")
         logger.info("document metadata updated", extra={"document_id": document_id})
+        await self.collections.name_documents([record])
         return record
 
     async def delete(self, document_id: str) -> DeletedDocument:
@@ -109,6 +128,7 @@ class DocumentService:
         logger.warning("store reset: every document deleted", extra={"documents": documents})
         return StoreReset(documents_deleted=documents)
 
-    async def sources(self) -> list[tuple[str, str]]:
-        """(source_id, source_type) of every document, sorted."""
-        return sorted(await self.store.list_sources())
+    async def sources(self, collections: list[str] | None = None) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document (of these collections, by name, if given), sorted."""
+        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
+        return sorted(await self.store.list_sources(collection_ids))

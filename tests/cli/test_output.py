@@ -80,7 +80,7 @@ def test_document_table_fits_80_columns_one_line_per_document(env) -> None:
         else:
             assert source in row and "text" in row
     header = next(line for line in lines if line.startswith("id "))
-    assert re.search(r"id +source +type +chunks +tags +created", header)
+    assert re.search(r"id +collection +source +type +chunks +tags +created", header)
 
 
 def test_search_and_show_tables_fit_80_columns(env) -> None:
@@ -99,12 +99,13 @@ def test_plain_output_off_a_terminal_is_tab_separated_with_full_values(env) -> N
     result = carrag(env, "documents", "list")
     assert result.exit_code == 0 and "\x1b[" not in result.stdout
     header, *rows = result.stdout.splitlines()
-    assert header.split("\t") == ["document_id", "source", "type", "chunks", "tags", "created"]
-    by_source = {row.split("\t")[1]: row.split("\t") for row in rows}
+    assert header.split("\t") == ["document_id", "collection", "source", "type", "chunks", "tags", "created"]
+    by_source = {row.split("\t")[2]: row.split("\t") for row in rows}
     assert set(by_source) == set(documents), "full source ids, however long"
     long_row = by_source[LONG_SOURCE]
-    assert long_row[0] == documents[LONG_SOURCE]["document_id"] and long_row[5] == documents[LONG_SOURCE]["created_at"]
-    assert set(long_row[4].split(",")) == set(documents[LONG_SOURCE]["tags"])
+    assert long_row[:2] == [documents[LONG_SOURCE]["document_id"], "default"]
+    assert long_row[6] == documents[LONG_SOURCE]["created_at"]
+    assert set(long_row[5].split(",")) == set(documents[LONG_SOURCE]["tags"])
 
     health = carrag(env, "health")
     assert health.stdout.splitlines()[0].split("\t") == ["component", "status", "backend", "model", "detail"]
@@ -160,8 +161,20 @@ def test_an_ambiguous_name_lists_the_candidates_and_exits_2(env) -> None:
         for source in ("a/manual.md", "b/manual.md"):
             document_id = documents[source]["document_id"]
             line = next(line for line in result.stderr.splitlines() if line.startswith(document_id))
-            assert line.split("\t")[1:3] == ["manual.md", source], "id, filename and source of each candidate"
+            assert line.split("\t")[1:4] == ["default", "manual.md", source], "collection, filename and source"
     assert set(listed(env)) == set(documents), "nothing was deleted"
+
+
+def test_the_same_source_in_two_collections_is_told_apart_with_collection(env) -> None:
+    assert carrag(env, "collections", "create", "team-a").exit_code == 0
+    assert carrag(env, "ingest", "a/manual.md", "--collection", "team-a").exit_code == 0
+    both = carrag(env, "documents", "show", "a/manual.md")
+    assert both.exit_code == 2 and "'a/manual.md' matches 2 documents" in both.stderr
+    assert {line.split("\t")[1] for line in both.stderr.splitlines()[2:]} == {"default", "team-a"}
+    team = carrag(env, "documents", "show", "a/manual.md", "--collection", "team-a", "--json")
+    assert team.exit_code == 0 and json.loads(team.stdout)["document"]["collection"] == "team-a"
+    assert carrag(env, "documents", "delete", "a/manual.md", "-c", "team-a", "--yes").exit_code == 0
+    assert carrag(env, "documents", "show", "a/manual.md", "--json").exit_code == 0, "the default one is left"
 
 
 def test_a_refused_key_names_the_option_and_the_variable(env) -> None:

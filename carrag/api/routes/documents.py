@@ -20,6 +20,10 @@ async def list_documents(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
+    collection: Annotated[
+        list[str] | None,
+        Query(max_length=100, description="Only documents of this collection (repeat for several); absent: all."),
+    ] = None,
     ref: Annotated[
         str | None,
         Query(
@@ -32,8 +36,8 @@ async def list_documents(
     ] = None,
 ) -> DocumentList:
     if ref is not None:
-        return await documents.find(ref, limit=limit)
-    return await documents.page(offset=offset, limit=limit, tag=tag)
+        return await documents.find(ref, limit=limit, collections=collection)
+    return await documents.page(offset=offset, limit=limit, tag=tag, collections=collection)
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")
