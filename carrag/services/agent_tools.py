@@ -12,6 +12,7 @@ score when the results were reranked, otherwise the chunk's kNN cosine similarit
 
 from __future__ import annotations
 
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.documents import DocumentService
 from carrag.services.requests import RequestFactory
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, SearchHit, SearchService
@@ -35,10 +36,16 @@ def format_hit(hit: SearchHit) -> str:
 
 
 async def search_documents(
-    search: SearchService, requests: RequestFactory, query: str, top_k: int = 5, source: str | None = None
+    search: SearchService,
+    requests: RequestFactory,
+    query: str,
+    top_k: int = 5,
+    source: str | None = None,
+    *,
+    principal: Principal = FULL_ACCESS,
 ) -> str:
     """Hybrid search (BM25 + kNN, fused, reranked, expanded) formatted for an agent to read."""
-    request = requests.search(query, top_k=top_k, source=source)
+    request = requests.search(query, top_k=top_k, source=source, principal=principal)
     source = request.filters.source
     outcome = await search.search(request)
     if not outcome.hits:
@@ -49,9 +56,10 @@ async def search_documents(
     return PASSAGE_SEPARATOR.join(format_hit(hit) for hit in outcome.hits)
 
 
-async def list_sources(documents: DocumentService) -> str:
-    """Every ingested source id (the values ``search_documents`` can filter on), one per line."""
-    sources = await documents.sources()
+async def list_sources(documents: DocumentService, principal: Principal = FULL_ACCESS) -> str:
+    """Every ingested source id (the values ``search_documents`` can filter on) ``principal`` may read,
+    one per line."""
+    sources = await documents.sources(principal)
     if not sources:
         return EMPTY_INDEX_MESSAGE
     lines = [f"{len(sources)} ingested source{'s' if len(sources) != 1 else ''} (source id, type):"]

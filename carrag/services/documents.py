@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord
 from carrag.services.requests import normalise_tags
@@ -66,10 +67,16 @@ class DocumentService:
         return ChunkList(document_id, listings, record.chunk_count, offset, limit)
 
     async def update_metadata(
-        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        principal: Principal = FULL_ACCESS,
     ) -> DocumentRecord:
         """Replace a document's tags and/or set its title, in place (same id, no re-embedding), or
         NotFound (404). Tags are normalised as at ingest; None leaves a field as it is."""
+        principal.check_change()
         record = await self.store.update_metadata(
             document_id,
             tags=normalise_tags(tags) if tags is not None else None,
@@ -80,20 +87,22 @@ class DocumentService:
         logger.info("document metadata updated", extra={"document_id": document_id})
         return record
 
-    async def delete(self, document_id: str) -> DeletedDocument:
+    async def delete(self, document_id: str, principal: Principal = FULL_ACCESS) -> DeletedDocument:
         """Delete a document and all its chunks, or NotFound (404)."""
+        principal.check_change()
         if not await self.store.delete_document(document_id):
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
 
-    async def reset(self) -> StoreReset:
+    async def reset(self, principal: Principal = FULL_ACCESS) -> StoreReset:
         """Delete every document and chunk and forget the embedding model the store was built with
         (after a change of embedding model: `carrag reset`, POST /admin/reset)."""
+        principal.check_full_access("Resetting the store")
         documents = (await self.store.list_documents(offset=0, limit=1)).total
         await self.store.wipe()
         logger.warning("store reset: every document deleted", extra={"documents": documents})
         return StoreReset(documents_deleted=documents)
 
-    async def sources(self) -> list[tuple[str, str]]:
-        """(source_id, source_type) of every document, sorted."""
+    async def sources(self, principal: Principal = FULL_ACCESS) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document ``principal`` may read, sorted."""
         return sorted(await self.store.list_sources())

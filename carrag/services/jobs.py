@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, NotFound
 from carrag.services.ingestion import IngestionService, IngestObserver, IngestResult
 from carrag.services.requests import IngestCommand
@@ -52,6 +53,7 @@ class Job:
     job_id: str
     kind: JobKind
     source: str  # the filename or URL
+    collection: str = "default"  # the name of the collection it ingests into (API_KEY_SCOPES see jobs by it)
     state: JobState = JobState.QUEUED
     progress: Progress = field(default_factory=Progress)
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -175,18 +177,24 @@ class JobManager:
         job.exception = None  # its traceback holds the pipeline's frames (the upload, the text)
 
     # --- reading ----------------------------------------------------------------------------------
-    def get(self, job_id: str) -> Job:
+    def get(self, job_id: str, principal: Principal = FULL_ACCESS) -> Job:
+        """The job, or NotFound (404): also when it ingests into a collection ``principal`` may not read."""
         self._prune()
         job = self._jobs.get(job_id)
-        if job is None:
+        if job is None or not principal.can_read(job.collection):
             raise NotFound(f"No ingest job with id {job_id} (jobs are kept in memory and expire).")
         return job
 
-    def recent(self, limit: int) -> list[Job]:
-        """Newest first."""
+    def recent(self, limit: int, principal: Principal = FULL_ACCESS) -> list[Job]:
+        """Newest first; only the jobs of collections ``principal`` may read."""
         self._prune()
-        newest = reversed(self._jobs.values())
+        newest = (job for job in reversed(self._jobs.values()) if principal.can_read(job.collection))
         return [job for job, _ in zip(newest, range(limit), strict=False)]
+
+    def count(self, principal: Principal = FULL_ACCESS) -> int:
+        """How many jobs ``principal`` can see."""
+        self._prune()
+        return sum(1 for job in self._jobs.values() if principal.can_read(job.collection))
 
     def counts_by_state(self) -> dict[str, int]:
         return dict(Counter(job.state for job in self._jobs.values()))
@@ -203,9 +211,10 @@ class JobManager:
             del self._jobs[job.job_id]
 
     # --- cancelling ---------------------------------------------------------------------------------
-    async def cancel(self, job_id: str) -> Job:
+    async def cancel(self, job_id: str, principal: Principal = FULL_ACCESS) -> Job:
         """Cancel a job and wait until it has stopped; it leaves nothing in the store."""
-        job = self.get(job_id)
+        job = self.get(job_id, principal)
+        principal.check_write(job.collection)
         if job.finished:
             raise Conflict(f"Ingest job {job_id} has already finished ({job.state}).")
         if job.state == JobState.INDEXING:

@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.answers.modes import AnswerMode
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ChatMessage, SearchFilters
 from carrag.services.settings import Settings
 from carrag.services.vocabulary import ChunkingStrategy, SearchMode
+
+DEFAULT_COLLECTION = "default"  # until collections land
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +94,10 @@ class RequestFactory:
         rerank: bool | None = None,
         mode: SearchMode = SearchMode.HYBRID,
         explain: bool = False,
+        principal: Principal = FULL_ACCESS,
     ) -> SearchQuery:
+        """A validated search; 403 (Forbidden) when ``principal`` may not read a collection it searches."""
+        principal.check_read([DEFAULT_COLLECTION])
         return SearchQuery(
             self._question(question), self._top_k(top_k), search_filters(tags, source), rerank, mode, explain
         )
@@ -107,7 +113,10 @@ class RequestFactory:
         force: bool = False,
         external_id: str | None = None,
         title: str | None = None,
+        principal: Principal = FULL_ACCESS,
     ) -> IngestCommand:
+        """A validated ingest; 403 (Forbidden) when ``principal`` may not write to its collection."""
+        principal.check_write(DEFAULT_COLLECTION)
         size = chunk_size or self.settings.chunk_size
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
         if overlap * 2 > size:

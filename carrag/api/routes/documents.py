@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from carrag.api.deps import DocumentsDep
+from carrag.api.deps import DocumentsDep, PrincipalDep
 from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, DocumentPatch
 from carrag.services.documents import ChunkList, DeletedDocument, DocumentList
 from carrag.services.models import DocumentRecord
@@ -42,10 +42,12 @@ async def get_chunks(
 @router.patch(
     "/{document_id}", response_model=DocumentOut, summary="Change a document's tags or title (no re-embedding)"
 )
-async def patch_document(documents: DocumentsDep, document_id: str, patch: DocumentPatch) -> DocumentRecord:
-    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title)
+async def patch_document(
+    documents: DocumentsDep, principal: PrincipalDep, document_id: str, patch: DocumentPatch
+) -> DocumentRecord:
+    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title, principal=principal)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, summary="Delete a document and all its chunks")
-async def delete_document(documents: DocumentsDep, document_id: str) -> DeletedDocument:
-    return await documents.delete(document_id)
+async def delete_document(documents: DocumentsDep, principal: PrincipalDep, document_id: str) -> DeletedDocument:
+    return await documents.delete(document_id, principal)

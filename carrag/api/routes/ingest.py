@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse
 
-from carrag.api.deps import IngestionDep, RequestsDep, SettingsDep
+from carrag.api.deps import IngestionDep, PrincipalDep, RequestsDep, SettingsDep
 from carrag.api.routes.jobs import JobsDep, status_url
 from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
 from carrag.api.schemas.jobs import JobAccepted
@@ -44,6 +44,7 @@ async def ingest_file(
     requests: RequestsDep,
     settings: SettingsDep,
     jobs: JobsDep,
+    principal: PrincipalDep,
     file: Annotated[UploadFile, File(description="The document (.pdf, .txt, .md, ...)")],
     tags: Annotated[str | None, Form(description="Comma-separated tags")] = None,
     source_id: Annotated[str | None, Form(max_length=2048)] = None,
@@ -71,6 +72,7 @@ async def ingest_file(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         force=force,
+        principal=principal,
     )
     if run_async:
         return accepted(await jobs.submit_file(data, filename, options))
@@ -79,7 +81,12 @@ async def ingest_file(
 
 @router.post("/url", response_model=IngestResponse, summary="Fetch a web page and ingest it", responses=ASYNC_RESPONSES)
 async def ingest_url(
-    ingestion: IngestionDep, requests: RequestsDep, jobs: JobsDep, body: IngestUrlRequest, run_async: AsyncFlag = False
+    ingestion: IngestionDep,
+    requests: RequestsDep,
+    jobs: JobsDep,
+    principal: PrincipalDep,
+    body: IngestUrlRequest,
+    run_async: AsyncFlag = False,
 ) -> IngestResult | JSONResponse:
     options = requests.ingest(
         tags=body.tags,
@@ -88,6 +95,7 @@ async def ingest_url(
         chunk_size=body.chunk_size,
         chunk_overlap=body.chunk_overlap,
         force=body.force,
+        principal=principal,
     )
     if run_async:
         return accepted(await jobs.submit_url(body.url.strip(), options))

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from carrag.api.deps import ContainerDep
+from carrag.api.deps import ContainerDep, PrincipalDep
 from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.services.jobs import Job, JobManager
 
@@ -28,13 +28,15 @@ def status_url(job: Job) -> str:
 
 
 @router.get("", response_model=JobListOut, summary="Recent ingest jobs (newest first)")
-async def list_jobs(jobs: JobsDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> JobListOut:
-    return JobListOut.model_validate({"items": jobs.recent(limit), "total": sum(jobs.counts_by_state().values())})
+async def list_jobs(
+    jobs: JobsDep, principal: PrincipalDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50
+) -> JobListOut:
+    return JobListOut.model_validate({"items": jobs.recent(limit, principal), "total": jobs.count(principal)})
 
 
 @router.get("/{job_id}", response_model=JobOut, summary="An ingest job's state, progress, timings and result")
-async def get_job(jobs: JobsDep, job_id: str) -> Job:
-    return jobs.get(job_id)
+async def get_job(jobs: JobsDep, principal: PrincipalDep, job_id: str) -> Job:
+    return jobs.get(job_id, principal)
 
 
 @router.delete(
@@ -43,5 +45,5 @@ async def get_job(jobs: JobsDep, job_id: str) -> Job:
     summary="Cancel an ingest job; nothing of it is stored",
     responses={409: {"description": "The job has already finished, or is writing its document."}},
 )
-async def cancel_job(jobs: JobsDep, job_id: str) -> Job:
-    return await jobs.cancel(job_id)
+async def cancel_job(jobs: JobsDep, principal: PrincipalDep, job_id: str) -> Job:
+    return await jobs.cancel(job_id, principal)

@@ -35,7 +35,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 
-from carrag.api.deps import AnswersDep, RequestsDep
+from carrag.api.deps import AnswersDep, PrincipalDep, RequestsDep
 from carrag.api.schemas.openai import (
     AssistantMessage,
     ChatCompletionOut,
@@ -47,6 +47,7 @@ from carrag.api.schemas.openai import (
 )
 from carrag.api.schemas.query import SOURCE_LIST, Grounding, Usage, jsonable, stream_payload
 from carrag.api.streaming import opened
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.answering import AnswerEvent
 from carrag.services.errors import InvalidInput, NotFound
 from carrag.services.models import ChatMessage
@@ -88,7 +89,7 @@ def with_openai_error(response: Response) -> Response:
     if not isinstance(detail, str):  # request validation: a list of problems
         detail = "; ".join(f"{'.'.join(map(str, e.get('loc', [])))}: {e.get('msg')}" for e in detail or [])
     status = response.status_code
-    kind = {401: "authentication_error", 429: "rate_limit_error"}.get(
+    kind = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}.get(
         status, "server_error" if status >= 500 else "invalid_request_error"
     )
     body["error"] = {"message": detail, "type": kind, "param": None, "code": None}
@@ -121,7 +122,9 @@ def message_text(message: ChatMessageIn) -> str:
     return "\n".join(texts)
 
 
-def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> AnswerQuery:
+def answer_query(
+    body: ChatCompletionRequest, requests: RequestFactory, principal: Principal = FULL_ACCESS
+) -> AnswerQuery:
     if body.model != MODEL_ID:
         raise NotFound(f"The model {body.model!r} does not exist; Carrag serves one model: {MODEL_ID!r}.")
     if body.n not in (None, 1):
@@ -133,7 +136,9 @@ def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> Answe
     texts = [message_text(m) for m in conversation]
     if any(len(text) > MAX_MESSAGE_CHARS for text in texts):
         raise InvalidInput(f"A message is longer than {MAX_MESSAGE_CHARS} characters.")
-    search = requests.search(texts[-1], top_k=body.top_k, tags=body.tags, source=body.source, rerank=body.rerank)
+    search = requests.search(
+        texts[-1], top_k=body.top_k, tags=body.tags, source=body.source, rerank=body.rerank, principal=principal
+    )
     return AnswerQuery(
         search,
         [
@@ -173,9 +178,9 @@ def openai_finish_reason(finish_reason: str) -> str:
     },
 )
 async def chat_completions(
-    body: ChatCompletionRequest, answers: AnswersDep, requests: RequestsDep
+    body: ChatCompletionRequest, answers: AnswersDep, requests: RequestsDep, principal: PrincipalDep
 ) -> ChatCompletionOut | StreamingResponse:
-    request = answer_query(body, requests)
+    request = answer_query(body, requests, principal)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if not body.stream:
