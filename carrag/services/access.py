@@ -29,6 +29,7 @@ from carrag.services.errors import Forbidden
 
 if TYPE_CHECKING:
     from carrag.services.settings import Settings
+    from carrag.services.stores.base import Store
 
 COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 SCOPE_SHAPE = '{"<key>": {"collections": ["<name>", ...] or null, "read_only": true or false}}'
@@ -135,6 +136,30 @@ class Principal:
 
 
 FULL_ACCESS = Principal()
+
+
+# --- scopes name collections; documents carry the collection's id --------------------------------------
+async def readable_collection_ids(principal: Principal, store: Store) -> tuple[str, ...] | None:
+    """The ids of the collections ``principal`` may read; None when it may read every one. Empty when it
+    may read none that exists: callers must then find nothing, never pass it on as "no filter"."""
+    if principal.collections is None:
+        return None
+    return tuple(c.collection_id for c in await store.list_collections() if principal.can_read(c.name))
+
+
+async def collection_name(store: Store, collection_id: str) -> str | None:
+    """The name of the collection with this id (None: there is none)."""
+    for collection in await store.list_collections():
+        if collection.collection_id == collection_id:
+            return collection.name
+    return None
+
+
+async def can_read_collection_id(principal: Principal, store: Store, collection_id: str) -> bool:
+    if principal.collections is None:
+        return True
+    name = await collection_name(store, collection_id)
+    return name is not None and principal.can_read(name)
 
 
 def _quoted(names: Sequence[str]) -> str:

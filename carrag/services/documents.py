@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from carrag.services.access import FULL_ACCESS, Principal
+from carrag.services.access import FULL_ACCESS, Principal, can_read_collection_id, readable_collection_ids
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord
 from carrag.services.requests import normalise_tags
@@ -48,21 +48,31 @@ class DocumentService:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    async def get(self, document_id: str) -> DocumentRecord:
-        """The document, or NotFound (404)."""
+    async def get(self, document_id: str, principal: Principal = FULL_ACCESS) -> DocumentRecord:
+        """The document, or NotFound (404): also when it is in a collection ``principal`` may not read."""
         record = await self.store.get_document(document_id)
-        if record is None:
+        if record is None or not await can_read_collection_id(principal, self.store, record.collection_id):
             raise NotFound(f"No document with id {document_id}.")
         return record
 
-    async def page(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentList:
-        """A page of documents, newest first; ``tag`` matches case-insensitively."""
-        page = await self.store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
+    async def page(
+        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, principal: Principal = FULL_ACCESS
+    ) -> DocumentList:
+        """A page of documents, newest first, of the collections ``principal`` may read; ``tag`` matches
+        case-insensitively."""
+        readable = await readable_collection_ids(principal, self.store)
+        if readable == ():
+            return DocumentList([], 0, offset, limit)
+        page = await self.store.list_documents(
+            offset=offset, limit=limit, tag=tag.strip().lower() if tag else None, collection_ids=readable or ()
+        )
         return DocumentList(page.items, page.total, offset, limit)
 
-    async def chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkList:
+    async def chunks(
+        self, document_id: str, *, offset: int = 0, limit: int = 100, principal: Principal = FULL_ACCESS
+    ) -> ChunkList:
         """A document's chunks in order, or NotFound (404)."""
-        record = await self.get(document_id)
+        record = await self.get(document_id, principal)
         listings = await self.store.get_chunks(document_id, offset=offset, limit=limit)
         return ChunkList(document_id, listings, record.chunk_count, offset, limit)
 
@@ -76,7 +86,7 @@ class DocumentService:
     ) -> DocumentRecord:
         """Replace a document's tags and/or set its title, in place (same id, no re-embedding), or
         NotFound (404). Tags are normalised as at ingest; None leaves a field as it is."""
-        principal.check_change()
+        await self._check_change(document_id, principal)
         record = await self.store.update_metadata(
             document_id,
             tags=normalise_tags(tags) if tags is not None else None,
@@ -89,10 +99,17 @@ class DocumentService:
 
     async def delete(self, document_id: str, principal: Principal = FULL_ACCESS) -> DeletedDocument:
         """Delete a document and all its chunks, or NotFound (404)."""
-        principal.check_change()
+        await self._check_change(document_id, principal)
         if not await self.store.delete_document(document_id):
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
+
+    async def _check_change(self, document_id: str, principal: Principal) -> None:
+        """NotFound (404) for a document ``principal`` may not see, Forbidden (403) for one it may only read."""
+        if principal.full_access:
+            return
+        await self.get(document_id, principal)
+        principal.check_change()  # the collection is readable, so writable unless the key is read-only
 
     async def reset(self, principal: Principal = FULL_ACCESS) -> StoreReset:
         """Delete every document and chunk and forget the embedding model the store was built with
@@ -105,4 +122,7 @@ class DocumentService:
 
     async def sources(self, principal: Principal = FULL_ACCESS) -> list[tuple[str, str]]:
         """(source_id, source_type) of every document ``principal`` may read, sorted."""
-        return sorted(await self.store.list_sources())
+        readable = await readable_collection_ids(principal, self.store)
+        if readable == ():
+            return []
+        return sorted(await self.store.list_sources(readable or ()))

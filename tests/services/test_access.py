@@ -7,8 +7,12 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from carrag.services.access import FULL_ACCESS, KeyRing, Principal, ScopedKey
-from carrag.services.errors import Forbidden
+from carrag.services.access import FULL_ACCESS, KeyRing, Principal, ScopedKey, readable_collection_ids
+from carrag.services.container import Container
+from carrag.services.documents import DocumentService
+from carrag.services.errors import Forbidden, NotFound
+from carrag.services.models import Collection
+from carrag.services.requests import IngestCommand
 from tests.conftest import make_settings
 
 SCOPES = '{"team-a-key": {"collections": ["team-a"], "read_only": true}, "writer-key": {"collections": ["b", "c"]}}'
@@ -109,3 +113,26 @@ def test_principal_checks() -> None:
     with pytest.raises(Forbidden, match="read-only"):
         Principal("r", None, read_only=True).check_full_access("Resetting")
     FULL_ACCESS.check_full_access("Resetting")
+
+
+async def test_a_scope_whose_collections_hold_nothing_sees_nothing(container: Container) -> None:
+    """An empty set of readable collection ids must never reach the store as "no filter" (= everything)."""
+    stored = await container.ingestion.ingest_file(b"Brake fluid every two years.", "brakes.txt", IngestCommand())
+    await container.store.create_collection(Collection("c-team-a", "team-a", "2026-11-23T00:00:00+00:00"))
+    documents = DocumentService(container.store)
+    for scope in (frozenset({"team-a"}), frozenset({"no-such-collection"})):
+        principal = Principal("k", scope)
+        assert await readable_collection_ids(principal, container.store) in ((), ("c-team-a",))
+        page = await documents.page(principal=principal)
+        assert (page.items, page.total) == ([], 0)
+        assert await documents.sources(principal) == []
+        with pytest.raises(NotFound):
+            await documents.get(stored.document_id, principal)
+        with pytest.raises(NotFound):
+            await documents.delete(stored.document_id, principal)
+    default_reader = Principal("k", frozenset({"default"}), read_only=True)
+    assert (await documents.page(principal=default_reader)).total == 1
+    assert await documents.sources(default_reader) == [("brakes.txt", "text")]
+    with pytest.raises(Forbidden, match="read-only"):
+        await documents.update_metadata(stored.document_id, tags=["x"], principal=default_reader)
+    assert (await documents.get(stored.document_id, default_reader)).document_id == stored.document_id

@@ -17,26 +17,28 @@ router = APIRouter(prefix="/documents", tags=["documents"])
 @router.get("", response_model=DocumentPageOut, summary="List documents (newest first)")
 async def list_documents(
     documents: DocumentsDep,
+    principal: PrincipalDep,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
 ) -> DocumentList:
-    return await documents.page(offset=offset, limit=limit, tag=tag)
+    return await documents.page(offset=offset, limit=limit, tag=tag, principal=principal)
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")
-async def get_document(documents: DocumentsDep, document_id: str) -> DocumentRecord:
-    return await documents.get(document_id)
+async def get_document(documents: DocumentsDep, principal: PrincipalDep, document_id: str) -> DocumentRecord:
+    return await documents.get(document_id, principal)
 
 
 @router.get("/{document_id}/chunks", response_model=ChunkPageOut, summary="A document's chunks, in order")
 async def get_chunks(
     documents: DocumentsDep,
+    principal: PrincipalDep,
     document_id: str,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> ChunkList:
-    return await documents.chunks(document_id, offset=offset, limit=limit)
+    return await documents.chunks(document_id, offset=offset, limit=limit, principal=principal)
 
 
 @router.patch(

@@ -1,0 +1,252 @@
+"""Scoped API keys (API_KEY_SCOPES) on every route.
+
+The route table is read from the app (``app.routes``): every route must be listed below under what it
+does with a key's scope (`MUTATING`, `NAMES_A_COLLECTION`, `ONE_DOCUMENT_OR_JOB`, `LISTINGS`, `ADMIN`,
+`MCP`) or in `SCOPE_FREE` on purpose, else `test_every_route_has_scope_handling` fails: a new route
+must say how scoped keys reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+from fastapi import FastAPI
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from carrag.api.main import create_app
+from carrag.services.container import Container
+from carrag.services.requests import IngestCommand
+from tests.conftest import FIXTURES, close_container, make_settings, open_container
+from tests.live_server import LiveServer
+from tests.security.test_auth_and_cors import endpoints, is_public
+
+FULL = "full-key-not-in-scopes"  # in API_KEYS only: full access
+READER = "reader-key-all-collections"  # read-only, every collection
+TEAM = "team-key-team-a-only"  # collection team-a, may write
+TEAM_READER = "team-reader-key"  # collection team-a, read-only
+SCOPES = {
+    READER: {"read_only": True},
+    TEAM: {"collections": ["team-a"]},
+    TEAM_READER: {"collections": ["team-a"], "read_only": True},
+}
+
+
+@dataclass
+class World:
+    app: FastAPI
+    client: httpx.AsyncClient
+    container: Container
+    document_id: str  # in the default collection
+    job_id: str  # an ingest job into the default collection (finished)
+
+    async def call(self, key: str, route: tuple[str, str], build: Build) -> httpx.Response:
+        method = route[0]
+        url, kwargs = build(self)
+        async with asyncio.timeout(60):
+            return await self.client.request(method, url, headers={"Authorization": f"Bearer {key}"}, **kwargs)
+
+
+Build = Callable[[World], tuple[str, dict[str, Any]]]
+
+
+def upload(world: World) -> tuple[str, dict[str, Any]]:
+    return "/ingest/file", {"files": {"file": ("new.txt", b"Winter tyres need 3 mm of tread.", "text/plain")}}
+
+
+def fetch(world: World) -> tuple[str, dict[str, Any]]:
+    return "/ingest/url", {"json": {"url": "http://127.0.0.1:9/page"}}
+
+
+def document(suffix: str = "", **kwargs: Any) -> Build:
+    return lambda world: (f"/documents/{world.document_id}{suffix}", kwargs)
+
+
+def job(**kwargs: Any) -> Build:
+    return lambda world: (f"/jobs/{world.job_id}", kwargs)
+
+
+def fixed(url: str, **kwargs: Any) -> Build:
+    return lambda world: (url, kwargs)
+
+
+QUESTION = {"question": "How often is the brake fluid replaced?", "rerank": False}
+CHAT = {"model": "carrag", "messages": [{"role": "user", "content": QUESTION["question"]}]}
+
+# Every route that changes something: a read-only key gets 403 (on what it may see).
+MUTATING: dict[tuple[str, str], Build] = {
+    ("POST", "/ingest/file"): upload,
+    ("POST", "/ingest/url"): fetch,
+    ("PATCH", "/documents/{document_id}"): document(json={"tags": ["changed"]}),
+    ("DELETE", "/documents/{document_id}"): document(),
+    ("DELETE", "/jobs/{job_id}"): job(),
+    ("POST", "/admin/reset"): fixed("/admin/reset", json={"confirm": True}),
+}
+# Routes that name a collection, or default to one: a key without it gets 403.
+NAMES_A_COLLECTION: dict[tuple[str, str], Build] = {
+    ("POST", "/search"): fixed("/search", json=QUESTION),
+    ("POST", "/query"): fixed("/query", json=QUESTION),
+    ("POST", "/query/stream"): fixed("/query/stream", json=QUESTION),
+    ("POST", "/v1/chat/completions"): fixed("/v1/chat/completions", json=CHAT),
+    ("POST", "/ingest/file"): upload,
+    ("POST", "/ingest/url"): fetch,
+}
+# Routes about one document or job: 404 when its collection is outside the key's scope.
+ONE_DOCUMENT_OR_JOB: dict[tuple[str, str], Build] = {
+    ("GET", "/documents/{document_id}"): document(),
+    ("GET", "/documents/{document_id}/chunks"): document("/chunks"),
+    ("PATCH", "/documents/{document_id}"): document(json={"tags": ["changed"]}),
+    ("DELETE", "/documents/{document_id}"): document(),
+    ("GET", "/jobs/{job_id}"): job(),
+    ("DELETE", "/jobs/{job_id}"): job(),
+}
+# Listings: only what the key may see (checked in test_listings_show_only_what_the_key_may_see).
+LISTINGS = {("GET", "/documents"), ("GET", "/jobs")}
+ADMIN = {("POST", "/admin/reset")}
+# /mcp: one ASGI endpoint for every method; its tools check the key's scope (test_mcp_tools_respect_the_scope).
+MCP = {("GET", "/mcp"), ("POST", "/mcp"), ("DELETE", "/mcp")}
+# Nothing in them belongs to a collection: any valid key.
+SCOPE_FREE = {
+    ("GET", "/v1/models"): "the one model name",
+    ("GET", "/metrics"): "service counters, no document content",
+}
+
+
+def test_every_route_has_scope_handling(world: World) -> None:
+    covered = set(MUTATING) | set(NAMES_A_COLLECTION) | set(ONE_DOCUMENT_OR_JOB) | LISTINGS | ADMIN | MCP
+    covered |= set(SCOPE_FREE)
+    routes = {route for route in endpoints(world.app) if not is_public(route[1])}
+    assert routes, "the route walk found the API"
+    assert routes - covered == set(), "routes without a scoped-key test: list them in tests/api/test_scoped_keys.py"
+    assert covered - routes == set(), "listed routes the app no longer has"
+
+
+@pytest.fixture
+async def world(tmp_path, embedding_backend) -> AsyncIterator[World]:
+    settings = make_settings(
+        tmp_path,
+        api_keys=",".join([FULL, READER, TEAM, TEAM_READER]),
+        api_key_scopes=json.dumps(SCOPES),
+        tagger="off",
+        rerank_enabled=False,
+    )
+    container = await open_container(settings, embedding_backend)
+    app = create_app(container=container)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://carrag.test", timeout=60) as client:
+        brakes = (FIXTURES / "corpus" / "brakes.txt").read_bytes()
+        stored = await container.ingestion.ingest_file(brakes, "manuals/brakes.txt", IngestCommand())
+        files = {"file": ("oil.txt", (FIXTURES / "corpus" / "oil_service.txt").read_bytes(), "text/plain")}
+        accepted = await client.post(
+            "/ingest/file?async=true", files=files, headers={"Authorization": f"Bearer {FULL}"}
+        )
+        assert accepted.status_code == 202, accepted.text
+        job_id = accepted.json()["job_id"]
+        while not container.jobs.get(job_id).finished:
+            await asyncio.sleep(0.05)
+        yield World(app, client, container, stored.document_id, job_id)
+    await close_container(container)
+
+
+def forbidden(response: httpx.Response, reason: str) -> None:
+    assert response.status_code == 403, (response.status_code, response.text[:300])
+    assert response.headers["content-type"].startswith("application/json")
+    assert reason in response.json()["detail"], response.json()
+
+
+async def document_unchanged(world: World) -> None:
+    record = await world.container.store.get_document(world.document_id)
+    assert record is not None and "changed" not in record.tags
+
+
+@pytest.mark.parametrize("route", sorted(MUTATING))
+async def test_read_only_keys_may_change_nothing(world: World, route: tuple[str, str]) -> None:
+    before = (await world.container.store.list_documents(offset=0, limit=10)).total
+    for key in (READER, TEAM_READER) if route not in ONE_DOCUMENT_OR_JOB else (READER,):
+        forbidden(await world.call(key, route, MUTATING[route]), "read-only")
+    await document_unchanged(world)
+    assert (await world.container.store.list_documents(offset=0, limit=10)).total == before
+    assert world.container.jobs.count() == 1
+
+
+@pytest.mark.parametrize("route", sorted(NAMES_A_COLLECTION))
+async def test_a_collection_outside_the_scope_is_forbidden(world: World, route: tuple[str, str]) -> None:
+    response = await world.call(TEAM, route, NAMES_A_COLLECTION[route])
+    forbidden(response, "collection 'default'")
+    if route == ("POST", "/v1/chat/completions"):
+        assert response.json()["error"]["type"] == "permission_error"
+
+
+@pytest.mark.parametrize("route", sorted(ONE_DOCUMENT_OR_JOB))
+async def test_a_document_or_job_outside_the_scope_does_not_exist(world: World, route: tuple[str, str]) -> None:
+    for key in (TEAM, TEAM_READER):
+        response = await world.call(key, route, ONE_DOCUMENT_OR_JOB[route])
+        assert response.status_code == 404, (key, response.status_code, response.text[:300])
+        assert "No " in response.json()["detail"]
+    await document_unchanged(world)
+
+
+@pytest.mark.parametrize("route", sorted(ADMIN))
+async def test_admin_needs_full_access(world: World, route: tuple[str, str]) -> None:
+    for key, reason in ((TEAM, "access to every collection"), (READER, "read-only"), (TEAM_READER, "read-only")):
+        forbidden(await world.call(key, route, MUTATING[route]), reason)
+    response = await world.call(FULL, route, MUTATING[route])
+    assert response.status_code == 200 and response.json()["documents_deleted"] == 2
+
+
+async def test_listings_show_only_what_the_key_may_see(world: World) -> None:
+    for key, documents, jobs in ((FULL, 2, 1), (READER, 2, 1), (TEAM, 0, 0), (TEAM_READER, 0, 0)):
+        page = (await world.call(key, ("GET", "/documents"), fixed("/documents"))).json()
+        assert (len(page["items"]), page["total"]) == (documents, documents), key
+        listed = (await world.call(key, ("GET", "/jobs"), fixed("/jobs"))).json()
+        assert (len(listed["items"]), listed["total"]) == (jobs, jobs), key
+
+
+@pytest.mark.parametrize("key", [FULL, READER])
+async def test_keys_that_reach_the_collection_read_as_before(world: World, key: str) -> None:
+    reads = {**NAMES_A_COLLECTION, **ONE_DOCUMENT_OR_JOB}
+    for route, build in sorted(reads.items()):
+        if route in MUTATING:
+            continue
+        response = await world.call(key, route, build)
+        assert response.status_code == 200, (key, route, response.status_code, response.text[:300])
+    for route in SCOPE_FREE:
+        response = await world.call(key, route, fixed(route[1]))
+        assert response.status_code == 200, (key, route, response.status_code)
+
+
+@pytest.mark.parametrize("route", sorted(MUTATING))
+async def test_a_key_not_in_api_key_scopes_keeps_full_access(world: World, route: tuple[str, str]) -> None:
+    response = await world.call(FULL, route, MUTATING[route])
+    expected = {
+        ("POST", "/ingest/file"): 200,
+        ("POST", "/ingest/url"): 400,  # refused by the fetcher (a loopback address), not by the key
+        ("PATCH", "/documents/{document_id}"): 200,
+        ("DELETE", "/documents/{document_id}"): 200,
+        ("DELETE", "/jobs/{job_id}"): 409,  # already finished
+        ("POST", "/admin/reset"): 200,
+    }
+    assert response.status_code == expected[route], (route, response.text[:300])
+
+
+async def test_mcp_tools_respect_the_scope(world: World) -> None:
+    with LiveServer(world.app) as served:
+        for key, sees in ((FULL, True), (TEAM, False)):
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+                async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:
+                    found = await client.call_tool("search_documents", {"query": "brake fluid", "top_k": 2})
+                    text = found.content[0].text
+                    listed = (await client.call_tool("list_sources", {})).content[0].text
+            if sees:
+                assert not found.is_error and "[Source: manuals/brakes.txt" in text
+                assert "manuals/brakes.txt" in listed
+            else:
+                assert found.is_error and "may not read collection 'default'" in text
+                assert "manuals/brakes.txt" not in listed
