@@ -92,6 +92,7 @@ async def require_api_key(
     principal = keys.authenticate(credentials.credentials if credentials else "")
     if principal is None:
         raise Unauthorized()
+    request.state.key_id = principal.key_id  # for the access log (which key a client uses, e.g. while rotating)
     return principal
 
 

@@ -109,7 +109,8 @@ class McpEndpoint:
         if principal is None:
             await send_unauthorized(send)
             return
-        scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
+        state = scope.setdefault("state", {})
+        state[PRINCIPAL_STATE], state["key_id"] = principal, principal.key_id
         await self.manager.handle_request(scope, receive, send)
 
 

@@ -9,7 +9,9 @@ must say how scoped keys reach it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -250,3 +252,13 @@ async def test_mcp_tools_respect_the_scope(world: World) -> None:
             else:
                 assert found.is_error and "may not read collection 'default'" in text
                 assert "manuals/brakes.txt" not in listed
+
+
+async def test_the_access_log_names_the_key_used_never_the_key(world: World, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="carrag.access"):
+        for key in (FULL, TEAM):
+            await world.call(key, ("GET", "/documents"), fixed("/documents"))
+    lines = [record for record in caplog.records if record.name == "carrag.access"]
+    expected = ["key-" + hashlib.sha256(key.encode()).hexdigest()[:10] for key in (FULL, TEAM)]
+    assert [getattr(record, "key_id", None) for record in lines] == expected
+    assert not any(key in caplog.text for key in (FULL, TEAM))
