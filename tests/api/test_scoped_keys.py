@@ -151,7 +151,7 @@ async def world(tmp_path, embedding_backend) -> AsyncIterator[World]:
         )
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
-        while not container.jobs.get(job_id).finished:
+        while not (await container.jobs.get(job_id)).finished:
             await asyncio.sleep(0.05)
         yield World(app, client, container, stored.document_id, job_id)
     await close_container(container)
@@ -175,7 +175,7 @@ async def test_read_only_keys_may_change_nothing(world: World, route: tuple[str,
         forbidden(await world.call(key, route, MUTATING[route]), "read-only")
     await document_unchanged(world)
     assert (await world.container.store.list_documents(offset=0, limit=10)).total == before
-    assert world.container.jobs.count() == 1
+    assert await world.container.jobs.total() == 1
 
 
 @pytest.mark.parametrize("route", sorted(NAMES_A_COLLECTION))
