@@ -28,8 +28,8 @@ from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 from carrag.services.errors import Forbidden
 
 if TYPE_CHECKING:
+    from carrag.services.collections import CollectionService
     from carrag.services.settings import Settings
-    from carrag.services.stores.base import Store
 
 COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 SCOPE_SHAPE = '{"<key>": {"collections": ["<name>", ...] or null, "read_only": true or false}}'
@@ -139,26 +139,19 @@ FULL_ACCESS = Principal()
 
 
 # --- scopes name collections; documents carry the collection's id --------------------------------------
-async def readable_collection_ids(principal: Principal, store: Store) -> tuple[str, ...] | None:
+async def readable_collection_ids(principal: Principal, collections: CollectionService) -> tuple[str, ...] | None:
     """The ids of the collections ``principal`` may read; None when it may read every one. Empty when it
     may read none that exists: callers must then find nothing, never pass it on as "no filter"."""
     if principal.collections is None:
         return None
-    return tuple(c.collection_id for c in await store.list_collections() if principal.can_read(c.name))
+    names = await collections.names_by_id()
+    return tuple(collection_id for collection_id, name in names.items() if principal.can_read(name))
 
 
-async def collection_name(store: Store, collection_id: str) -> str | None:
-    """The name of the collection with this id (None: there is none)."""
-    for collection in await store.list_collections():
-        if collection.collection_id == collection_id:
-            return collection.name
-    return None
-
-
-async def can_read_collection_id(principal: Principal, store: Store, collection_id: str) -> bool:
+async def can_read_collection_id(principal: Principal, collections: CollectionService, collection_id: str) -> bool:
     if principal.collections is None:
         return True
-    name = await collection_name(store, collection_id)
+    name = (await collections.names_by_id()).get(collection_id)
     return name is not None and principal.can_read(name)
 
 

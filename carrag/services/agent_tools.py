@@ -59,7 +59,7 @@ async def search_documents(
 async def list_sources(documents: DocumentService, principal: Principal = FULL_ACCESS) -> str:
     """Every ingested source id (the values ``search_documents`` can filter on) ``principal`` may read,
     one per line."""
-    sources = await documents.sources(principal)
+    sources = await documents.sources(principal=principal)
     if not sources:
         return EMPTY_INDEX_MESSAGE
     lines = [f"{len(sources)} ingested source{'s' if len(sources) != 1 else ''} (source id, type):"]

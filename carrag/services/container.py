@@ -16,6 +16,7 @@ import numpy as np
 
 from carrag import extras
 from carrag.services.answering import AnswerService
+from carrag.services.collections import CollectionService
 from carrag.services.documents import DocumentService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
 from carrag.services.embedders.service import EmbeddingService
@@ -187,6 +188,11 @@ class Container:
     telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def collections(self) -> CollectionService:
+        """The collections (knowledge bases), shared by every service."""
+        return self.documents.collections
+
     async def health(self) -> dict[str, ComponentHealth]:
         store, embedder, llm, reranker = await asyncio.gather(
             self.store.health(), self.embedder.health(), self.llm.health(), self.reranker.health()
@@ -248,8 +254,9 @@ async def build_container(
         )
     fetcher = fetcher or build_fetcher(settings)
     tagger = build_tagger(settings, llm)
-    search = SearchService(settings, store, embedder, reranker, telemetry)
-    ingestion = IngestionService(settings, store, embedder, tagger, fetcher, telemetry)
+    collections = CollectionService(store)  # one registry cache for every service
+    search = SearchService(settings, store, embedder, reranker, telemetry, collections)
+    ingestion = IngestionService(settings, store, embedder, tagger, fetcher, telemetry, collections)
     return Container(
         settings=settings,
         store=store,
@@ -261,7 +268,7 @@ async def build_container(
         ingestion=ingestion,
         search=search,
         answers=AnswerService(settings, search, llm, telemetry),
-        documents=DocumentService(store),
+        documents=DocumentService(store, collections),
         requests=RequestFactory(settings),
         jobs=JobManager(settings, ingestion, telemetry, build_job_repository(settings, store)),
         telemetry=telemetry,

@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 
 from carrag.services.access import FULL_ACCESS, Principal, can_read_collection_id, readable_collection_ids
+from carrag.services.collections import CollectionService
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord
 from carrag.services.requests import normalise_tags
@@ -45,27 +46,37 @@ class StoreReset:
 
 
 class DocumentService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, collections: CollectionService | None = None) -> None:
         self.store = store
+        self.collections = collections or CollectionService(store)
 
     async def get(self, document_id: str, principal: Principal = FULL_ACCESS) -> DocumentRecord:
         """The document, or NotFound (404): also when it is in a collection ``principal`` may not read."""
         record = await self.store.get_document(document_id)
-        if record is None or not await can_read_collection_id(principal, self.store, record.collection_id):
+        if record is None or not await can_read_collection_id(principal, self.collections, record.collection_id):
             raise NotFound(f"No document with id {document_id}.")
+        await self.collections.name_documents([record])
         return record
 
     async def page(
-        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, principal: Principal = FULL_ACCESS
+        self,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        tag: str | None = None,
+        collections: list[str] | None = None,
+        principal: Principal = FULL_ACCESS,
     ) -> DocumentList:
-        """A page of documents, newest first, of the collections ``principal`` may read; ``tag`` matches
-        case-insensitively."""
-        readable = await readable_collection_ids(principal, self.store)
-        if readable == ():
+        """A page of documents, newest first; ``tag`` matches case-insensitively. ``collections``
+        (names; unknown → NotFound, outside ``principal``'s scope → Forbidden) restricts it; none: every
+        collection ``principal`` may read."""
+        collection_ids = await self._listed_collection_ids(collections, principal)
+        if collection_ids == ():
             return DocumentList([], 0, offset, limit)
         page = await self.store.list_documents(
-            offset=offset, limit=limit, tag=tag.strip().lower() if tag else None, collection_ids=readable or ()
+            offset=offset, limit=limit, tag=tag.strip().lower() if tag else None, collection_ids=collection_ids or ()
         )
+        await self.collections.name_documents(page.items)
         return DocumentList(page.items, page.total, offset, limit)
 
     async def chunks(
@@ -95,6 +106,7 @@ class DocumentService:
         if record is None:
             raise NotFound(f"No document with id {document_id}.")
         logger.info("document metadata updated", extra={"document_id": document_id})
+        await self.collections.name_documents([record])
         return record
 
     async def delete(self, document_id: str, principal: Principal = FULL_ACCESS) -> DeletedDocument:
@@ -120,9 +132,21 @@ class DocumentService:
         logger.warning("store reset: every document deleted", extra={"documents": documents})
         return StoreReset(documents_deleted=documents)
 
-    async def sources(self, principal: Principal = FULL_ACCESS) -> list[tuple[str, str]]:
-        """(source_id, source_type) of every document ``principal`` may read, sorted."""
-        readable = await readable_collection_ids(principal, self.store)
-        if readable == ():
+    async def sources(
+        self, collections: list[str] | None = None, *, principal: Principal = FULL_ACCESS
+    ) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document (of these collections, by name, if given; only
+        of collections ``principal`` may read), sorted."""
+        collection_ids = await self._listed_collection_ids(collections, principal)
+        if collection_ids == ():
             return []
-        return sorted(await self.store.list_sources(readable or ()))
+        return sorted(await self.store.list_sources(collection_ids or ()))
+
+    async def _listed_collection_ids(self, names: list[str] | None, principal: Principal) -> tuple[str, ...] | None:
+        """The collection ids a listing is restricted to: the named collections (Forbidden when one is
+        outside ``principal``'s scope, NotFound when one does not exist), else every collection
+        ``principal`` may read. None: no restriction; empty: nothing to list (never "no filter")."""
+        if names:
+            principal.check_read(names)
+            return tuple(c.collection_id for c in await self.collections.resolve(names))
+        return await readable_collection_ids(principal, self.collections)

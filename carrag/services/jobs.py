@@ -77,16 +77,21 @@ class JobManager:
     # --- submitting ------------------------------------------------------------------------------
     async def submit_file(self, data: bytes, filename: str, options: IngestCommand) -> Job:
         return await self._submit(
-            JobKind.FILE, filename, lambda observer: self.ingestion.ingest_file(data, filename, options, observer)
+            JobKind.FILE,
+            filename,
+            lambda observer: self.ingestion.ingest_file(data, filename, options, observer),
+            options.collection,
         )
 
     async def submit_url(self, url: str, options: IngestCommand) -> Job:
-        return await self._submit(JobKind.URL, url, lambda observer: self.ingestion.ingest_url(url, options, observer))
+        return await self._submit(
+            JobKind.URL, url, lambda observer: self.ingestion.ingest_url(url, options, observer), options.collection
+        )
 
-    async def _submit(self, kind: JobKind, source: str, work: Work) -> Job:
+    async def _submit(self, kind: JobKind, source: str, work: Work, collection: str) -> Job:
         self.start()
         self._prune()
-        job = Job(job_id=uuid.uuid4().hex, kind=kind, source=source, owner=self.owner)
+        job = Job(job_id=uuid.uuid4().hex, kind=kind, source=source, collection=collection, owner=self.owner)
         job.lease_expires_at = self.leases.expiry()
         self._jobs[job.job_id] = job
         job.task = asyncio.create_task(self._run(job, work), name=f"ingest-job-{job.job_id}")

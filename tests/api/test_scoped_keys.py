@@ -14,6 +14,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from carrag.api.main import create_app
 from carrag.services.container import Container
 from carrag.services.requests import IngestCommand
+from carrag.services.settings import Settings
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
 from tests.live_server import LiveServer
 from tests.security.test_auth_and_cors import endpoints, is_public
@@ -48,6 +50,8 @@ class World:
     container: Container
     document_id: str  # in the default collection
     job_id: str  # an ingest job into the default collection (finished)
+    team_document_id: str  # in team-a, ingested by TEAM through an ingest job
+    team_job_id: str
 
     async def call(self, key: str, route: tuple[str, str], build: Build) -> httpx.Response:
         method = route[0]
@@ -90,6 +94,9 @@ MUTATING: dict[tuple[str, str], Build] = {
     ("DELETE", "/documents/{document_id}"): document(),
     ("DELETE", "/jobs/{job_id}"): job(),
     ("POST", "/admin/reset"): fixed("/admin/reset", json={"confirm": True}),
+    ("POST", "/collections"): fixed("/collections", json={"name": "team-b"}),
+    ("PATCH", "/collections/{name}"): fixed("/collections/team-a", json={"name": "team-a-renamed"}),
+    ("DELETE", "/collections/{name}"): fixed("/collections/team-a"),
 }
 # Routes that name a collection, or default to one: a key without it gets 403.
 NAMES_A_COLLECTION: dict[tuple[str, str], Build] = {
@@ -99,6 +106,8 @@ NAMES_A_COLLECTION: dict[tuple[str, str], Build] = {
     ("POST", "/v1/chat/completions"): fixed("/v1/chat/completions", json=CHAT),
     ("POST", "/ingest/file"): upload,
     ("POST", "/ingest/url"): fetch,
+    ("GET", "/collections/{name}"): fixed("/collections/default"),
+    ("GET", "/documents"): fixed("/documents?collection=default"),
 }
 # Routes about one document or job: 404 when its collection is outside the key's scope.
 ONE_DOCUMENT_OR_JOB: dict[tuple[str, str], Build] = {
@@ -110,13 +119,14 @@ ONE_DOCUMENT_OR_JOB: dict[tuple[str, str], Build] = {
     ("DELETE", "/jobs/{job_id}"): job(),
 }
 # Listings: only what the key may see (checked in test_listings_show_only_what_the_key_may_see).
-LISTINGS = {("GET", "/documents"), ("GET", "/jobs")}
-ADMIN = {("POST", "/admin/reset")}
+LISTINGS = {("GET", "/documents"), ("GET", "/jobs"), ("GET", "/collections"), ("GET", "/v1/models")}
+# Administration: a key limited in any way gets 403.
+ADMIN = {("POST", "/admin/reset"), ("POST", "/collections"), ("PATCH", "/collections/{name}")}
+ADMIN |= {("DELETE", "/collections/{name}")}
 # /mcp: one ASGI endpoint for every method; its tools check the key's scope (test_mcp_tools_respect_the_scope).
 MCP = {("GET", "/mcp"), ("POST", "/mcp"), ("DELETE", "/mcp")}
 # Nothing in them belongs to a collection: any valid key.
 SCOPE_FREE = {
-    ("GET", "/v1/models"): "the one model name",
     ("GET", "/metrics"): "service counters, no document content",
 }
 
@@ -132,14 +142,7 @@ def test_every_route_has_scope_handling(world: World) -> None:
 
 @pytest.fixture
 async def world(tmp_path, embedding_backend) -> AsyncIterator[World]:
-    settings = make_settings(
-        tmp_path,
-        api_keys=",".join([FULL, READER, TEAM, TEAM_READER]),
-        api_key_scopes=json.dumps(SCOPES),
-        tagger="off",
-        rerank_enabled=False,
-    )
-    container = await open_container(settings, embedding_backend)
+    container = await open_container(keyed_settings(tmp_path), embedding_backend)
     app = create_app(container=container)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://carrag.test", timeout=60) as client:
@@ -151,9 +154,25 @@ async def world(tmp_path, embedding_backend) -> AsyncIterator[World]:
         )
         assert accepted.status_code == 202, accepted.text
         job_id = accepted.json()["job_id"]
-        while not (await container.jobs.get(job_id)).finished:
-            await asyncio.sleep(0.05)
-        yield World(app, client, container, stored.document_id, job_id)
+        created = await client.post(
+            "/collections", json={"name": "team-a"}, headers={"Authorization": f"Bearer {FULL}"}
+        )
+        assert created.status_code == 201, created.text
+        tires = (FIXTURES / "corpus" / "tire_pressure.txt").read_bytes()
+        accepted = await client.post(
+            "/ingest/file?async=true",
+            files={"file": ("tires.txt", tires, "text/plain")},
+            data={"collection": "team-a"},
+            headers={"Authorization": f"Bearer {TEAM}"},
+        )
+        assert accepted.status_code == 202, accepted.text
+        team_job_id = accepted.json()["job_id"]
+        for waited in (job_id, team_job_id):
+            while not (await container.jobs.get(waited)).finished:
+                await asyncio.sleep(0.05)
+        team_job = await container.jobs.get(team_job_id)
+        assert team_job.result is not None, team_job.error
+        yield World(app, client, container, stored.document_id, job_id, team_job.result.document_id, team_job_id)
     await close_container(container)
 
 
@@ -175,7 +194,8 @@ async def test_read_only_keys_may_change_nothing(world: World, route: tuple[str,
         forbidden(await world.call(key, route, MUTATING[route]), "read-only")
     await document_unchanged(world)
     assert (await world.container.store.list_documents(offset=0, limit=10)).total == before
-    assert await world.container.jobs.total() == 1
+    assert await world.container.jobs.total() == 2
+    assert [c.name for c in await world.container.collections.list()] == ["default", "team-a"]
 
 
 @pytest.mark.parametrize("route", sorted(NAMES_A_COLLECTION))
@@ -200,15 +220,60 @@ async def test_admin_needs_full_access(world: World, route: tuple[str, str]) -> 
     for key, reason in ((TEAM, "access to every collection"), (READER, "read-only"), (TEAM_READER, "read-only")):
         forbidden(await world.call(key, route, MUTATING[route]), reason)
     response = await world.call(FULL, route, MUTATING[route])
-    assert response.status_code == 200 and response.json()["documents_deleted"] == 2
+    assert response.status_code in (200, 201), response.text[:300]
+    if route == ("POST", "/admin/reset"):
+        assert response.json()["documents_deleted"] == 3
 
 
 async def test_listings_show_only_what_the_key_may_see(world: World) -> None:
-    for key, documents, jobs in ((FULL, 2, 1), (READER, 2, 1), (TEAM, 0, 0), (TEAM_READER, 0, 0)):
+    everything = (3, 2, ["default", "team-a"], ["carrag", "carrag:team-a"])
+    team_a = (1, 1, ["team-a"], ["carrag:team-a"])
+    for key, (documents, jobs, collections, models) in (
+        (FULL, everything),
+        (READER, everything),
+        (TEAM, team_a),
+        (TEAM_READER, team_a),
+    ):
         page = (await world.call(key, ("GET", "/documents"), fixed("/documents"))).json()
         assert (len(page["items"]), page["total"]) == (documents, documents), key
+        if key in (TEAM, TEAM_READER):
+            assert [item["document_id"] for item in page["items"]] == [world.team_document_id]
         listed = (await world.call(key, ("GET", "/jobs"), fixed("/jobs"))).json()
         assert (len(listed["items"]), listed["total"]) == (jobs, jobs), key
+        shown = (await world.call(key, ("GET", "/collections"), fixed("/collections"))).json()
+        assert [item["name"] for item in shown["items"]] == collections, key
+        served = (await world.call(key, ("GET", "/v1/models"), fixed("/v1/models"))).json()
+        assert [model["id"] for model in served["data"]] == models, key
+
+
+async def test_a_scoped_key_works_inside_its_scope(world: World) -> None:
+    team_document = f"/documents/{world.team_document_id}"
+    in_team_a = {"question": "What tyre pressure?", "collection": "team-a", "rerank": False}
+    reads = [
+        ("GET", team_document, {}),
+        ("GET", f"{team_document}/chunks", {}),
+        ("GET", f"/jobs/{world.team_job_id}", {}),
+        ("GET", "/collections/team-a", {}),
+        ("GET", "/documents?collection=team-a", {}),
+        ("POST", "/search", {"json": in_team_a}),
+        ("POST", "/query", {"json": in_team_a}),
+        ("POST", "/v1/chat/completions", {"json": {**CHAT, "model": "carrag:team-a"}}),
+    ]
+    for key in (TEAM, TEAM_READER):
+        for method, url, kwargs in reads:
+            response = await world.call(key, (method, url), fixed(url, **kwargs))
+            assert response.status_code == 200, (key, method, url, response.text[:300])
+    hits = (await world.call(TEAM, ("POST", "/search"), fixed("/search", json=in_team_a))).json()["results"]
+    assert hits and {hit["document_id"] for hit in hits} == {world.team_document_id}
+    patch = fixed(team_document, json={"tags": ["changed"]})
+    forbidden(await world.call(TEAM_READER, ("PATCH", team_document), patch), "read-only")
+    assert (await world.call(TEAM, ("PATCH", team_document), patch)).json()["tags"] == ["changed"]
+    both = {**in_team_a, "collection": None, "collections": ["team-a", "default"]}
+    forbidden(await world.call(TEAM, ("POST", "/search"), fixed("/search", json=both)), "collection 'default'")
+    upload_to_default = fixed("/ingest/file", files=upload(world)[1]["files"], data={"collection": "default"})
+    forbidden(await world.call(TEAM, ("POST", "/ingest/file"), upload_to_default), "may not write to collection")
+    unknown = fixed("/search", json={**in_team_a, "collection": "team-z"})
+    forbidden(await world.call(TEAM, ("POST", "/search"), unknown), "collection 'team-z'")  # 403 before 404
 
 
 @pytest.mark.parametrize("key", [FULL, READER])
@@ -234,12 +299,35 @@ async def test_a_key_not_in_api_key_scopes_keeps_full_access(world: World, route
         ("DELETE", "/documents/{document_id}"): 200,
         ("DELETE", "/jobs/{job_id}"): 409,  # already finished
         ("POST", "/admin/reset"): 200,
+        ("POST", "/collections"): 201,
+        ("PATCH", "/collections/{name}"): 200,
+        ("DELETE", "/collections/{name}"): 200,
     }
     assert response.status_code == expected[route], (route, response.text[:300])
 
 
-async def test_mcp_tools_respect_the_scope(world: World) -> None:
-    with LiveServer(world.app) as served:
+def keyed_settings(tmp_path: Path) -> Settings:
+    return make_settings(
+        tmp_path,
+        api_keys=",".join([FULL, READER, TEAM, TEAM_READER]),
+        api_key_scopes=json.dumps(SCOPES),
+        tagger="off",
+        rerank_enabled=False,
+    )
+
+
+async def test_mcp_tools_respect_the_scope(tmp_path: Path, embedding_backend) -> None:
+    container = await open_container(keyed_settings(tmp_path), embedding_backend)
+    brakes = (FIXTURES / "corpus" / "brakes.txt").read_bytes()
+    await container.ingestion.ingest_file(brakes, "manuals/brakes.txt", IngestCommand())
+    try:
+        await check_mcp_tools(create_app(container=container))
+    finally:
+        await close_container(container)
+
+
+async def check_mcp_tools(app: FastAPI) -> None:
+    with LiveServer(app) as served:
         for key, sees in ((FULL, True), (TEAM, False)):
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
                 async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:

@@ -21,8 +21,12 @@ async def list_documents(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
+    collection: Annotated[
+        list[str] | None,
+        Query(max_length=100, description="Only documents of this collection (repeat for several); absent: all."),
+    ] = None,
 ) -> DocumentList:
-    return await documents.page(offset=offset, limit=limit, tag=tag, principal=principal)
+    return await documents.page(offset=offset, limit=limit, tag=tag, collections=collection, principal=principal)
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")
