@@ -76,15 +76,16 @@ def build_store(settings: Settings) -> Store:
     return SqliteStore(settings.resolved_sqlite_path)
 
 
-def build_job_repository(settings: Settings, store: Store) -> JobRepository:
+def build_job_repository(settings: Settings, store: Store, store_error: str | None = None) -> JobRepository:
     """Job records go where the documents go: a table in the SQLite file, an index beside the
-    Elasticsearch alias; a store without either (a test double) keeps them in memory."""
+    Elasticsearch alias; a store without either (a test double) keeps them in memory. ``store_error``:
+    why the store did not open (a SQLite file another process holds is not written to)."""
     from carrag.services.stores.sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
         from carrag.services.stores.sqlite_jobs import SqliteJobRepository
 
-        return SqliteJobRepository(store.path)
+        return SqliteJobRepository(store.path, unavailable=store_error)
     if getattr(store, "backend", None) == "elasticsearch":
         from carrag.services.stores.elasticsearch.jobs import ElasticsearchJobRepository
 
@@ -270,7 +271,9 @@ async def build_container(
         answers=AnswerService(settings, search, llm, telemetry),
         documents=DocumentService(store, collections),
         requests=RequestFactory(settings),
-        jobs=JobManager(settings, ingestion, telemetry, build_job_repository(settings, store)),
+        jobs=JobManager(
+            settings, ingestion, telemetry, build_job_repository(settings, store, startup_errors.get("store"))
+        ),
         telemetry=telemetry,
         startup_errors=startup_errors,
     )
