@@ -320,6 +320,7 @@ async def test_mcp_tools_respect_the_scope(tmp_path: Path, embedding_backend) ->
     container = await open_container(keyed_settings(tmp_path), embedding_backend)
     brakes = (FIXTURES / "corpus" / "brakes.txt").read_bytes()
     await container.ingestion.ingest_file(brakes, "manuals/brakes.txt", IngestCommand())
+    await container.collections.create("team-a")
     try:
         await check_mcp_tools(create_app(container=container))
     finally:
@@ -328,18 +329,29 @@ async def test_mcp_tools_respect_the_scope(tmp_path: Path, embedding_backend) ->
 
 async def check_mcp_tools(app: FastAPI) -> None:
     with LiveServer(app) as served:
-        for key, sees in ((FULL, True), (TEAM, False)):
+        for key in (FULL, TEAM):
             async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
                 async with Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as client:
-                    found = await client.call_tool("search_documents", {"query": "brake fluid", "top_k": 2})
-                    text = found.content[0].text
-                    listed = (await client.call_tool("list_sources", {})).content[0].text
-            if sees:
-                assert not found.is_error and "[Source: manuals/brakes.txt" in text
-                assert "manuals/brakes.txt" in listed
+
+                    async def call(tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+                        result = await client.call_tool(tool, arguments)
+                        return result.is_error, result.content[0].text
+
+                    found = await call("search_documents", {"query": "brake fluid", "top_k": 2})
+                    in_team_a = await call("search_documents", {"query": "brake fluid", "collections": ["team-a"]})
+                    both = await call("search_documents", {"query": "brake", "collections": ["team-a", "default"]})
+                    listed = await call("list_sources", {})
+                    collections = await call("list_collections", {})
+            assert not in_team_a[0], in_team_a  # team-a is empty, and in both keys' scope
+            if key == FULL:
+                assert not found[0] and "[Source: manuals/brakes.txt" in found[1]
+                assert not both[0] and "[Source: manuals/brakes.txt" in both[1]
+                assert not listed[0] and "manuals/brakes.txt" in listed[1]
+                assert "- default (1)" in collections[1] and "- team-a (0)" in collections[1]
             else:
-                assert found.is_error and "may not read collection 'default'" in text
-                assert "manuals/brakes.txt" not in listed
+                for refused in (found, both, listed):
+                    assert refused[0] and "may not read collection 'default'" in refused[1], refused
+                assert "- team-a (0)" in collections[1] and "default" not in collections[1]
 
 
 async def test_the_access_log_names_the_key_used_never_the_key(world: World, caplog: pytest.LogCaptureFixture) -> None:
