@@ -88,3 +88,7 @@ class NotRetryable(DependencyUnavailable):
 
 class IngestCancelled(CarragError):
     """An ingest job was cancelled; nothing of it was stored."""
+
+
+class Forbidden(CarragError):
+    """403: the API key may not do this (API_KEY_SCOPES: another collection, or read-only)."""
