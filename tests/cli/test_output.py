@@ -176,6 +176,12 @@ def test_the_same_source_in_two_collections_is_told_apart_with_collection(env) -
     assert carrag(env, "documents", "delete", "a/manual.md", "-c", "team-a", "--yes").exit_code == 0
     assert carrag(env, "documents", "show", "a/manual.md", "--json").exit_code == 0, "the default one is left"
 
+    plain = carrag(env, "collections", "list").stdout.splitlines()
+    assert plain[0].split("\t") == ["collection_id", "name", "documents", "created"]
+    assert [line.split("\t")[1:3] for line in plain[1:]] == [["default", "3"], ["team-a", "0"]]
+    table = screen_lines(carrag(env, "collections", "list", terminal=True).stdout)
+    assert any(re.match(r"^default +default +3 ", line) for line in table), table
+
 
 def test_a_refused_key_names_the_option_and_the_variable(env) -> None:
     from carrag.cli.client import AUTH_HINT
