@@ -173,7 +173,7 @@ def migrate_to_collections(connection: sqlite3.Connection, created_at: str) -> b
         connection.execute("COMMIT")
     finally:
         connection.execute("PRAGMA foreign_keys = ON")
-    logger.info("moved the store's documents into the default collection", extra={"path": "sqlite"})
+    logger.info("moved the store's documents into the default collection")
     return True
 
 
