@@ -23,7 +23,14 @@ from urllib.parse import quote
 import httpx
 
 from carrag.api.errors import status_for
-from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, ResetResponse
+from carrag.api.schemas.documents import (
+    ChunkPageOut,
+    DeletedSourceOut,
+    DeleteResponse,
+    DocumentOut,
+    DocumentPageOut,
+    ResetResponse,
+)
 from carrag.api.schemas.ingest import IngestResponse
 from carrag.api.schemas.jobs import JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload, stream_payload
@@ -57,6 +64,7 @@ class IngestSettings:
     tags: list[str] = field(default_factory=list)
     chunking: ChunkingStrategy | None = None
     force: bool = False
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 class CarragClient(Protocol):
@@ -73,6 +81,8 @@ class CarragClient(Protocol):
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut: ...
 
     async def delete_document(self, document_id: str) -> DeleteResponse: ...
+
+    async def delete_by_source(self, source_id: str) -> DeletedSourceOut: ...
 
     async def reset(self) -> ResetResponse: ...
 
@@ -145,7 +155,11 @@ class LocalClient:
                 data,
                 path.name,
                 container.requests.ingest(
-                    tags=options.tags, source_id=source_id, chunking=options.chunking, force=options.force
+                    tags=options.tags,
+                    source_id=source_id,
+                    chunking=options.chunking,
+                    force=options.force,
+                    metadata=options.metadata,
                 ),
                 _ObserverAdapter(on_progress),
             )
@@ -156,7 +170,9 @@ class LocalClient:
             container = await self.container()
             result = await container.ingestion.ingest_url(
                 url,
-                container.requests.ingest(tags=options.tags, chunking=options.chunking, force=options.force),
+                container.requests.ingest(
+                    tags=options.tags, chunking=options.chunking, force=options.force, metadata=options.metadata
+                ),
                 _ObserverAdapter(on_progress),
             )
             return IngestResponse.model_validate(result)
@@ -178,6 +194,11 @@ class LocalClient:
     async def delete_document(self, document_id: str) -> DeleteResponse:
         async with self._errors():
             return DeleteResponse.model_validate(await (await self.container()).documents.delete(document_id))
+
+    async def delete_by_source(self, source_id: str) -> DeletedSourceOut:
+        async with self._errors():
+            documents = (await self.container()).documents
+            return DeletedSourceOut.model_validate(await documents.delete_by_source(source_id))
 
     async def reset(self) -> ResetResponse:
         async with self._errors():
@@ -257,11 +278,13 @@ class HttpClient:
         form = {"source_id": source_id, "tags": ",".join(options.tags), "force": str(options.force).lower()}
         if options.chunking:
             form["chunking"] = options.chunking
+        if options.metadata:
+            form["metadata"] = json.dumps(options.metadata)
         with path.open("rb") as handle:
             return await self._ingest("/ingest/file", on_progress, data=form, files={"file": (path.name, handle)})
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
-        body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force}
+        body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force, "metadata": options.metadata}
         if options.chunking:
             body["chunking"] = options.chunking
         return await self._ingest("/ingest/url", on_progress, json=body)
@@ -281,6 +304,11 @@ class HttpClient:
 
     async def delete_document(self, document_id: str) -> DeleteResponse:
         return DeleteResponse.model_validate(await self._json("DELETE", f"/documents/{_segment(document_id)}"))
+
+    async def delete_by_source(self, source_id: str) -> DeletedSourceOut:
+        return DeletedSourceOut.model_validate(
+            await self._json("DELETE", "/documents", params={"source_id": source_id})
+        )
 
     async def reset(self) -> ResetResponse:
         return ResetResponse.model_validate(await self._json("POST", "/admin/reset", json={"confirm": True}))

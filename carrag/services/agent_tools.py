@@ -13,7 +13,7 @@ score when the results were reranked, otherwise the chunk's kNN cosine similarit
 from __future__ import annotations
 
 from carrag.services.documents import DocumentService
-from carrag.services.requests import RequestFactory
+from carrag.services.requests import MetadataFilters, RequestFactory
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, SearchHit, SearchService
 
 PASSAGE_SEPARATOR = "\n\n---\n\n"
@@ -35,10 +35,18 @@ def format_hit(hit: SearchHit) -> str:
 
 
 async def search_documents(
-    search: SearchService, requests: RequestFactory, query: str, top_k: int = 5, source: str | None = None
+    search: SearchService,
+    requests: RequestFactory,
+    query: str,
+    top_k: int | None = None,
+    source: str | None = None,
+    *,
+    tags: list[str] | None = None,
+    filters: MetadataFilters | None = None,
 ) -> str:
-    """Hybrid search (BM25 + kNN, fused, reranked, expanded) formatted for an agent to read."""
-    request = requests.search(query, top_k=top_k, source=source)
+    """Hybrid search (BM25 + kNN, fused, reranked, expanded) formatted for an agent to read;
+    ``top_k`` None: DEFAULT_TOP_K."""
+    request = requests.search(query, top_k=top_k, source=source, tags=tags, filters=filters)
     source = request.filters.source
     outcome = await search.search(request)
     if not outcome.hits:

@@ -4,11 +4,13 @@ and the CLI share."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord
-from carrag.services.requests import normalise_tags
+from carrag.services.requests import normalise_tags, user_metadata
 from carrag.services.stores.base import ChunkListing, Store
 
 logger = logging.getLogger(__name__)
@@ -35,6 +37,16 @@ class ChunkList:
 class DeletedDocument:
     document_id: str
     deleted: bool = True
+
+
+@dataclass(slots=True)
+class DeletedSource:
+    source_id: str
+    documents: list[DocumentRecord]  # what was deleted
+
+    @property
+    def deleted(self) -> int:
+        return len(self.documents)
 
 
 @dataclass(slots=True)
@@ -66,14 +78,21 @@ class DocumentService:
         return ChunkList(document_id, listings, record.chunk_count, offset, limit)
 
     async def update_metadata(
-        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> DocumentRecord:
-        """Replace a document's tags and/or set its title, in place (same id, no re-embedding), or
-        NotFound (404). Tags are normalised as at ingest; None leaves a field as it is."""
+        """Replace a document's tags, set its title and/or replace its user metadata, in place (same
+        id, no re-embedding), or NotFound (404). Tags are normalised and metadata checked as at
+        ingest; None leaves a field as it is. The system metadata is never touched."""
         record = await self.store.update_metadata(
             document_id,
             tags=normalise_tags(tags) if tags is not None else None,
             title=title.strip() if title is not None else None,
+            user_metadata=user_metadata(metadata) if metadata is not None else None,
         )
         if record is None:
             raise NotFound(f"No document with id {document_id}.")
@@ -85,6 +104,18 @@ class DocumentService:
         if not await self.store.delete_document(document_id):
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
+
+    async def delete_by_source(self, source_id: str) -> DeletedSource:
+        """Delete the document stored under ``source_id`` (exact), or NotFound (404)."""
+        source_id = source_id.strip()
+        deleted: list[DocumentRecord] = []
+        record = await self.store.find_by_source(source_id) if source_id else None
+        if record is not None and await self.store.delete_document(record.document_id):
+            deleted.append(record)
+        if not deleted:
+            raise NotFound(f"No document with source id {source_id!r}.")
+        logger.info("documents deleted by source id", extra={"source_id": source_id, "documents": len(deleted)})
+        return DeletedSource(source_id, deleted)
 
     async def reset(self) -> StoreReset:
         """Delete every document and chunk and forget the embedding model the store was built with

@@ -7,8 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from carrag.api.deps import DocumentsDep
-from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, DocumentPatch
-from carrag.services.documents import ChunkList, DeletedDocument, DocumentList
+from carrag.api.schemas.documents import (
+    ChunkPageOut,
+    DeletedSourceOut,
+    DeleteResponse,
+    DocumentOut,
+    DocumentPageOut,
+    DocumentPatch,
+)
+from carrag.services.documents import ChunkList, DeletedDocument, DeletedSource, DocumentList
 from carrag.services.models import DocumentRecord
 
 router = APIRouter(prefix="/documents", tags=["documents"])
@@ -43,7 +50,15 @@ async def get_chunks(
     "/{document_id}", response_model=DocumentOut, summary="Change a document's tags or title (no re-embedding)"
 )
 async def patch_document(documents: DocumentsDep, document_id: str, patch: DocumentPatch) -> DocumentRecord:
-    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title)
+    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title, metadata=patch.metadata)
+
+
+@router.delete("", response_model=DeletedSourceOut, summary="Delete the document stored under a source id")
+async def delete_by_source(
+    documents: DocumentsDep,
+    source_id: Annotated[str, Query(min_length=1, max_length=2048, description="The exact source id.")],
+) -> DeletedSource:
+    return await documents.delete_by_source(source_id)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, summary="Delete a document and all its chunks")
