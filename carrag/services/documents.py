@@ -4,12 +4,12 @@ and the CLI share."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from carrag.services.errors import NotFound
-from carrag.services.models import DocumentRecord
+from carrag.services.models import DEFAULT_COLLECTION, DocumentRecord
 from carrag.services.requests import normalise_tags, user_metadata
 from carrag.services.stores.base import ChunkListing, Store
 
@@ -105,13 +105,17 @@ class DocumentService:
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
 
-    async def delete_by_source(self, source_id: str) -> DeletedSource:
-        """Delete the document stored under ``source_id`` (exact), or NotFound (404)."""
+    async def delete_by_source(
+        self, source_id: str, collection_ids: Sequence[str] = (DEFAULT_COLLECTION,)
+    ) -> DeletedSource:
+        """Delete the document stored under ``source_id`` (exact) in each of the collections, or
+        NotFound (404) when there is none."""
         source_id = source_id.strip()
         deleted: list[DocumentRecord] = []
-        record = await self.store.find_by_source(source_id) if source_id else None
-        if record is not None and await self.store.delete_document(record.document_id):
-            deleted.append(record)
+        for collection_id in collection_ids if source_id else ():
+            record = await self.store.find_by_source(source_id, collection_id)
+            if record is not None and await self.store.delete_document(record.document_id):
+                deleted.append(record)
         if not deleted:
             raise NotFound(f"No document with source id {source_id!r}.")
         logger.info("documents deleted by source id", extra={"source_id": source_id, "documents": len(deleted)})

@@ -73,6 +73,7 @@ class DocumentRecord:
     # The user's own metadata (scalar values; ingest, PATCH): `metadata` above is what Carrag
     # recorded (parser, chunking), so replacing one never touches the other.
     user_metadata: dict[str, MetadataValue] = field(default_factory=dict)
+    collection_id: str = "default"  # the collection (knowledge base) it belongs to
 
 
 @dataclass(slots=True)
@@ -91,6 +92,7 @@ class StoredChunk:
     section: str | None = None
     title: str | None = None
     external_id: str | None = None
+    collection_id: str = "default"
 
     @property
     def key(self) -> tuple[str, int]:
@@ -116,10 +118,25 @@ class SearchFilters:
     created_after: str | None = None  # ISO 8601, UTC (`created_at >= created_after`)
     created_before: str | None = None  # ISO 8601, UTC (`created_at < created_before`)
     filename_glob: str | None = None  # GLOB on the file name (case-sensitive)
+    # the collections searched (ids); empty means every collection (the services always fill it)
+    collection_ids: tuple[str, ...] = ()
 
     @property
     def source_is_glob(self) -> bool:
         return self.source is not None and any(ch in self.source for ch in "*?[")
+
+
+DEFAULT_COLLECTION = "default"  # id and name of the collection that always exists
+
+
+@dataclass(slots=True)
+class Collection:
+    """A knowledge base: a named set of documents. The id is stable; renaming changes only the name."""
+
+    collection_id: str
+    name: str
+    created_at: str  # ISO 8601, UTC
+    document_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)

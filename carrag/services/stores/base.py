@@ -13,7 +13,9 @@ from typing import Protocol
 import numpy as np
 
 from carrag.services.models import (
+    DEFAULT_COLLECTION,
     Chunk,
+    Collection,
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
@@ -92,15 +94,21 @@ class Store(Protocol):
 
     async def get_document(self, document_id: str) -> DocumentRecord | None: ...
 
-    async def find_by_source(self, source_id: str) -> DocumentRecord | None: ...
+    async def find_by_source(self, source_id: str, collection_id: str = DEFAULT_COLLECTION) -> DocumentRecord | None:
+        """The document of ``source_id`` in the collection (a source id is unique per collection)."""
 
-    async def find_by_content_hash(self, content_hash: str) -> DocumentRecord | None:
-        """A document whose ``content_hash`` is exactly this one (the newest when several are)."""
+    async def find_by_content_hash(
+        self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
+    ) -> DocumentRecord | None:
+        """A document of the collection whose ``content_hash`` is exactly this one (the newest when several are)."""
 
-    async def list_documents(self, *, offset: int, limit: int, tag: str | None = None) -> DocumentPage: ...
+    async def list_documents(
+        self, *, offset: int, limit: int, tag: str | None = None, collection_ids: Sequence[str] = ()
+    ) -> DocumentPage:
+        """Newest first; only the given collections (ids) unless empty."""
 
-    async def list_sources(self) -> list[tuple[str, str]]:
-        """(source_id, source_type) of every document."""
+    async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document (of the given collections unless empty)."""
 
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]: ...
 
@@ -119,3 +127,18 @@ class Store(Protocol):
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
         """All chunks with ``chunk_index`` within ``radius`` of each (document_id, chunk_index)
         centre, in one batched call, each chunk once."""
+
+    # --- collections (knowledge bases) -----------------------------------------------------------
+    async def create_collection(self, collection: Collection) -> Collection:
+        """Register a collection. Raises Conflict when its name (or id) is taken."""
+
+    async def list_collections(self) -> list[Collection]:
+        """Every collection, ``default`` included (it always exists), with its document count."""
+
+    async def rename_collection(self, collection_id: str, name: str) -> Collection | None:
+        """Give a collection a new name (documents and chunks keep its id, nothing is rewritten).
+        Raises Conflict when the name is taken; None if there is no such collection."""
+
+    async def delete_collection(self, collection_id: str) -> bool:
+        """Remove every document and chunk of the collection, then its registry row. False if there
+        was no such collection (its leftover documents, if any, are still removed)."""
