@@ -1,6 +1,7 @@
 """The MCP server (official ``mcp`` SDK, v2 ``MCPServer``): the agent tools over MCP.
 
-Tools: ``search_documents(query, top_k=None, source=None, <filters>)`` and ``list_sources()``, both answered by
+Tools: ``search_documents(query, top_k=None, source=None, collections=None, <filters>)``,
+``list_sources(collection=None)`` and ``list_collections()``, all answered by
 `carrag.services.agent_tools` (the `/search` code path). Two transports:
 
 - streamable HTTP, mounted in the API at ``/mcp`` (stateless, JSON responses; behind API_KEYS like
@@ -31,7 +32,8 @@ from carrag.services.settings import Settings
 INSTRUCTIONS = (
     "Carrag searches the documents ingested into it (hybrid BM25 + semantic search, reranked). Call "
     "search_documents before answering questions about them and cite the [Source: ...] of what you use; "
-    "call list_sources to see which sources exist."
+    "call list_sources to see which sources exist, list_collections to see the collections (knowledge "
+    "bases) search_documents can search (default: the 'default' collection)."
 )
 
 
@@ -45,6 +47,7 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
         query: str,
         top_k: int | None = None,
         source: str | None = None,
+        collections: list[str] | None = None,
         tags: list[str] | None = None,
         tag_prefix: list[str] | None = None,
         metadata: dict[str, str | int | float | bool] | None = None,
@@ -63,6 +66,8 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
             top_k: How many passages to return (default: the server's DEFAULT_TOP_K).
             source: Only search this source: an exact source id (see list_sources) or a glob
                 such as "*.md" or "manuals/*".
+            collections: The collections (knowledge bases) to search, by name (see list_collections);
+                default: the "default" collection.
             tags: Only documents with any of these tags.
             tag_prefix: Only documents with a tag starting with any of these ("team-").
             metadata: Only documents whose metadata has every one of these key/value pairs.
@@ -74,16 +79,35 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
         filters = MetadataFilters(tag_prefix, metadata, source_type, created_after, created_before, filename)
         try:
             return await agent_tools.search_documents(
-                container().search, container().requests, query, top_k, source, tags=tags, filters=filters
+                container().search,
+                container().requests,
+                query,
+                top_k,
+                source,
+                collections,
+                tags=tags,
+                filters=filters,
             )
         except CarragError as exc:
             raise ToolError(exc.message) from exc
 
     @server.tool(structured_output=False)
-    async def list_sources() -> str:
-        """List the ingested sources (source id and type), the values search_documents can filter on."""
+    async def list_sources(collection: str | None = None) -> str:
+        """List the ingested sources (source id and type), the values search_documents can filter on.
+
+        Args:
+            collection: The collection whose sources to list (default: the "default" collection).
+        """
         try:
-            return await agent_tools.list_sources(container().documents)
+            return await agent_tools.list_sources(container().documents, collection)
+        except CarragError as exc:
+            raise ToolError(exc.message) from exc
+
+    @server.tool(structured_output=False)
+    async def list_collections() -> str:
+        """List the collections (knowledge bases) with their document counts."""
+        try:
+            return await agent_tools.list_collections(container().collections)
         except CarragError as exc:
             raise ToolError(exc.message) from exc
 

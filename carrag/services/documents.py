@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from carrag.services.collections import CollectionService
 from carrag.services.errors import NotFound
 from carrag.services.models import DEFAULT_COLLECTION, DocumentRecord
 from carrag.services.requests import normalise_tags, user_metadata
@@ -56,19 +57,33 @@ class StoreReset:
 
 
 class DocumentService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, collections: CollectionService | None = None) -> None:
         self.store = store
+        self.collections = collections or CollectionService(store)
 
     async def get(self, document_id: str) -> DocumentRecord:
         """The document, or NotFound (404)."""
         record = await self.store.get_document(document_id)
         if record is None:
             raise NotFound(f"No document with id {document_id}.")
+        await self.collections.name_documents([record])
         return record
 
-    async def page(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentList:
-        """A page of documents, newest first; ``tag`` matches case-insensitively."""
-        page = await self.store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
+    async def page(
+        self,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        tag: str | None = None,
+        collections: list[str] | None = None,
+    ) -> DocumentList:
+        """A page of documents, newest first; ``tag`` matches case-insensitively. ``collections``
+        (names; unknown → NotFound) restricts it; none: every collection."""
+        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
+        page = await self.store.list_documents(
+            offset=offset, limit=limit, tag=tag.strip().lower() if tag else None, collection_ids=collection_ids
+        )
+        await self.collections.name_documents(page.items)
         return DocumentList(page.items, page.total, offset, limit)
 
     async def chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkList:
@@ -97,6 +112,7 @@ class DocumentService:
         if record is None:
             raise NotFound(f"No document with id {document_id}.")
         logger.info("document metadata updated", extra={"document_id": document_id})
+        await self.collections.name_documents([record])
         return record
 
     async def delete(self, document_id: str) -> DeletedDocument:
@@ -105,17 +121,16 @@ class DocumentService:
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
 
-    async def delete_by_source(
-        self, source_id: str, collection_ids: Sequence[str] = (DEFAULT_COLLECTION,)
-    ) -> DeletedSource:
-        """Delete the document stored under ``source_id`` (exact) in each of the collections, or
-        NotFound (404) when there is none."""
+    async def delete_by_source(self, source_id: str, collections: Sequence[str] | None = None) -> DeletedSource:
+        """Delete the document stored under ``source_id`` (exact) in each of the collections (names;
+        none: ``default``; an unknown one is NotFound), or NotFound (404) when there is none."""
         source_id = source_id.strip()
         deleted: list[DocumentRecord] = []
-        for collection_id in collection_ids if source_id else ():
-            record = await self.store.find_by_source(source_id, collection_id)
+        for collection in await self.collections.resolve(list(collections or [DEFAULT_COLLECTION])):
+            record = await self.store.find_by_source(source_id, collection.collection_id) if source_id else None
             if record is not None and await self.store.delete_document(record.document_id):
                 deleted.append(record)
+        await self.collections.name_documents(deleted)
         if not deleted:
             raise NotFound(f"No document with source id {source_id!r}.")
         logger.info("documents deleted by source id", extra={"source_id": source_id, "documents": len(deleted)})
@@ -129,6 +144,7 @@ class DocumentService:
         logger.warning("store reset: every document deleted", extra={"documents": documents})
         return StoreReset(documents_deleted=documents)
 
-    async def sources(self) -> list[tuple[str, str]]:
-        """(source_id, source_type) of every document, sorted."""
-        return sorted(await self.store.list_sources())
+    async def sources(self, collections: list[str] | None = None) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document (of these collections, by name, if given), sorted."""
+        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
+        return sorted(await self.store.list_sources(collection_ids))

@@ -74,6 +74,8 @@ class DocumentRecord:
     # recorded (parser, chunking), so replacing one never touches the other.
     user_metadata: dict[str, MetadataValue] = field(default_factory=dict)
     collection_id: str = "default"  # the collection (knowledge base) it belongs to
+    # its name, filled by the services for display (`CollectionService.name_documents`); stores ignore it
+    collection_name: str | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)

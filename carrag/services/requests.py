@@ -18,7 +18,7 @@ from typing import Any
 
 from carrag.services.answers.modes import AnswerMode
 from carrag.services.errors import InvalidInput
-from carrag.services.models import ChatMessage, MetadataValue, SearchFilters, metadata_value
+from carrag.services.models import DEFAULT_COLLECTION, ChatMessage, MetadataValue, SearchFilters, metadata_value
 from carrag.services.settings import Settings
 from carrag.services.vocabulary import ChunkingStrategy, SearchMode
 
@@ -31,6 +31,8 @@ class SearchQuery:
     rerank: bool | None = None  # None: RERANK_ENABLED decides
     mode: SearchMode = SearchMode.HYBRID
     explain: bool = False  # report each hit's ranks and scores
+    # the collections searched, by name (the search service resolves them: unknown → 404)
+    collections: tuple[str, ...] = (DEFAULT_COLLECTION,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,21 @@ class IngestCommand:
     external_id: str | None = None
     title: str | None = None
     metadata: dict[str, MetadataValue] = field(default_factory=dict)  # the user's (`user_metadata`)
+    collections: tuple[str, ...] = (DEFAULT_COLLECTION,)  # exactly one: the collection ingested into
+
+    @property
+    def collection(self) -> str:
+        return self.collections[0]
+
+
+def collection_names(collection: str | None = None, collections: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The collection names a request names: ``collection`` or ``collections`` (not both), trimmed,
+    repeats dropped; none means ``default``."""
+    if collection is not None and collections is not None:
+        raise InvalidInput("Give either collection or collections, not both.")
+    names = [collection] if collection is not None else list(collections or [])
+    cleaned = tuple(dict.fromkeys(name.strip() for name in names if name and name.strip()))
+    return cleaned or (DEFAULT_COLLECTION,)
 
 
 def normalise_tags(tags: Iterable[str] | None) -> list[str]:
@@ -179,11 +196,21 @@ class RequestFactory:
         mode: SearchMode = SearchMode.HYBRID,
         explain: bool = False,
         filters: MetadataFilters | None = None,
+        collection: str | None = None,
+        collections: Iterable[str] | None = None,
     ) -> SearchQuery:
         restrictions = search_filters(tags, source)
         if filters is not None:
             restrictions = filters.apply(restrictions)
-        return SearchQuery(self._question(question), self._top_k(top_k), restrictions, rerank, mode, explain)
+        return SearchQuery(
+            self._question(question),
+            self._top_k(top_k),
+            restrictions,
+            rerank,
+            mode,
+            explain,
+            collection_names(collection, collections),
+        )
 
     def ingest(
         self,
@@ -197,6 +224,7 @@ class RequestFactory:
         external_id: str | None = None,
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        collection: str | None = None,
     ) -> IngestCommand:
         size = chunk_size or self.settings.chunk_size
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
@@ -214,6 +242,7 @@ class RequestFactory:
             external_id=external_id,
             title=title,
             metadata=user_metadata(metadata),
+            collections=collection_names(collection),
         )
 
     def _question(self, question: str) -> str:

@@ -173,3 +173,19 @@ async def test_delete_by_source_id(client: httpx.AsyncClient) -> None:
     assert again.status_code == 404 and "docs/doomed" in again.json()["detail"]
     assert (await client.delete("/documents", params={"source_id": "docs/*"})).status_code == 404, "exact, no glob"
     assert (await client.delete("/documents")).status_code == 422
+
+
+async def test_delete_by_source_id_is_scoped_to_collections(client: httpx.AsyncClient) -> None:
+    assert (await client.post("/collections", json={"name": "team-a"})).status_code == 201
+    in_default = await ingest(client, "shared.txt")
+    in_team = await ingest(client, "shared.txt", collection="team-a")
+    assert in_default["document_id"] != in_team["document_id"]
+    response = await client.delete("/documents", params={"source_id": "shared.txt", "collection": "team-a"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert [d["document_id"] for d in body["documents"]] == [in_team["document_id"]]
+    assert body["documents"][0]["collection"] == "team-a"
+    assert (await client.get(f"/documents/{in_default['document_id']}")).status_code == 200
+    unknown = await client.delete("/documents", params={"source_id": "shared.txt", "collection": "nope"})
+    assert unknown.status_code == 404
+    assert (await client.delete("/documents", params={"source_id": "shared.txt"})).json()["deleted"] == 1

@@ -27,8 +27,12 @@ async def list_documents(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
+    collection: Annotated[
+        list[str] | None,
+        Query(max_length=100, description="Only documents of this collection (repeat for several); absent: all."),
+    ] = None,
 ) -> DocumentList:
-    return await documents.page(offset=offset, limit=limit, tag=tag)
+    return await documents.page(offset=offset, limit=limit, tag=tag, collections=collection)
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")
@@ -57,8 +61,12 @@ async def patch_document(documents: DocumentsDep, document_id: str, patch: Docum
 async def delete_by_source(
     documents: DocumentsDep,
     source_id: Annotated[str, Query(min_length=1, max_length=2048, description="The exact source id.")],
+    collection: Annotated[
+        list[str] | None,
+        Query(max_length=100, description="In this collection (repeat for several); absent: `default`."),
+    ] = None,
 ) -> DeletedSource:
-    return await documents.delete_by_source(source_id)
+    return await documents.delete_by_source(source_id, collection)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, summary="Delete a document and all its chunks")

@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter, ValidationError
 
-from carrag.api.deps import IngestionDep, RequestsDep, SettingsDep
+from carrag.api.deps import CollectionsDep, IngestionDep, RequestsDep, SettingsDep
 from carrag.api.routes.jobs import JobsDep, status_url
 from carrag.api.schemas.base import UserMetadata
 from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
@@ -59,6 +59,7 @@ async def ingest_file(
     requests: RequestsDep,
     settings: SettingsDep,
     jobs: JobsDep,
+    collections: CollectionsDep,
     file: Annotated[UploadFile, File(description="The document (.pdf, .txt, .md, ...)")],
     tags: Annotated[str | None, Form(description="Comma-separated tags")] = None,
     source_id: Annotated[str | None, Form(max_length=2048)] = None,
@@ -71,6 +72,9 @@ async def ingest_file(
     metadata: Annotated[
         str | None,
         Form(max_length=100_000, description='User metadata as JSON text: an object of scalar values, {"team": "a"}'),
+    ] = None,
+    collection: Annotated[
+        str | None, Form(max_length=64, description="The collection to ingest into (default: `default`).")
     ] = None,
     run_async: AsyncFlag = False,
 ) -> IngestResult | JSONResponse:
@@ -91,7 +95,9 @@ async def ingest_file(
         chunk_overlap=chunk_overlap,
         force=force,
         metadata=form_metadata(metadata),
+        collection=collection,
     )
+    await collections.resolve(options.collections)  # an unknown collection is 404 now, not a failed job
     if run_async:
         return accepted(await jobs.submit_file(data, filename, options))
     return await ingestion.ingest_file(data, filename, options)
@@ -99,7 +105,12 @@ async def ingest_file(
 
 @router.post("/url", response_model=IngestResponse, summary="Fetch a web page and ingest it", responses=ASYNC_RESPONSES)
 async def ingest_url(
-    ingestion: IngestionDep, requests: RequestsDep, jobs: JobsDep, body: IngestUrlRequest, run_async: AsyncFlag = False
+    ingestion: IngestionDep,
+    requests: RequestsDep,
+    jobs: JobsDep,
+    collections: CollectionsDep,
+    body: IngestUrlRequest,
+    run_async: AsyncFlag = False,
 ) -> IngestResult | JSONResponse:
     options = requests.ingest(
         tags=body.tags,
@@ -109,7 +120,9 @@ async def ingest_url(
         chunk_overlap=body.chunk_overlap,
         force=body.force,
         metadata=body.metadata,
+        collection=body.collection,
     )
+    await collections.resolve(options.collections)
     if run_async:
         return accepted(await jobs.submit_url(body.url.strip(), options))
     return await ingestion.ingest_url(body.url.strip(), options)

@@ -29,6 +29,11 @@ class DocumentOut(Schema):
     created_at: str
     title: str | None = None
     external_id: str | None = None
+    collection: str | None = Field(
+        None,
+        validation_alias=AliasChoices("collection", "collection_name"),
+        description="The name of the collection (knowledge base) it belongs to.",
+    )
 
 
 class DocumentPatch(Schema):

@@ -17,6 +17,9 @@ class IngestUrlRequest(Schema):
     metadata: UserMetadata = Field(
         default_factory=dict, description="The user's own metadata: a JSON object of string, number or boolean values."
     )
+    collection: str | None = Field(
+        None, max_length=64, description="The collection (knowledge base) to ingest into; absent: `default`."
+    )
 
 
 class IngestResponse(Schema):
@@ -34,3 +37,4 @@ class IngestResponse(Schema):
     source_id: str
     replaced_document_id: str | None = Field(None, description="The earlier version of this source, now replaced.")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Milliseconds spent in each stage.")
+    collection: str = Field("default", description="The collection the document is in.")

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, AliasPath, Field, StringConstraints, TypeAdapter, field_validator
+from pydantic import AliasChoices, AliasPath, Field, StringConstraints, TypeAdapter, field_validator, model_validator
 
 from carrag.api.schemas.base import Schema, UserMetadata, read_from
 from carrag.services.models import ChatMessage
@@ -35,6 +35,18 @@ class _QuestionBase(Schema):
     created_after: datetime | None = Field(None, description="Only documents created at or after (ISO 8601).")
     created_before: datetime | None = Field(None, description="Only documents created before (ISO 8601).")
     filename: str | None = Field(None, max_length=1024, description="Only file names matching this glob (`*.pdf`).")
+    collection: str | None = Field(
+        None, max_length=64, description="Search this collection (knowledge base); absent: `default`."
+    )
+    collections: list[str] | None = Field(
+        None, min_length=1, max_length=100, description="Search several collections (not with `collection`)."
+    )
+
+    @model_validator(mode="after")
+    def _one_way_to_name_collections(self) -> _QuestionBase:
+        if self.collection is not None and self.collections is not None:
+            raise ValueError("give either collection or collections, not both")
+        return self
 
     @field_validator("question")
     @classmethod
@@ -83,6 +95,8 @@ class QueryRequest(_QuestionBase, AnswerOptions):
             source=self.source,
             rerank=self.rerank,
             filters=self.metadata_filters(),
+            collection=self.collection,
+            collections=self.collections,
         )
         history = [ChatMessage(m.role, m.content) for m in self.history]
         return AnswerQuery(search, history, answer_mode=self.answer_mode, min_relevance=self.min_relevance)
@@ -102,6 +116,8 @@ class SearchRequest(_QuestionBase):
             mode=self.mode,
             explain=self.explain,
             filters=self.metadata_filters(),
+            collection=self.collection,
+            collections=self.collections,
         )
 
 
@@ -173,6 +189,7 @@ class Source(Schema):
     title: str | None = Field(None, validation_alias=read_from("chunk", "title"))
     external_id: str | None = Field(None, validation_alias=read_from("chunk", "external_id"))
     section: str | None = Field(None, validation_alias=read_from("chunk", "section"))
+    collection: str = Field("default", description="The name of the document's collection.")
     window: list[int] | None = None
     merged_chunk_indexes: list[int] = Field(default_factory=list)
     explain: Explain | None = None
