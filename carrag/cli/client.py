@@ -86,7 +86,7 @@ class CarragClient(Protocol):
 
     async def delete_document(self, document_id: str) -> DeleteResponse: ...
 
-    async def delete_by_source(self, source_id: str) -> DeletedSourceOut: ...
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut: ...
 
     async def reset(self) -> ResetResponse: ...
 
@@ -217,10 +217,11 @@ class LocalClient:
         async with self._errors():
             return DeleteResponse.model_validate(await (await self.container()).documents.delete(document_id))
 
-    async def delete_by_source(self, source_id: str) -> DeletedSourceOut:
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
         async with self._errors():
             documents = (await self.container()).documents
-            return DeletedSourceOut.model_validate(await documents.delete_by_source(source_id))
+            deleted = await documents.delete_by_source(source_id, [collection] if collection else None)
+            return DeletedSourceOut.model_validate(deleted)
 
     async def reset(self) -> ResetResponse:
         async with self._errors():
@@ -355,10 +356,9 @@ class HttpClient:
     async def delete_document(self, document_id: str) -> DeleteResponse:
         return DeleteResponse.model_validate(await self._json("DELETE", f"/documents/{_segment(document_id)}"))
 
-    async def delete_by_source(self, source_id: str) -> DeletedSourceOut:
-        return DeletedSourceOut.model_validate(
-            await self._json("DELETE", "/documents", params={"source_id": source_id})
-        )
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
+        params = {"source_id": source_id, **({"collection": collection} if collection else {})}
+        return DeletedSourceOut.model_validate(await self._json("DELETE", "/documents", params=params))
 
     async def reset(self) -> ResetResponse:
         return ResetResponse.model_validate(await self._json("POST", "/admin/reset", json={"confirm": True}))

@@ -569,6 +569,9 @@ def documents_delete(
     source: Annotated[
         str | None, typer.Option("--source", help="Delete the document stored under this source id instead.")
     ] = None,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="With --source: the collection; default: `default`.")
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     url: Url = None,
     api_key: ApiKey = None,
@@ -577,7 +580,7 @@ def documents_delete(
     if source is not None:
         if document_id is not None:
             raise typer.BadParameter("give a document id or --source, not both", param_hint="--source")
-        delete_by_source(source, yes, url, api_key)
+        delete_by_source(source, collection, yes, url, api_key)
         return
     if document_id is None:
         raise typer.BadParameter("give a document id or --source", param_hint="DOCUMENT_ID")
@@ -587,10 +590,10 @@ def documents_delete(
     console.print(f"Deleted {escape(document_id)}.")
 
 
-def delete_by_source(source_id: str, yes: bool, url: str | None, api_key: str | None) -> None:
+def delete_by_source(source_id: str, collection: str | None, yes: bool, url: str | None, api_key: str | None) -> None:
     if not yes and not typer.confirm(f"Delete the document with source id {source_id} and all its chunks?"):
         raise typer.Exit(1)
-    deleted = run_with_client(url, api_key, lambda client: client.delete_by_source(source_id))
+    deleted = run_with_client(url, api_key, lambda client: client.delete_by_source(source_id, collection))
     for document in deleted.documents:
         console.print(f"Deleted {escape(document.document_id)} ({escape(document.filename)}).")
 

@@ -57,6 +57,12 @@ def check_metadata_filters_and_delete(env: dict[str, str | None]) -> None:
     both = carrag(env, "documents", "delete", "some-id", "--source", "docs/sub/faq.md", "--yes")
     assert both.exit_code == 2
 
+    assert carrag(env, "collections", "create", "team").exit_code == 0
+    assert carrag(env, "ingest", "docs/sub/faq.md", "--collection", "team").exit_code == 0
+    scoped = carrag(env, "documents", "delete", "--source", "docs/sub/faq.md", "--collection", "team", "--yes")
+    assert scoped.exit_code == 0, scoped.output
+    assert stored(env)["docs/sub/faq.md"]["document_id"] == documents["docs/sub/faq.md"]["document_id"]
+
 
 def test_local_mode(workdir: Path, local_env) -> None:
     check_metadata_filters_and_delete(local_env)
