@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from carrag.services.access import FULL_ACCESS, Principal, can_read_collection_id, readable_collection_ids
 from carrag.services.collections import CollectionService
 from carrag.services.errors import NotFound
 from carrag.services.models import DEFAULT_COLLECTION, DocumentRecord
@@ -61,10 +62,10 @@ class DocumentService:
         self.store = store
         self.collections = collections or CollectionService(store)
 
-    async def get(self, document_id: str) -> DocumentRecord:
-        """The document, or NotFound (404)."""
+    async def get(self, document_id: str, principal: Principal = FULL_ACCESS) -> DocumentRecord:
+        """The document, or NotFound (404): also when it is in a collection ``principal`` may not read."""
         record = await self.store.get_document(document_id)
-        if record is None:
+        if record is None or not await can_read_collection_id(principal, self.collections, record.collection_id):
             raise NotFound(f"No document with id {document_id}.")
         await self.collections.name_documents([record])
         return record
@@ -76,19 +77,25 @@ class DocumentService:
         limit: int = 50,
         tag: str | None = None,
         collections: list[str] | None = None,
+        principal: Principal = FULL_ACCESS,
     ) -> DocumentList:
         """A page of documents, newest first; ``tag`` matches case-insensitively. ``collections``
-        (names; unknown → NotFound) restricts it; none: every collection."""
-        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
+        (names; unknown → NotFound, outside ``principal``'s scope → Forbidden) restricts it; none: every
+        collection ``principal`` may read."""
+        collection_ids = await self._listed_collection_ids(collections, principal)
+        if collection_ids == ():
+            return DocumentList([], 0, offset, limit)
         page = await self.store.list_documents(
-            offset=offset, limit=limit, tag=tag.strip().lower() if tag else None, collection_ids=collection_ids
+            offset=offset, limit=limit, tag=tag.strip().lower() if tag else None, collection_ids=collection_ids or ()
         )
         await self.collections.name_documents(page.items)
         return DocumentList(page.items, page.total, offset, limit)
 
-    async def chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkList:
+    async def chunks(
+        self, document_id: str, *, offset: int = 0, limit: int = 100, principal: Principal = FULL_ACCESS
+    ) -> ChunkList:
         """A document's chunks in order, or NotFound (404)."""
-        record = await self.get(document_id)
+        record = await self.get(document_id, principal)
         listings = await self.store.get_chunks(document_id, offset=offset, limit=limit)
         return ChunkList(document_id, listings, record.chunk_count, offset, limit)
 
@@ -99,10 +106,12 @@ class DocumentService:
         tags: list[str] | None = None,
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        principal: Principal = FULL_ACCESS,
     ) -> DocumentRecord:
         """Replace a document's tags, set its title and/or replace its user metadata, in place (same
         id, no re-embedding), or NotFound (404). Tags are normalised and metadata checked as at
         ingest; None leaves a field as it is. The system metadata is never touched."""
+        await self._check_change(document_id, principal)
         record = await self.store.update_metadata(
             document_id,
             tags=normalise_tags(tags) if tags is not None else None,
@@ -115,18 +124,25 @@ class DocumentService:
         await self.collections.name_documents([record])
         return record
 
-    async def delete(self, document_id: str) -> DeletedDocument:
+    async def delete(self, document_id: str, principal: Principal = FULL_ACCESS) -> DeletedDocument:
         """Delete a document and all its chunks, or NotFound (404)."""
+        await self._check_change(document_id, principal)
         if not await self.store.delete_document(document_id):
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
 
-    async def delete_by_source(self, source_id: str, collections: Sequence[str] | None = None) -> DeletedSource:
+    async def delete_by_source(
+        self, source_id: str, collections: Sequence[str] | None = None, principal: Principal = FULL_ACCESS
+    ) -> DeletedSource:
         """Delete the document stored under ``source_id`` (exact) in each of the collections (names;
-        none: ``default``; an unknown one is NotFound), or NotFound (404) when there is none."""
+        none: ``default``; an unknown one is NotFound), or NotFound (404) when there is none. 403
+        when ``principal`` may not write to one of the collections."""
+        names = list(collections or [DEFAULT_COLLECTION])
+        for name in names:
+            principal.check_write(name)
         source_id = source_id.strip()
         deleted: list[DocumentRecord] = []
-        for collection in await self.collections.resolve(list(collections or [DEFAULT_COLLECTION])):
+        for collection in await self.collections.resolve(names):
             record = await self.store.find_by_source(source_id, collection.collection_id) if source_id else None
             if record is not None and await self.store.delete_document(record.document_id):
                 deleted.append(record)
@@ -136,15 +152,37 @@ class DocumentService:
         logger.info("documents deleted by source id", extra={"source_id": source_id, "documents": len(deleted)})
         return DeletedSource(source_id, deleted)
 
-    async def reset(self) -> StoreReset:
+    async def _check_change(self, document_id: str, principal: Principal) -> None:
+        """NotFound (404) for a document ``principal`` may not see, Forbidden (403) for one it may only read."""
+        if principal.full_access:
+            return
+        await self.get(document_id, principal)
+        principal.check_change()  # the collection is readable, so writable unless the key is read-only
+
+    async def reset(self, principal: Principal = FULL_ACCESS) -> StoreReset:
         """Delete every document and chunk and forget the embedding model the store was built with
         (after a change of embedding model: `carrag reset`, POST /admin/reset)."""
+        principal.check_full_access("Resetting the store")
         documents = (await self.store.list_documents(offset=0, limit=1)).total
         await self.store.wipe()
         logger.warning("store reset: every document deleted", extra={"documents": documents})
         return StoreReset(documents_deleted=documents)
 
-    async def sources(self, collections: list[str] | None = None) -> list[tuple[str, str]]:
-        """(source_id, source_type) of every document (of these collections, by name, if given), sorted."""
-        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
-        return sorted(await self.store.list_sources(collection_ids))
+    async def sources(
+        self, collections: list[str] | None = None, *, principal: Principal = FULL_ACCESS
+    ) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document (of these collections, by name, if given; only
+        of collections ``principal`` may read), sorted."""
+        collection_ids = await self._listed_collection_ids(collections, principal)
+        if collection_ids == ():
+            return []
+        return sorted(await self.store.list_sources(collection_ids or ()))
+
+    async def _listed_collection_ids(self, names: list[str] | None, principal: Principal) -> tuple[str, ...] | None:
+        """The collection ids a listing is restricted to: the named collections (Forbidden when one is
+        outside ``principal``'s scope, NotFound when one does not exist), else every collection
+        ``principal`` may read. None: no restriction; empty: nothing to list (never "no filter")."""
+        if names:
+            principal.check_read(names)
+            return tuple(c.collection_id for c in await self.collections.resolve(names))
+        return await readable_collection_ids(principal, self.collections)

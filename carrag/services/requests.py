@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.answers.modes import AnswerMode
 from carrag.services.errors import InvalidInput
 from carrag.services.models import DEFAULT_COLLECTION, ChatMessage, MetadataValue, SearchFilters, metadata_value
@@ -196,9 +197,13 @@ class RequestFactory:
         mode: SearchMode = SearchMode.HYBRID,
         explain: bool = False,
         filters: MetadataFilters | None = None,
+        principal: Principal = FULL_ACCESS,
         collection: str | None = None,
         collections: Iterable[str] | None = None,
     ) -> SearchQuery:
+        """A validated search; 403 (Forbidden) when ``principal`` may not read a collection it searches."""
+        names = collection_names(collection, collections)
+        principal.check_read(names)  # each collection searched, before whether it exists (no probing)
         restrictions = search_filters(tags, source)
         if filters is not None:
             restrictions = filters.apply(restrictions)
@@ -209,7 +214,7 @@ class RequestFactory:
             rerank,
             mode,
             explain,
-            collection_names(collection, collections),
+            names,
         )
 
     def ingest(
@@ -224,8 +229,12 @@ class RequestFactory:
         external_id: str | None = None,
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        principal: Principal = FULL_ACCESS,
         collection: str | None = None,
     ) -> IngestCommand:
+        """A validated ingest; 403 (Forbidden) when ``principal`` may not write to its collection."""
+        names = collection_names(collection)
+        principal.check_write(names[0])
         size = chunk_size or self.settings.chunk_size
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
         if overlap * 2 > size:
@@ -242,7 +251,7 @@ class RequestFactory:
             external_id=external_id,
             title=title,
             metadata=user_metadata(metadata),
-            collections=collection_names(collection),
+            collections=names,
         )
 
     def _question(self, question: str) -> str:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from carrag.api.deps import DocumentsDep
+from carrag.api.deps import DocumentsDep, PrincipalDep
 from carrag.api.schemas.documents import (
     ChunkPageOut,
     DeletedSourceOut,
@@ -24,6 +24,7 @@ router = APIRouter(prefix="/documents", tags=["documents"])
 @router.get("", response_model=DocumentPageOut, summary="List documents (newest first)")
 async def list_documents(
     documents: DocumentsDep,
+    principal: PrincipalDep,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
@@ -32,43 +33,49 @@ async def list_documents(
         Query(max_length=100, description="Only documents of this collection (repeat for several); absent: all."),
     ] = None,
 ) -> DocumentList:
-    return await documents.page(offset=offset, limit=limit, tag=tag, collections=collection)
+    return await documents.page(offset=offset, limit=limit, tag=tag, collections=collection, principal=principal)
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")
-async def get_document(documents: DocumentsDep, document_id: str) -> DocumentRecord:
-    return await documents.get(document_id)
+async def get_document(documents: DocumentsDep, principal: PrincipalDep, document_id: str) -> DocumentRecord:
+    return await documents.get(document_id, principal)
 
 
 @router.get("/{document_id}/chunks", response_model=ChunkPageOut, summary="A document's chunks, in order")
 async def get_chunks(
     documents: DocumentsDep,
+    principal: PrincipalDep,
     document_id: str,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> ChunkList:
-    return await documents.chunks(document_id, offset=offset, limit=limit)
+    return await documents.chunks(document_id, offset=offset, limit=limit, principal=principal)
 
 
 @router.patch(
     "/{document_id}", response_model=DocumentOut, summary="Change a document's tags or title (no re-embedding)"
 )
-async def patch_document(documents: DocumentsDep, document_id: str, patch: DocumentPatch) -> DocumentRecord:
-    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title, metadata=patch.metadata)
+async def patch_document(
+    documents: DocumentsDep, principal: PrincipalDep, document_id: str, patch: DocumentPatch
+) -> DocumentRecord:
+    return await documents.update_metadata(
+        document_id, tags=patch.tags, title=patch.title, metadata=patch.metadata, principal=principal
+    )
 
 
 @router.delete("", response_model=DeletedSourceOut, summary="Delete the document stored under a source id")
 async def delete_by_source(
     documents: DocumentsDep,
+    principal: PrincipalDep,
     source_id: Annotated[str, Query(min_length=1, max_length=2048, description="The exact source id.")],
     collection: Annotated[
         list[str] | None,
         Query(max_length=100, description="In this collection (repeat for several); absent: `default`."),
     ] = None,
 ) -> DeletedSource:
-    return await documents.delete_by_source(source_id, collection)
+    return await documents.delete_by_source(source_id, collection, principal)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, summary="Delete a document and all its chunks")
-async def delete_document(documents: DocumentsDep, document_id: str) -> DeletedDocument:
-    return await documents.delete(document_id)
+async def delete_document(documents: DocumentsDep, principal: PrincipalDep, document_id: str) -> DeletedDocument:
+    return await documents.delete(document_id, principal)

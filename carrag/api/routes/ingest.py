@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter, ValidationError
 
-from carrag.api.deps import CollectionsDep, IngestionDep, RequestsDep, SettingsDep
+from carrag.api.deps import CollectionsDep, IngestionDep, PrincipalDep, RequestsDep, SettingsDep
 from carrag.api.routes.jobs import JobsDep, status_url
 from carrag.api.schemas.base import UserMetadata
 from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
@@ -59,6 +59,7 @@ async def ingest_file(
     requests: RequestsDep,
     settings: SettingsDep,
     jobs: JobsDep,
+    principal: PrincipalDep,
     collections: CollectionsDep,
     file: Annotated[UploadFile, File(description="The document (.pdf, .txt, .md, ...)")],
     tags: Annotated[str | None, Form(description="Comma-separated tags")] = None,
@@ -95,6 +96,7 @@ async def ingest_file(
         chunk_overlap=chunk_overlap,
         force=force,
         metadata=form_metadata(metadata),
+        principal=principal,
         collection=collection,
     )
     await collections.resolve(options.collections)  # an unknown collection is 404 now, not a failed job
@@ -108,6 +110,7 @@ async def ingest_url(
     ingestion: IngestionDep,
     requests: RequestsDep,
     jobs: JobsDep,
+    principal: PrincipalDep,
     collections: CollectionsDep,
     body: IngestUrlRequest,
     run_async: AsyncFlag = False,
@@ -120,6 +123,7 @@ async def ingest_url(
         chunk_overlap=body.chunk_overlap,
         force=body.force,
         metadata=body.metadata,
+        principal=principal,
         collection=body.collection,
     )
     await collections.resolve(options.collections)

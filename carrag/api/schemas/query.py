@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, AliasPath, Field, StringConstraints, TypeAdapter, field_validator, model_validator
 
 from carrag.api.schemas.base import Schema, UserMetadata, read_from
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.models import ChatMessage
 from carrag.services.requests import AnswerQuery, MetadataFilters, RequestFactory, SearchQuery
 from carrag.services.vocabulary import SearchMode
@@ -87,7 +88,7 @@ class AnswerOptions(Schema):
 class QueryRequest(_QuestionBase, AnswerOptions):
     history: list[HistoryMessage] = Field(default_factory=list, max_length=100)
 
-    def to_query(self, requests: RequestFactory) -> AnswerQuery:
+    def to_query(self, requests: RequestFactory, principal: Principal = FULL_ACCESS) -> AnswerQuery:
         search = requests.search(
             self.question,
             top_k=self.top_k,
@@ -97,6 +98,7 @@ class QueryRequest(_QuestionBase, AnswerOptions):
             filters=self.metadata_filters(),
             collection=self.collection,
             collections=self.collections,
+            principal=principal,
         )
         history = [ChatMessage(m.role, m.content) for m in self.history]
         return AnswerQuery(search, history, answer_mode=self.answer_mode, min_relevance=self.min_relevance)
@@ -106,7 +108,7 @@ class SearchRequest(_QuestionBase):
     explain: bool = Field(False, description="Add each result's BM25 rank, kNN rank, RRF and rerank scores.")
     mode: SearchMode = SearchMode.HYBRID
 
-    def to_query(self, requests: RequestFactory) -> SearchQuery:
+    def to_query(self, requests: RequestFactory, principal: Principal = FULL_ACCESS) -> SearchQuery:
         return requests.search(
             self.question,
             top_k=self.top_k,
@@ -116,6 +118,7 @@ class SearchRequest(_QuestionBase):
             mode=self.mode,
             explain=self.explain,
             filters=self.metadata_filters(),
+            principal=principal,
             collection=self.collection,
             collections=self.collections,
         )

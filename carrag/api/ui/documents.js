@@ -2,6 +2,7 @@
 
 import { getJson, request } from "./api.js";
 import { editDocument } from "./document_edit.js";
+import { currentCollection } from "./collections.js";
 import { $, formatDate, h, pagesLabel, replaceChildren, tagList } from "./dom.js";
 
 const PAGE_SIZE = 20;
@@ -21,7 +22,7 @@ export async function showDocuments(params, navigate) {
   const offset = Math.max(0, Number.parseInt(params.get("offset") || "0", 10) || 0);
   const tag = params.get("tag") || "";
   $("#doc-tag").value = tag;
-  const query = new URLSearchParams({ offset, limit: PAGE_SIZE });
+  const query = new URLSearchParams({ offset, limit: PAGE_SIZE, collection: currentCollection() });
   if (tag) query.set("tag", tag);
   const rows = $("#doc-rows");
   const view = ++latestView;
@@ -125,6 +126,7 @@ export async function showDocument(documentId, params, navigate) {
   const metadata = doc.system_metadata || {}; // what Carrag recorded; doc.metadata is the user's own
   const rows = [
     ["File", doc.filename],
+    ["Collection", doc.collection || "default"],
     ["Source", doc.source_id],
     ["Type", doc.source_type],
     ["Tags", tagList(doc.tags)],
