@@ -28,6 +28,7 @@ from carrag.services.jobs import JobManager
 from carrag.services.llms.base import LLM
 from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.models import ComponentHealth
+from carrag.services.reindexing import Reindexer
 from carrag.services.requests import RequestFactory
 from carrag.services.rerankers.base import Reranker
 from carrag.services.rerankers.flashrank import FlashrankReranker
@@ -186,6 +187,7 @@ class Container:
     jobs: JobManager
     telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
+    reindexer: Reindexer | None = None  # `carrag reindex` / POST /admin/reindex
 
     async def health(self) -> dict[str, ComponentHealth]:
         store, embedder, llm, reranker = await asyncio.gather(
@@ -194,6 +196,8 @@ class Container:
         return {"store": store, "embedder": embedder, "llm": llm, "reranker": reranker}
 
     async def aclose(self) -> None:
+        if self.reindexer is not None:
+            await self.reindexer.aclose()  # committed batches stay: the next run continues from them
         for close in (self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close):
             try:
                 await close()
@@ -266,4 +270,5 @@ async def build_container(
         jobs=JobManager(settings, ingestion, telemetry, build_job_repository(settings, store)),
         telemetry=telemetry,
         startup_errors=startup_errors,
+        reindexer=Reindexer(store, embedder),
     )
