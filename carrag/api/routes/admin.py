@@ -5,14 +5,15 @@ GET /admin/reindex: its progress.
 Reset is the quick way out after a change of embedding model (the store refuses the new model's
 vectors with 409 until then); reindex keeps the documents and swaps the new vectors in at the end
 (`carrag/services/reindexing.py`). The CLI's ``carrag reset`` and ``carrag reindex`` do the same.
-Behind API_KEYS like every other route (full-access keys).
+Behind API_KEYS like every other route; only a key with full access (not limited by
+API_KEY_SCOPES) may use them.
 """
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Response
 
-from carrag.api.deps import ContainerDep, DocumentsDep
+from carrag.api.deps import ContainerDep, DocumentsDep, PrincipalDep
 from carrag.api.schemas.admin import ReindexStatusOut
 from carrag.api.schemas.documents import ResetRequest, ResetResponse
 from carrag.services.container import Container
@@ -24,10 +25,10 @@ router = APIRouter(prefix="/admin", tags=["admin"])
 
 
 @router.post("/reset", response_model=ResetResponse, summary="Delete every document and chunk (after a model change)")
-async def reset(documents: DocumentsDep, body: ResetRequest) -> StoreReset:
+async def reset(documents: DocumentsDep, principal: PrincipalDep, body: ResetRequest) -> StoreReset:
     if not body.confirm:
         raise InvalidInput('Resetting deletes every document; send {"confirm": true} to go ahead.')
-    return await documents.reset()
+    return await documents.reset(principal)
 
 
 def _reindexer(container: Container) -> Reindexer:
@@ -43,7 +44,8 @@ def _reindexer(container: Container) -> Reindexer:
     summary="Re-embed every document with the configured model (in the background)",
     responses={200: {"description": "A reindex is already running: its progress."}},
 )
-async def start_reindex(container: ContainerDep, response: Response) -> ReindexStatus:
+async def start_reindex(container: ContainerDep, principal: PrincipalDep, response: Response) -> ReindexStatus:
+    principal.check_full_access("Re-embedding the store")
     reindexer = _reindexer(container)
     if reindexer.running:
         response.status_code = 200
@@ -52,5 +54,6 @@ async def start_reindex(container: ContainerDep, response: Response) -> ReindexS
 
 
 @router.get("/reindex", response_model=ReindexStatusOut, summary="Progress of the current or last reindex")
-async def reindex_status(container: ContainerDep) -> ReindexStatus:
+async def reindex_status(container: ContainerDep, principal: PrincipalDep) -> ReindexStatus:
+    principal.check_full_access("Reading the reindex progress")
     return _reindexer(container).status

@@ -1,6 +1,7 @@
 // The Documents screens: a paged, tag-filtered list; one document with its chunks; delete.
 
 import { getJson, request } from "./api.js";
+import { currentCollection } from "./collections.js";
 import { $, formatDate, h, pagesLabel, replaceChildren, tagList } from "./dom.js";
 
 const PAGE_SIZE = 20;
@@ -20,7 +21,7 @@ export async function showDocuments(params, navigate) {
   const offset = Math.max(0, Number.parseInt(params.get("offset") || "0", 10) || 0);
   const tag = params.get("tag") || "";
   $("#doc-tag").value = tag;
-  const query = new URLSearchParams({ offset, limit: PAGE_SIZE });
+  const query = new URLSearchParams({ offset, limit: PAGE_SIZE, collection: currentCollection() });
   if (tag) query.set("tag", tag);
   const rows = $("#doc-rows");
   const view = ++latestView;
@@ -124,6 +125,7 @@ export async function showDocument(documentId, params, navigate) {
   const metadata = doc.metadata || {};
   const rows = [
     ["File", doc.filename],
+    ["Collection", doc.collection || "default"],
     ["Source", doc.source_id],
     ["Type", doc.source_type],
     ["Tags", tagList(doc.tags)],
