@@ -731,8 +731,9 @@ def reindex(
         bool, typer.Option("--keep-old", help="Keep the previous index after the alias has moved.")
     ] = False,
 ) -> None:
-    """Re-embed every document (STORE=elasticsearch) with the configured model into a new index and
-    move the alias to it; searches keep working throughout, writes pause for the final catch-up."""
+    """Re-embed every document with the configured model. SQLite: new vectors beside the old ones,
+    swapped in by one transaction at the end (interrupt and re-run: it continues). Elasticsearch: a
+    new index, then the alias moves (writes pause for the final catch-up)."""
     from carrag.cli.reindex import run_reindex
 
     run_reindex(Settings(), keep_old)

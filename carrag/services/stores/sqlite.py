@@ -129,6 +129,14 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunk_changes_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunk_changes(chunk_rowid) VALUES (old.id);
 END;
+-- `carrag reindex`: the next model's vectors, built beside the live ones (sqlite_reindex.py)
+CREATE TABLE IF NOT EXISTS reindex_vectors (
+    chunk_rowid INTEGER PRIMARY KEY,
+    embedding   BLOB NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS reindex_vectors_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM reindex_vectors WHERE chunk_rowid = old.id;
+END;
 """
 
 # After the migration below (a store from before collections has no documents.collection_id yet).
@@ -729,7 +737,11 @@ class SqliteStore:
             connection.execute("DELETE FROM chunks")
             connection.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
             connection.execute("DELETE FROM chunk_changes")
-            connection.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')")
+            connection.execute("DELETE FROM reindex_vectors")
+            connection.execute(
+                "DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension', 'reindex_model',"
+                " 'reindex_dimension')"
+            )
             # a new epoch: the indexes beside the file start again instead of replaying every delete
             connection.execute("UPDATE meta SET value = ? WHERE key = 'index_epoch'", (uuid.uuid4().hex,))
 
