@@ -127,8 +127,9 @@ def test_json_everywhere_parses_into_the_api_shapes(env) -> None:
     answered = carrag(env, "query", "How often should the brakes be bled?", "--json")
     assert answered.exit_code == 0, answered.output
     answer = json.loads(answered.stdout)
-    assert "two years" in answer["answer"] and answer["sources"][0]["source_id"] == "a/manual.md"
-    assert {"answer_mode", "model", "duration_ms", "timings_ms", "grounding"} <= set(answer)
+    assert isinstance(answer["answer"], str) and answer["answer"]
+    assert "a/manual.md" in {source["source_id"] for source in answer["sources"]}
+    assert {"answer_mode", "answerable", "model", "duration_ms", "timings_ms", "grounding"} <= set(answer)
 
     health = json.loads(carrag(env, "health", "--json").stdout)
     assert health["components"]["store"]["status"] == "ok" and health["status"] in ("ok", "degraded")
