@@ -29,6 +29,7 @@ from carrag.services.jobs import JobManager
 from carrag.services.llms.base import LLM
 from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.models import ComponentHealth
+from carrag.services.reindexing import Reindexer
 from carrag.services.requests import RequestFactory
 from carrag.services.rerankers.base import Reranker
 from carrag.services.rerankers.flashrank import FlashrankReranker
@@ -188,6 +189,7 @@ class Container:
     jobs: JobManager
     telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
+    reindexer: Reindexer | None = None  # `carrag reindex` / POST /admin/reindex
 
     @property
     def collections(self) -> CollectionService:
@@ -201,6 +203,8 @@ class Container:
         return {"store": store, "embedder": embedder, "llm": llm, "reranker": reranker}
 
     async def aclose(self) -> None:
+        if self.reindexer is not None:
+            await self.reindexer.aclose()  # committed batches stay: the next run continues from them
         for close in (self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close):
             try:
                 await close()
@@ -276,4 +280,5 @@ async def build_container(
         ),
         telemetry=telemetry,
         startup_errors=startup_errors,
+        reindexer=Reindexer(store, embedder),
     )
