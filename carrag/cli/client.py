@@ -24,7 +24,14 @@ import httpx
 
 from carrag.api.errors import status_for
 from carrag.api.schemas.collections import CollectionDeleted, CollectionListOut, CollectionOut
-from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, ResetResponse
+from carrag.api.schemas.documents import (
+    ChunkPageOut,
+    DeletedSourceOut,
+    DeleteResponse,
+    DocumentOut,
+    DocumentPageOut,
+    ResetResponse,
+)
 from carrag.api.schemas.ingest import IngestResponse
 from carrag.api.schemas.jobs import JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload, stream_payload
@@ -58,6 +65,7 @@ class IngestSettings:
     tags: list[str] = field(default_factory=list)
     chunking: ChunkingStrategy | None = None
     force: bool = False
+    metadata: dict[str, str] = field(default_factory=dict)
     collection: str | None = None  # None: default
 
 
@@ -77,6 +85,8 @@ class CarragClient(Protocol):
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut: ...
 
     async def delete_document(self, document_id: str) -> DeleteResponse: ...
+
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut: ...
 
     async def reset(self) -> ResetResponse: ...
 
@@ -161,6 +171,7 @@ class LocalClient:
                     source_id=source_id,
                     chunking=options.chunking,
                     force=options.force,
+                    metadata=options.metadata,
                     collection=options.collection,
                 ),
                 _ObserverAdapter(on_progress),
@@ -173,7 +184,11 @@ class LocalClient:
             result = await container.ingestion.ingest_url(
                 url,
                 container.requests.ingest(
-                    tags=options.tags, chunking=options.chunking, force=options.force, collection=options.collection
+                    tags=options.tags,
+                    chunking=options.chunking,
+                    force=options.force,
+                    metadata=options.metadata,
+                    collection=options.collection,
                 ),
                 _ObserverAdapter(on_progress),
             )
@@ -201,6 +216,12 @@ class LocalClient:
     async def delete_document(self, document_id: str) -> DeleteResponse:
         async with self._errors():
             return DeleteResponse.model_validate(await (await self.container()).documents.delete(document_id))
+
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
+        async with self._errors():
+            documents = (await self.container()).documents
+            deleted = await documents.delete_by_source(source_id, [collection] if collection else None)
+            return DeletedSourceOut.model_validate(deleted)
 
     async def reset(self) -> ResetResponse:
         async with self._errors():
@@ -300,13 +321,15 @@ class HttpClient:
         form = {"source_id": source_id, "tags": ",".join(options.tags), "force": str(options.force).lower()}
         if options.chunking:
             form["chunking"] = options.chunking
+        if options.metadata:
+            form["metadata"] = json.dumps(options.metadata)
         if options.collection:
             form["collection"] = options.collection
         with path.open("rb") as handle:
             return await self._ingest("/ingest/file", on_progress, data=form, files={"file": (path.name, handle)})
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
-        body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force}
+        body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force, "metadata": options.metadata}
         if options.chunking:
             body["chunking"] = options.chunking
         if options.collection:
@@ -332,6 +355,10 @@ class HttpClient:
 
     async def delete_document(self, document_id: str) -> DeleteResponse:
         return DeleteResponse.model_validate(await self._json("DELETE", f"/documents/{_segment(document_id)}"))
+
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
+        params = {"source_id": source_id, **({"collection": collection} if collection else {})}
+        return DeletedSourceOut.model_validate(await self._json("DELETE", "/documents", params=params))
 
     async def reset(self) -> ResetResponse:
         return ResetResponse.model_validate(await self._json("POST", "/admin/reset", json={"confirm": True}))

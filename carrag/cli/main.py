@@ -48,6 +48,17 @@ from carrag.cli.client import (
     all_documents,
 )
 from carrag.cli.collections import collections_app
+from carrag.cli.filters import (
+    CreatedAfter,
+    CreatedBefore,
+    FileName,
+    Meta,
+    MetaFilter,
+    SourceType,
+    TagPrefix,
+    filter_fields,
+    metadata_option,
+)
 from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
 from carrag.extras import MissingExtra
 from carrag.services.requests import split_tags
@@ -70,7 +81,9 @@ Url = Annotated[
 ApiKey = Annotated[
     str | None, typer.Option("--api-key", envvar="CARRAG_API_KEY", help="Bearer key for a server with API_KEYS.")
 ]
-TopK = Annotated[int, typer.Option("--top-k", "-k", min=1, max=100, help="Passages to retrieve.")]
+TopK = Annotated[
+    int | None, typer.Option("--top-k", "-k", min=1, max=100, help="Passages to retrieve (default: DEFAULT_TOP_K).")
+]
 Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: only documents with any of them.")]
 SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
 Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
@@ -134,14 +147,16 @@ def run_with_client(url: str | None, api_key: str | None, work: Callable[[Carrag
 
 def question_fields(
     question: str,
-    top_k: int,
+    top_k: int | None,
     tags: str | None,
     source: str | None,
     rerank: bool | None,
     collections: list[str] | None = None,
 ) -> dict[str, Any]:
     """The fields a query or search request sets (the rest keep the API's defaults)."""
-    fields: dict[str, Any] = {"question": question, "top_k": top_k}
+    fields: dict[str, Any] = {"question": question}
+    if top_k is not None:
+        fields["top_k"] = top_k
     if collections:
         fields["collections"] = collections
     if split_tags(tags):
@@ -181,6 +196,7 @@ def print_json(value: Any) -> None:
 def ingest(
     sources: Annotated[list[str], typer.Argument(help='Files, globs (quote them: "docs/**/*.md"), directories, URLs.')],
     tags: Annotated[str | None, typer.Option("--tags", help="Comma-separated tags for every source.")] = None,
+    meta: Meta = None,
     chunking: Annotated[ChunkingStrategy | None, typer.Option("--chunking", help="Chunking strategy.")] = None,
     force: Annotated[
         bool,
@@ -200,7 +216,9 @@ def ingest(
     from carrag.services.parsers import SUPPORTED_EXTENSIONS
 
     resolved = resolve_sources(sources, Path.cwd(), SUPPORTED_EXTENSIONS)
-    options = IngestSettings(tags=split_tags(tags), chunking=chunking, force=force, collection=collection)
+    options = IngestSettings(
+        tags=split_tags(tags), chunking=chunking, force=force, metadata=metadata_option(meta), collection=collection
+    )
     failed = run_with_client(url, api_key, lambda client: ingest_all(client, resolved, options, prune))
     if failed:
         raise typer.Exit(1)
@@ -295,7 +313,7 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
 @app.command()
 def query(
     question: Annotated[str, typer.Argument(help="The question.")],
-    top_k: TopK = 5,
+    top_k: TopK = None,
     tags: Tags = None,
     source: SourceFilter = None,
     rerank: Rerank = None,
@@ -303,13 +321,20 @@ def query(
         str | None,
         typer.Option("--answer-mode", help="generate, extract or auto (default: ANSWER_MODE).", show_default=False),
     ] = None,
+    meta: MetaFilter = None,
+    tag_prefix: TagPrefix = None,
+    source_type: SourceType = None,
+    created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None,
+    filename: FileName = None,
     collection: CollectionsOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Ask a question: the answer streams in, then its sources are listed."""
+    filters = filter_fields(meta, tag_prefix, source_type, created_after, created_before, filename)
     request = QueryRequest.model_validate(
-        {**question_fields(question, top_k, tags, source, rerank, collection), "answer_mode": answer_mode}
+        {**question_fields(question, top_k, tags, source, rerank, collection), **filters, "answer_mode": answer_mode}
     )
 
     async def work(client: CarragClient) -> bool:
@@ -362,20 +387,32 @@ def print_sources(sources: list[Source]) -> None:
 @app.command()
 def search(
     question: Annotated[str, typer.Argument(help="What to look for.")],
-    top_k: TopK = 5,
+    top_k: TopK = None,
     tags: Tags = None,
     source: SourceFilter = None,
     rerank: Rerank = None,
     mode: Annotated[SearchMode, typer.Option("--mode", help="Retrieval legs to use.")] = SearchMode.HYBRID,
     explain: Annotated[bool, typer.Option("--explain", help="Show BM25 and kNN ranks and the RRF score.")] = False,
+    meta: MetaFilter = None,
+    tag_prefix: TagPrefix = None,
+    source_type: SourceType = None,
+    created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None,
+    filename: FileName = None,
     as_json: AsJson = False,
     collection: CollectionsOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Search without generating an answer; a table of the best passages."""
-    request = SearchRequest(
-        **question_fields(question, top_k, tags, source, rerank, collection), mode=mode, explain=explain
+    filters = filter_fields(meta, tag_prefix, source_type, created_after, created_before, filename)
+    request = SearchRequest.model_validate(
+        {
+            **question_fields(question, top_k, tags, source, rerank, collection),
+            **filters,
+            "mode": mode,
+            "explain": explain,
+        }
     )
     outcome = run_with_client(url, api_key, lambda client: client.search(request))
     if as_json:
@@ -501,11 +538,12 @@ def documents_show(
         details.add_row(
             key, escape(", ".join(value) if isinstance(value, list) else str(value if value is not None else "-"))
         )
-    for key, value in document.metadata.items():
-        details.add_row(
-            f"metadata.{key}",
-            escape(json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)),
-        )
+    for prefix, metadata in (("metadata", document.metadata), ("system", document.system_metadata)):
+        for key, value in metadata.items():
+            details.add_row(
+                f"{prefix}.{key}",
+                escape(json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)),
+            )
     console.print(details)
     if not listed:
         return
@@ -527,16 +565,37 @@ def documents_show(
 
 @documents_app.command("delete")
 def documents_delete(
-    document_id: Annotated[str, typer.Argument(help="The document's id.")],
+    document_id: Annotated[str | None, typer.Argument(help="The document's id.")] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Delete the document stored under this source id instead.")
+    ] = None,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="With --source: the collection; default: `default`.")
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Delete a document and all its chunks."""
+    if source is not None:
+        if document_id is not None:
+            raise typer.BadParameter("give a document id or --source, not both", param_hint="--source")
+        delete_by_source(source, collection, yes, url, api_key)
+        return
+    if document_id is None:
+        raise typer.BadParameter("give a document id or --source", param_hint="DOCUMENT_ID")
     if not yes and not typer.confirm(f"Delete document {document_id} and all its chunks?"):
         raise typer.Exit(1)
     run_with_client(url, api_key, lambda client: client.delete_document(document_id))
     console.print(f"Deleted {escape(document_id)}.")
+
+
+def delete_by_source(source_id: str, collection: str | None, yes: bool, url: str | None, api_key: str | None) -> None:
+    if not yes and not typer.confirm(f"Delete the document with source id {source_id} and all its chunks?"):
+        raise typer.Exit(1)
+    deleted = run_with_client(url, api_key, lambda client: client.delete_by_source(source_id, collection))
+    for document in deleted.documents:
+        console.print(f"Deleted {escape(document.document_id)} ({escape(document.filename)}).")
 
 
 @app.command()

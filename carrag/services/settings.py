@@ -219,6 +219,14 @@ class Settings(BaseSettings):
         description="Best sentence relevance (embedder cosine mixed with rare-term overlap) below which the "
         'answer is "the documents don\'t say" and no LLM runs. 0 never refuses.',
     )
+    answer_min_focus: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Share of the question's own terms (weighted by rarity) that one of the strongest sentences "
+        "must cover, with the kind of answer asked for (a number for how many/what year, a name for who); "
+        'else the answer is "the documents don\'t say". 0 checks only the kind of answer.',
+    )
     answer_min_rerank_score: float = Field(
         0.5,
         ge=0,

@@ -29,7 +29,7 @@ async def test_list_page_filter_inspect_delete(client: httpx.AsyncClient, contai
     assert {d["document_id"] for d in shared["items"]} == {a["document_id"], b["document_id"]}
 
     detail = (await client.get(f"/documents/{a['document_id']}")).json()
-    assert detail["chunk_count"] == a["chunk_count"] and detail["metadata"]["line_count"] == 1
+    assert detail["chunk_count"] == a["chunk_count"] and detail["system_metadata"]["line_count"] == 1
     assert detail["source_type"] == "text" and len(detail["content_hash"]) == 64
 
     response = await client.delete(f"/documents/{a['document_id']}")

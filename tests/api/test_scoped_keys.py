@@ -92,6 +92,7 @@ MUTATING: dict[tuple[str, str], Build] = {
     ("POST", "/ingest/url"): fetch,
     ("PATCH", "/documents/{document_id}"): document(json={"tags": ["changed"]}),
     ("DELETE", "/documents/{document_id}"): document(),
+    ("DELETE", "/documents"): fixed("/documents?source_id=manuals/brakes.txt"),
     ("DELETE", "/jobs/{job_id}"): job(),
     ("POST", "/admin/reset"): fixed("/admin/reset", json={"confirm": True}),
     ("POST", "/admin/reindex"): fixed("/admin/reindex"),
@@ -109,6 +110,7 @@ NAMES_A_COLLECTION: dict[tuple[str, str], Build] = {
     ("POST", "/ingest/url"): fetch,
     ("GET", "/collections/{name}"): fixed("/collections/default"),
     ("GET", "/documents"): fixed("/documents?collection=default"),
+    ("DELETE", "/documents"): fixed("/documents?source_id=manuals/brakes.txt"),
 }
 # Routes about one document or job: 404 when its collection is outside the key's scope.
 ONE_DOCUMENT_OR_JOB: dict[tuple[str, str], Build] = {
@@ -300,6 +302,7 @@ async def test_a_key_not_in_api_key_scopes_keeps_full_access(world: World, route
         ("POST", "/ingest/url"): 400,  # refused by the fetcher (a loopback address), not by the key
         ("PATCH", "/documents/{document_id}"): 200,
         ("DELETE", "/documents/{document_id}"): 200,
+        ("DELETE", "/documents"): 200,
         ("DELETE", "/jobs/{job_id}"): 409,  # already finished
         ("POST", "/admin/reset"): 200,
         ("POST", "/admin/reindex"): 202,

@@ -148,7 +148,7 @@ def test_query_search_and_documents(workdir: Path, local_env) -> None:
     assert listing.exit_code == 0 and manual["document_id"] in listing.stdout and "guide.md" not in listing.stdout
     shown = carrag(local_env, "documents", "show", manual["document_id"], "--full")
     assert shown.exit_code == 0, shown.output
-    assert re.search(r"^source_id +manual\.pdf", shown.stdout, re.M) and "metadata.total_pages" in shown.stdout
+    assert re.search(r"^source_id +manual\.pdf", shown.stdout, re.M) and "system.total_pages" in shown.stdout
     assert "Chunks 1–3 of 3" in shown.stdout and "pp. 3–4" in shown.stdout and "FL-500S" in shown.stdout
 
     refused = carrag(local_env, "documents", "delete", manual["document_id"], input="n\n")

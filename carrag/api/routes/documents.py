@@ -7,8 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from carrag.api.deps import DocumentsDep, PrincipalDep
-from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, DocumentPatch
-from carrag.services.documents import ChunkList, DeletedDocument, DocumentList
+from carrag.api.schemas.documents import (
+    ChunkPageOut,
+    DeletedSourceOut,
+    DeleteResponse,
+    DocumentOut,
+    DocumentPageOut,
+    DocumentPatch,
+)
+from carrag.services.documents import ChunkList, DeletedDocument, DeletedSource, DocumentList
 from carrag.services.models import DocumentRecord
 
 router = APIRouter(prefix="/documents", tags=["documents"])
@@ -51,7 +58,22 @@ async def get_chunks(
 async def patch_document(
     documents: DocumentsDep, principal: PrincipalDep, document_id: str, patch: DocumentPatch
 ) -> DocumentRecord:
-    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title, principal=principal)
+    return await documents.update_metadata(
+        document_id, tags=patch.tags, title=patch.title, metadata=patch.metadata, principal=principal
+    )
+
+
+@router.delete("", response_model=DeletedSourceOut, summary="Delete the document stored under a source id")
+async def delete_by_source(
+    documents: DocumentsDep,
+    principal: PrincipalDep,
+    source_id: Annotated[str, Query(min_length=1, max_length=2048, description="The exact source id.")],
+    collection: Annotated[
+        list[str] | None,
+        Query(max_length=100, description="In this collection (repeat for several); absent: `default`."),
+    ] = None,
+) -> DeletedSource:
+    return await documents.delete_by_source(source_id, collection, principal)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, summary="Delete a document and all its chunks")

@@ -19,6 +19,7 @@ from carrag.services.models import (
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
+    MetadataValue,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
@@ -76,10 +77,17 @@ class Store(Protocol):
     async def delete_document(self, document_id: str) -> bool: ...
 
     async def update_metadata(
-        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        user_metadata: dict[str, MetadataValue] | None = None,
     ) -> DocumentRecord | None:
-        """Replace the tags and/or set the title (None leaves a field as it is) of a document and of
-        its chunks, in place: same id, same vectors, no new version. None if there is no such document."""
+        """Replace the tags, set the title and/or replace the user metadata (None leaves a field as
+        it is) of a document and of its chunks, in place: same id, same vectors, no new version.
+        The system metadata (`DocumentRecord.metadata`) is never changed. None if there is no such
+        document."""
 
     async def wipe(self) -> None:
         """Remove every document, chunk and the recorded embedding identity."""

@@ -39,10 +39,12 @@ from carrag.services.models import (
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
+    MetadataValue,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
     chunk_heading,
+    metadata_pairs,
 )
 from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vectors
 from carrag.services.stores.fts_query import fts_match_expression, query_terms
@@ -87,6 +89,12 @@ CREATE TABLE IF NOT EXISTS document_tags (
     PRIMARY KEY (tag, document_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS document_tags_document ON document_tags(document_id);
+CREATE TABLE IF NOT EXISTS document_metadata (
+    pair        TEXT NOT NULL,  -- `key=value` (`metadata_pairs`), what metadata filters match
+    document_id TEXT NOT NULL REFERENCES documents(document_id) ON DELETE CASCADE,
+    PRIMARY KEY (pair, document_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS document_metadata_document ON document_metadata(document_id);
 CREATE TABLE IF NOT EXISTS chunks (
     id          INTEGER PRIMARY KEY,
     chunk_id    TEXT NOT NULL UNIQUE,
@@ -181,7 +189,7 @@ def migrate_to_collections(connection: sqlite3.Connection, created_at: str) -> b
         connection.execute("COMMIT")
     finally:
         connection.execute("PRAGMA foreign_keys = ON")
-    logger.info("moved the store's documents into the default collection", extra={"path": "sqlite"})
+    logger.info("moved the store's documents into the default collection")
     return True
 
 
@@ -194,6 +202,18 @@ _CHUNK_COLUMNS = """
     c.id, c.document_id, c.chunk_index, c.text, c.char_start, c.char_end, c.pages, c.section,
     d.filename, d.source_id, d.tags, d.title, d.external_id, d.collection_id
 """
+
+
+# Columns added after the first release, created on open in a store that lacks them.
+ADDED_COLUMNS = {"documents": {"user_metadata": "TEXT NOT NULL DEFAULT '{}'"}}
+
+
+def _add_missing_columns(connection: sqlite3.Connection) -> None:
+    for table, columns in ADDED_COLUMNS.items():
+        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        for name, declaration in columns.items():
+            if name not in present:
+                connection.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
 
 def _row_to_chunk(row: sqlite3.Row) -> StoredChunk:
@@ -227,6 +247,7 @@ def _row_to_document(row: sqlite3.Row) -> DocumentRecord:
         created_at=row["created_at"],
         title=row["title"],
         external_id=row["external_id"],
+        user_metadata=json.loads(row["user_metadata"]),
         collection_id=row["collection_id"],
     )
 
@@ -261,7 +282,42 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
         marks = ",".join("?" * len(filters.collection_ids))
         clauses.append(f"d.collection_id IN ({marks})")
         params.extend(filters.collection_ids)
+    _add_metadata_filters(filters, clauses, params)
     return (" AND ".join(clauses), params)
+
+
+def _add_metadata_filters(filters: SearchFilters, clauses: list[str], params: list[Any]) -> None:
+    """Tag prefixes, user metadata, source types, creation time and file name (`SearchFilters`)."""
+    if filters.tag_prefixes:
+        # a range on the (tag, document_id) key: UTF-8 order is code point order, so every tag that
+        # starts with the prefix sorts between it and the prefix followed by the largest code point
+        ranges = " OR ".join("(tag >= ? AND tag < ?)" for _ in filters.tag_prefixes)
+        clauses.append(f"d.document_id IN (SELECT document_id FROM document_tags WHERE {ranges})")
+        for prefix in filters.tag_prefixes:
+            params.extend((prefix, prefix + chr(0x10FFFF)))
+    for key, value in filters.metadata:
+        clauses.append("d.document_id IN (SELECT document_id FROM document_metadata WHERE pair = ?)")
+        params.append(f"{key}={value}")
+    if filters.source_types:
+        clauses.append(f"d.source_type IN ({','.join('?' * len(filters.source_types))})")
+        params.extend(filters.source_types)
+    if filters.created_after is not None:
+        clauses.append("julianday(d.created_at) >= julianday(?)")
+        params.append(filters.created_after)
+    if filters.created_before is not None:
+        clauses.append("julianday(d.created_at) < julianday(?)")
+        params.append(filters.created_before)
+    if filters.filename_glob is not None:
+        clauses.append("d.filename GLOB ?")
+        params.append(filters.filename_glob)
+
+
+def _index_user_metadata(connection: sqlite3.Connection, document_id: str, metadata: dict[str, Any]) -> None:
+    connection.execute("DELETE FROM document_metadata WHERE document_id = ?", (document_id,))
+    connection.executemany(
+        "INSERT OR IGNORE INTO document_metadata(pair, document_id) VALUES (?, ?)",
+        [(pair, document_id) for pair in metadata_pairs(metadata)],
+    )
 
 
 def integrity_problems(connection: sqlite3.Connection) -> list[str]:
@@ -399,6 +455,7 @@ class SqliteStore:
             connection.executescript(SCHEMA)
             connection.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_epoch', ?)", (uuid.uuid4().hex,))
             migrate_to_collections(connection, datetime.now(UTC).isoformat())
+            _add_missing_columns(connection)  # after the rebuild of the documents table above
             connection.executescript(COLLECTION_SCHEMA)
             self._collection_ids = frozenset(r[0] for r in connection.execute("SELECT collection_id FROM collections"))
 
@@ -566,7 +623,8 @@ class SqliteStore:
             connection.execute("DELETE FROM documents WHERE document_id = ?", (replaced[0],))
         connection.execute(
             "INSERT INTO documents(document_id, source_id, filename, source_type, content_hash, chunk_count,"
-            " tags, metadata, title, external_id, created_at, collection_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " tags, metadata, title, external_id, created_at, collection_id, user_metadata)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 document.document_id,
                 document.source_id,
@@ -580,12 +638,14 @@ class SqliteStore:
                 document.external_id,
                 document.created_at,
                 document.collection_id,
+                json.dumps(document.user_metadata),
             ),
         )
         connection.executemany(
             "INSERT OR IGNORE INTO document_tags(tag, document_id) VALUES (?, ?)",
             [(tag, document.document_id) for tag in document.tags],
         )
+        _index_user_metadata(connection, document.document_id, document.user_metadata)
         connection.executemany(
             "INSERT INTO chunks(chunk_id, document_id, chunk_index, text, heading, char_start, char_end,"
             " pages, section, embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -614,7 +674,12 @@ class SqliteStore:
         return await self._write(delete)
 
     async def update_metadata(
-        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        user_metadata: dict[str, MetadataValue] | None = None,
     ) -> DocumentRecord | None:
         def update(connection: sqlite3.Connection) -> DocumentRecord | None:
             row = connection.execute("SELECT * FROM documents WHERE document_id = ?", (document_id,)).fetchone()
@@ -632,6 +697,12 @@ class SqliteStore:
             if title is not None:
                 connection.execute("UPDATE documents SET title = ? WHERE document_id = ?", (title, document_id))
                 self._retitle_chunks(connection, document_id, title)
+            if user_metadata is not None:
+                connection.execute(
+                    "UPDATE documents SET user_metadata = ? WHERE document_id = ?",
+                    (json.dumps(user_metadata), document_id),
+                )
+                _index_user_metadata(connection, document_id, user_metadata)
             return _row_to_document(
                 connection.execute("SELECT * FROM documents WHERE document_id = ?", (document_id,)).fetchone()
             )

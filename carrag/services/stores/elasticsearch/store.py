@@ -26,6 +26,7 @@ from carrag.services.models import (
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
+    MetadataValue,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
@@ -276,12 +277,19 @@ class ElasticsearchStore:
         )
 
     async def update_metadata(
-        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        user_metadata: dict[str, MetadataValue] | None = None,
     ) -> DocumentRecord | None:
         return await asyncio.shield(
             self._guarded(
                 "updating a document",
-                lambda: update_metadata(self.versions, document_id, tags=tags, title=title),
+                lambda: update_metadata(
+                    self.versions, document_id, tags=tags, title=title, user_metadata=user_metadata
+                ),
                 None,
             )
         )
