@@ -28,7 +28,15 @@ from carrag.api.main import create_app
 from carrag.services.container import Container
 from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
-from tests.conftest import FIXTURES, close_container, make_settings, open_container
+from tests.conftest import (
+    ES_TEST_REFRESH_INTERVAL,
+    FIXTURES,
+    close_container,
+    drop_es_index,
+    es_index_name,
+    make_settings,
+    open_container,
+)
 from tests.live_server import LiveServer
 from tests.security.test_auth_and_cors import endpoints, is_public
 
@@ -387,3 +395,53 @@ async def test_resolving_a_reference_names_only_documents_the_key_may_see(world:
         "/documents", params={"ref": "brakes.txt", "collection": "default"}, headers=headers
     )
     forbidden(outside, "collection 'default'")
+
+
+@pytest.mark.elasticsearch
+async def test_scopes_on_elasticsearch(tmp_path: Path, es_url: str, embedding_backend) -> None:
+    """The same rules on the Elasticsearch store: its collection filters, and job records kept in its index."""
+    settings = keyed_settings(tmp_path).model_copy(
+        update={
+            "store": "elasticsearch",
+            "elasticsearch_url": es_url,
+            "elasticsearch_index": es_index_name("carrag_scoped"),
+            "elasticsearch_refresh_interval": ES_TEST_REFRESH_INTERVAL,
+        }
+    )
+    container = await open_container(settings, embedding_backend)
+    app = create_app(container=container)
+
+    def as_key(key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://carrag.test") as client:
+            assert (await client.post("/collections", json={"name": "team-a"}, headers=as_key(FULL))).status_code == 201
+            brakes = {"file": ("brakes.txt", (FIXTURES / "corpus" / "brakes.txt").read_bytes(), "text/plain")}
+            tires = {"file": ("tires.txt", (FIXTURES / "corpus" / "tire_pressure.txt").read_bytes(), "text/plain")}
+            default_job = await client.post("/ingest/file?async=true", files=brakes, headers=as_key(FULL))
+            assert default_job.status_code == 202, default_job.text
+            job_id = default_job.json()["job_id"]
+            while not (await container.jobs.get(job_id)).finished:
+                await asyncio.sleep(0.05)
+            default_doc = (await container.jobs.get(job_id)).result.document_id  # type: ignore[union-attr]
+            team = await client.post("/ingest/file", files=tires, data={"collection": "team-a"}, headers=as_key(TEAM))
+            assert team.status_code == 200, team.text
+            team_doc = team.json()["document_id"]
+
+            listed = (await client.get("/documents", headers=as_key(TEAM))).json()
+            assert [item["document_id"] for item in listed["items"]] == [team_doc]
+            assert (await client.get("/documents", headers=as_key(FULL))).json()["total"] == 2
+            assert (await client.get(f"/documents/{default_doc}", headers=as_key(TEAM))).status_code == 404
+            assert (await client.get(f"/jobs/{job_id}", headers=as_key(TEAM))).status_code == 404
+            assert (await client.get("/jobs", headers=as_key(TEAM))).json()["total"] == 0
+            question = {"question": "tyre pressure brake fluid", "rerank": False}
+            forbidden(await client.post("/search", json=question, headers=as_key(TEAM)), "collection 'default'")
+            found = await client.post("/search", json={**question, "collection": "team-a"}, headers=as_key(TEAM))
+            assert {hit["document_id"] for hit in found.json()["results"]} == {team_doc}
+            patch = await client.patch(f"/documents/{team_doc}", json={"tags": ["x"]}, headers=as_key(TEAM_READER))
+            forbidden(patch, "read-only")
+    finally:
+        if not container.startup_errors:
+            await drop_es_index(container.store.client, settings.elasticsearch_index)  # type: ignore[attr-defined]
+        await close_container(container)

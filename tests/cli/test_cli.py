@@ -159,6 +159,35 @@ def test_query_search_and_documents(workdir: Path, local_env) -> None:
     assert gone.exit_code == 1 and f"No document matches '{manual['document_id']}'" in gone.stderr
 
 
+def test_reindex_re_embeds_a_store_built_by_another_model(workdir: Path, local_env, tmp_path: Path) -> None:
+    class OtherModel:
+        provider, model, identity, dimension = "test", "other", "test:other", 8
+
+        async def embed(self, texts, kind):
+            return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
+
+    async def build_store_with_other_model() -> None:
+        settings = Settings(_env_file=None, data_dir=tmp_path / "data", per_host_delay=0)
+        container = await build_container(settings, embedding_backend=OtherModel(), llm=ExtractiveLLM("tests"))
+        for name in ("old.txt", "older.txt"):
+            await container.ingestion.ingest_text(
+                f"The {name} snapshot retention is ninety days.", name, IngestCommand()
+            )
+        await container.fetcher.aclose()
+        await container.store.close()
+
+    asyncio.run(build_store_with_other_model())
+    assert carrag(local_env, "query", "snapshot retention").exit_code == 1, "the other model's vectors are refused"
+
+    result = carrag(local_env, "reindex")
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "re-embedding" in output and "2/2 chunks" in output, output
+    assert "Reindexed with local:all-MiniLM-L6-v2 (384-d): 2 chunks" in output, output
+    assert set(stored(local_env)) == {"old.txt", "older.txt"}, "every document kept"
+    assert carrag(local_env, "ingest", "docs/guide.md").exit_code == 0, "the store now takes the configured model"
+
+
 def test_reset_recovers_from_an_embedding_model_change(workdir: Path, local_env, tmp_path: Path) -> None:
     class OtherModel:
         provider, model, identity, dimension = "test", "other", "test:other", 8

@@ -50,6 +50,7 @@ from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vect
 from carrag.services.stores.fts_query import fts_match_expression, query_terms
 from carrag.services.stores.process_lock import ProcessLock
 from carrag.services.stores.search_indexes import SearchIndexes
+from carrag.services.stores.sqlite_collections import COLLECTION_SCHEMA, documents_table, migrate_to_collections
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -138,60 +139,6 @@ CREATE TRIGGER IF NOT EXISTS reindex_vectors_delete AFTER DELETE ON chunks BEGIN
     DELETE FROM reindex_vectors WHERE chunk_rowid = old.id;
 END;
 """
-
-# After the migration below (a store from before collections has no documents.collection_id yet).
-COLLECTION_SCHEMA = """
-CREATE INDEX IF NOT EXISTS documents_collection_created ON documents(collection_id, created_at);
-"""
-
-# The documents table before collections: ``source_id`` unique across the store.
-_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS = (
-    "document_id, source_id, filename, source_type, content_hash, chunk_count, tags, metadata, title,"
-    " external_id, created_at"
-)
-
-
-def migrate_to_collections(connection: sqlite3.Connection, created_at: str) -> bool:
-    """Give a store from before collections its ``default`` collection and move every document into it.
-
-    The documents table is rebuilt (SQLite cannot drop the old UNIQUE(source_id) in place) with
-    foreign keys off, so the rebuild deletes no chunk or tag, in one transaction; the foreign keys are
-    checked before it commits. Returns whether anything was migrated."""
-    connection.execute(
-        "INSERT OR IGNORE INTO collections(collection_id, name, created_at) VALUES (?, ?, ?)",
-        (DEFAULT_COLLECTION, DEFAULT_COLLECTION, created_at),
-    )
-    columns = {row[1] for row in connection.execute("PRAGMA table_info(documents)")}
-    if "collection_id" in columns:
-        return False
-    connection.execute("PRAGMA foreign_keys = OFF")
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            table = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS documents (") :]
-            table = table[: table.index(");") + 2].replace("IF NOT EXISTS documents (", "documents_migrated (")
-            connection.execute(table)
-            connection.execute(
-                f"INSERT INTO documents_migrated({_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS}, collection_id)"
-                f" SELECT {_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS}, ? FROM documents",
-                (DEFAULT_COLLECTION,),
-            )
-            connection.execute("DROP TABLE documents")
-            connection.execute("ALTER TABLE documents_migrated RENAME TO documents")
-            connection.execute("CREATE INDEX IF NOT EXISTS documents_created ON documents(created_at)")
-            connection.execute("CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash)")
-            broken = connection.execute("PRAGMA foreign_key_check").fetchall()
-            if broken:
-                raise sqlite3.IntegrityError(f"moving documents into collections broke {len(broken)} references")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
-    finally:
-        connection.execute("PRAGMA foreign_keys = ON")
-    logger.info("moved the store's documents into the default collection")
-    return True
-
 
 # BM25 column weights: chunk text, then its heading (document title / section path). Equal weights
 # score the heading as if it were part of the chunk, like BM25 over "title + text" (on SciFact
@@ -454,7 +401,7 @@ class SqliteStore:
                 raise DependencyUnavailable("store", f"SQLite refused WAL mode (got {mode})")
             connection.executescript(SCHEMA)
             connection.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_epoch', ?)", (uuid.uuid4().hex,))
-            migrate_to_collections(connection, datetime.now(UTC).isoformat())
+            migrate_to_collections(connection, documents_table(SCHEMA), datetime.now(UTC).isoformat())
             _add_missing_columns(connection)  # after the rebuild of the documents table above
             connection.executescript(COLLECTION_SCHEMA)
             self._collection_ids = frozenset(r[0] for r in connection.execute("SELECT collection_id FROM collections"))

@@ -117,7 +117,7 @@ class SqliteReindex:
 
         def save(connection: sqlite3.Connection) -> None:
             if self._target(connection) != target:
-                raise RuntimeError("another reindex took over the store")
+                raise RuntimeError("the store was reset or another reindex started meanwhile")
             connection.executemany(
                 "INSERT OR REPLACE INTO reindex_vectors(chunk_rowid, embedding)"
                 " SELECT id, ? FROM chunks WHERE id = ? AND chunk_id = ?",
@@ -132,7 +132,7 @@ class SqliteReindex:
 
         def swap(connection: sqlite3.Connection) -> bool:
             if self._target(connection) != target:
-                raise RuntimeError("another reindex took over the store")
+                raise RuntimeError("the store was reset or another reindex started meanwhile")
             missing = connection.execute(
                 "SELECT 1 FROM chunks c WHERE NOT EXISTS"
                 " (SELECT 1 FROM reindex_vectors r WHERE r.chunk_rowid = c.id) LIMIT 1"
