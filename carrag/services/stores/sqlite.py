@@ -44,12 +44,12 @@ from carrag.services.models import (
     SearchFilters,
     StoredChunk,
     chunk_heading,
-    metadata_pairs,
 )
 from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vectors
 from carrag.services.stores.fts_query import fts_match_expression, query_terms
 from carrag.services.stores.process_lock import ProcessLock
 from carrag.services.stores.search_indexes import SearchIndexes
+from carrag.services.stores.sqlite_metadata import add_metadata_filters, add_missing_columns, index_user_metadata
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -196,18 +196,6 @@ _CHUNK_COLUMNS = """
 """
 
 
-# Columns added after the first release, created on open in a store that lacks them.
-ADDED_COLUMNS = {"documents": {"user_metadata": "TEXT NOT NULL DEFAULT '{}'"}}
-
-
-def _add_missing_columns(connection: sqlite3.Connection) -> None:
-    for table, columns in ADDED_COLUMNS.items():
-        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
-        for name, declaration in columns.items():
-            if name not in present:
-                connection.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
-
-
 def _row_to_chunk(row: sqlite3.Row) -> StoredChunk:
     return StoredChunk(
         document_id=row["document_id"],
@@ -274,42 +262,8 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
         marks = ",".join("?" * len(filters.collection_ids))
         clauses.append(f"d.collection_id IN ({marks})")
         params.extend(filters.collection_ids)
-    _add_metadata_filters(filters, clauses, params)
+    add_metadata_filters(filters, clauses, params)
     return (" AND ".join(clauses), params)
-
-
-def _add_metadata_filters(filters: SearchFilters, clauses: list[str], params: list[Any]) -> None:
-    """Tag prefixes, user metadata, source types, creation time and file name (`SearchFilters`)."""
-    if filters.tag_prefixes:
-        # a range on the (tag, document_id) key: UTF-8 order is code point order, so every tag that
-        # starts with the prefix sorts between it and the prefix followed by the largest code point
-        ranges = " OR ".join("(tag >= ? AND tag < ?)" for _ in filters.tag_prefixes)
-        clauses.append(f"d.document_id IN (SELECT document_id FROM document_tags WHERE {ranges})")
-        for prefix in filters.tag_prefixes:
-            params.extend((prefix, prefix + chr(0x10FFFF)))
-    for key, value in filters.metadata:
-        clauses.append("d.document_id IN (SELECT document_id FROM document_metadata WHERE pair = ?)")
-        params.append(f"{key}={value}")
-    if filters.source_types:
-        clauses.append(f"d.source_type IN ({','.join('?' * len(filters.source_types))})")
-        params.extend(filters.source_types)
-    if filters.created_after is not None:
-        clauses.append("julianday(d.created_at) >= julianday(?)")
-        params.append(filters.created_after)
-    if filters.created_before is not None:
-        clauses.append("julianday(d.created_at) < julianday(?)")
-        params.append(filters.created_before)
-    if filters.filename_glob is not None:
-        clauses.append("d.filename GLOB ?")
-        params.append(filters.filename_glob)
-
-
-def _index_user_metadata(connection: sqlite3.Connection, document_id: str, metadata: dict[str, Any]) -> None:
-    connection.execute("DELETE FROM document_metadata WHERE document_id = ?", (document_id,))
-    connection.executemany(
-        "INSERT OR IGNORE INTO document_metadata(pair, document_id) VALUES (?, ?)",
-        [(pair, document_id) for pair in metadata_pairs(metadata)],
-    )
 
 
 def integrity_problems(connection: sqlite3.Connection) -> list[str]:
@@ -447,7 +401,7 @@ class SqliteStore:
             connection.executescript(SCHEMA)
             connection.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_epoch', ?)", (uuid.uuid4().hex,))
             migrate_to_collections(connection, datetime.now(UTC).isoformat())
-            _add_missing_columns(connection)  # after the rebuild of the documents table above
+            add_missing_columns(connection)  # after the rebuild of the documents table above
             connection.executescript(COLLECTION_SCHEMA)
             self._collection_ids = frozenset(r[0] for r in connection.execute("SELECT collection_id FROM collections"))
 
@@ -637,7 +591,7 @@ class SqliteStore:
             "INSERT OR IGNORE INTO document_tags(tag, document_id) VALUES (?, ?)",
             [(tag, document.document_id) for tag in document.tags],
         )
-        _index_user_metadata(connection, document.document_id, document.user_metadata)
+        index_user_metadata(connection, document.document_id, document.user_metadata)
         connection.executemany(
             "INSERT INTO chunks(chunk_id, document_id, chunk_index, text, heading, char_start, char_end,"
             " pages, section, embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -694,7 +648,7 @@ class SqliteStore:
                     "UPDATE documents SET user_metadata = ? WHERE document_id = ?",
                     (json.dumps(user_metadata), document_id),
                 )
-                _index_user_metadata(connection, document_id, user_metadata)
+                index_user_metadata(connection, document_id, user_metadata)
             return _row_to_document(
                 connection.execute("SELECT * FROM documents WHERE document_id = ?", (document_id,)).fetchone()
             )
