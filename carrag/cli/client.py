@@ -32,8 +32,9 @@ from carrag.api.schemas.documents import (
     DocumentPageOut,
     ResetResponse,
 )
+from carrag.api.schemas.health import HealthOut
 from carrag.api.schemas.ingest import IngestResponse
-from carrag.api.schemas.jobs import JobOut
+from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload, stream_payload
 from carrag.services.errors import CarragError, PayloadTooLarge
 from carrag.services.settings import Settings
@@ -82,6 +83,10 @@ class CarragClient(Protocol):
 
     async def get_document(self, document_id: str) -> DocumentOut: ...
 
+    async def find_documents(
+        self, reference: str, *, limit: int = 10, collection: str | None = None
+    ) -> DocumentPageOut: ...
+
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut: ...
 
     async def delete_document(self, document_id: str) -> DeleteResponse: ...
@@ -89,6 +94,10 @@ class CarragClient(Protocol):
     async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut: ...
 
     async def reset(self) -> ResetResponse: ...
+
+    async def health(self) -> HealthOut: ...
+
+    async def list_jobs(self, *, limit: int = 50) -> JobListOut: ...
 
     async def search(self, request: SearchRequest) -> SearchResponse: ...
 
@@ -208,6 +217,14 @@ class LocalClient:
         async with self._errors():
             return DocumentOut.model_validate(await (await self.container()).documents.get(document_id))
 
+    async def find_documents(
+        self, reference: str, *, limit: int = 10, collection: str | None = None
+    ) -> DocumentPageOut:
+        async with self._errors():
+            documents = (await self.container()).documents
+            found = await documents.find(reference, limit=limit, collections=[collection] if collection else None)
+            return DocumentPageOut.model_validate(found)
+
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
         async with self._errors():
             documents = (await self.container()).documents
@@ -226,6 +243,18 @@ class LocalClient:
     async def reset(self) -> ResetResponse:
         async with self._errors():
             return ResetResponse.model_validate(await (await self.container()).documents.reset())
+
+    async def health(self) -> HealthOut:
+        from carrag.api.routes.health import health_report
+
+        async with self._errors():
+            return health_report(await (await self.container()).health())
+
+    async def list_jobs(self, *, limit: int = 50) -> JobListOut:
+        """The jobs recorded in the store (servers' async ingests; local ingests run without jobs)."""
+        async with self._errors():
+            jobs = (await self.container()).jobs
+            return JobListOut.model_validate({"items": await jobs.recent(limit), "total": await jobs.total()})
 
     async def search(self, request: SearchRequest) -> SearchResponse:
         async with self._errors():
@@ -285,7 +314,7 @@ class HttpClient:
         except httpx.HTTPError as error:
             raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
         if response.status_code >= 400:
-            raise ClientError(_detail(response), response.status_code, fatal=response.status_code in (401, 403))
+            raise http_error(response)
         return response
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -349,6 +378,14 @@ class HttpClient:
     async def get_document(self, document_id: str) -> DocumentOut:
         return DocumentOut.model_validate(await self._json("GET", f"/documents/{_segment(document_id)}"))
 
+    async def find_documents(
+        self, reference: str, *, limit: int = 10, collection: str | None = None
+    ) -> DocumentPageOut:
+        params: dict[str, Any] = {"ref": reference, "limit": limit}
+        if collection:
+            params["collection"] = collection
+        return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
+
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
         path = f"/documents/{_segment(document_id)}/chunks"
         return ChunkPageOut.model_validate(await self._json("GET", path, params={"offset": offset, "limit": limit}))
@@ -362,6 +399,12 @@ class HttpClient:
 
     async def reset(self) -> ResetResponse:
         return ResetResponse.model_validate(await self._json("POST", "/admin/reset", json={"confirm": True}))
+
+    async def health(self) -> HealthOut:
+        return HealthOut.model_validate(await self._json("GET", "/health"))
+
+    async def list_jobs(self, *, limit: int = 50) -> JobListOut:
+        return JobListOut.model_validate(await self._json("GET", "/jobs", params={"limit": limit}))
 
     async def list_collections(self) -> CollectionListOut:
         return CollectionListOut.model_validate(await self._json("GET", "/collections"))
@@ -388,8 +431,7 @@ class HttpClient:
             async with aconnect_sse(self._http, "POST", "/query/stream", json=body) as source:
                 if source.response.status_code >= 400:
                     await source.response.aread()
-                    status = source.response.status_code
-                    raise ClientError(_detail(source.response), status, fatal=status in (401, 403))
+                    raise http_error(source.response)
                 async for event in source.aiter_sse():
                     if event.event in ("sources", "token", "done", "error"):
                         yield (event.event, stream_payload(event.event, json.loads(event.data)))
@@ -398,6 +440,20 @@ class HttpClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+AUTH_HINT = "pass a key with --api-key or set CARRAG_API_KEY (the server's API_KEYS)"
+
+
+def http_error(response: httpx.Response) -> ClientError:
+    """The server's error as a ClientError; a refused or missing key (401/403) says how to give one."""
+    status = response.status_code
+    detail = _detail(response)
+    if status == 401:
+        detail = f"{detail} (HTTP 401): {AUTH_HINT}"
+    elif status == 403:
+        detail = f"{detail} (HTTP 403): this key may not do that; {AUTH_HINT}"
+    return ClientError(detail, status, fatal=status in (401, 403))
 
 
 def _segment(value: str) -> str:

@@ -91,6 +91,34 @@ class DocumentService:
         await self.collections.name_documents(page.items)
         return DocumentList(page.items, page.total, offset, limit)
 
+    async def find(
+        self,
+        reference: str,
+        *,
+        limit: int = 10,
+        collections: list[str] | None = None,
+        principal: Principal = FULL_ACCESS,
+    ) -> DocumentList:
+        """The documents a user's reference names (`carrag documents show <ref>`, ``GET /documents?ref=``):
+        an exact id names one document; else an exact source id names its documents (one per collection);
+        else every document whose id starts with it or whose file name (last segment of the source id) it
+        is. ``collections`` (names; unknown → NotFound, outside ``principal``'s scope → Forbidden) restricts
+        it; none: every collection ``principal`` may read (a document elsewhere is never named). One item
+        means the reference is unambiguous; several are the candidates to choose from."""
+        reference = reference.strip()
+        collection_ids = await self._listed_collection_ids(collections, principal)
+        if collection_ids == ():
+            return DocumentList([], 0, 0, limit)
+        page = await self.store.find_documents(reference, limit=limit, collection_ids=collection_ids or ())
+        await self.collections.name_documents(page.items)
+        exact_id = [record for record in page.items if record.document_id == reference]
+        if exact_id:
+            return DocumentList(exact_id, 1, 0, limit)
+        exact_source = [record for record in page.items if record.source_id == reference]
+        if exact_source:
+            return DocumentList(exact_source, len(exact_source), 0, limit)
+        return DocumentList(page.items, page.total, 0, limit)
+
     async def chunks(
         self, document_id: str, *, offset: int = 0, limit: int = 100, principal: Principal = FULL_ACCESS
     ) -> ChunkList:

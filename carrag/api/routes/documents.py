@@ -32,7 +32,19 @@ async def list_documents(
         list[str] | None,
         Query(max_length=100, description="Only documents of this collection (repeat for several); absent: all."),
     ] = None,
+    ref: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=2000,
+            description="Resolve a reference instead of listing: an exact id, an id prefix, a source id or a "
+            "file name. An exact id or source id wins; otherwise every match, newest first (`offset` and "
+            "`tag` do not apply).",
+        ),
+    ] = None,
 ) -> DocumentList:
+    if ref is not None:
+        return await documents.find(ref, limit=limit, collections=collection, principal=principal)
     return await documents.page(offset=offset, limit=limit, tag=tag, collections=collection, principal=principal)
 
 

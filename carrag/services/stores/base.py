@@ -107,6 +107,12 @@ class Store(Protocol):
     ) -> DocumentPage:
         """Newest first; only the given collections (ids) unless empty."""
 
+    async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
+        """Documents a user's ``reference`` may name, at most ``limit`` (``total`` counts them all):
+        its id (or an id starting with it), its source id, or its file name (the last path segment of
+        its source id, case-sensitive). Exact id matches come first, then exact source id matches, then
+        the rest, newest first. Only the given collections (ids) unless empty."""
+
     async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
         """(source_id, source_type) of every document (of the given collections unless empty)."""
 

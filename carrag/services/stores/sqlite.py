@@ -49,6 +49,7 @@ from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vect
 from carrag.services.stores.fts_query import fts_match_expression, query_terms
 from carrag.services.stores.process_lock import ProcessLock
 from carrag.services.stores.search_indexes import SearchIndexes
+from carrag.services.stores.sqlite_collections import COLLECTION_SCHEMA, documents_table, migrate_to_collections
 from carrag.services.stores.sqlite_metadata import add_metadata_filters, add_missing_columns, index_user_metadata
 
 T = TypeVar("T")
@@ -129,61 +130,15 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunk_changes_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunk_changes(chunk_rowid) VALUES (old.id);
 END;
+-- `carrag reindex`: the next model's vectors, built beside the live ones (sqlite_reindex.py)
+CREATE TABLE IF NOT EXISTS reindex_vectors (
+    chunk_rowid INTEGER PRIMARY KEY,
+    embedding   BLOB NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS reindex_vectors_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM reindex_vectors WHERE chunk_rowid = old.id;
+END;
 """
-
-# After the migration below (a store from before collections has no documents.collection_id yet).
-COLLECTION_SCHEMA = """
-CREATE INDEX IF NOT EXISTS documents_collection_created ON documents(collection_id, created_at);
-"""
-
-# The documents table before collections: ``source_id`` unique across the store.
-_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS = (
-    "document_id, source_id, filename, source_type, content_hash, chunk_count, tags, metadata, title,"
-    " external_id, created_at"
-)
-
-
-def migrate_to_collections(connection: sqlite3.Connection, created_at: str) -> bool:
-    """Give a store from before collections its ``default`` collection and move every document into it.
-
-    The documents table is rebuilt (SQLite cannot drop the old UNIQUE(source_id) in place) with
-    foreign keys off, so the rebuild deletes no chunk or tag, in one transaction; the foreign keys are
-    checked before it commits. Returns whether anything was migrated."""
-    connection.execute(
-        "INSERT OR IGNORE INTO collections(collection_id, name, created_at) VALUES (?, ?, ?)",
-        (DEFAULT_COLLECTION, DEFAULT_COLLECTION, created_at),
-    )
-    columns = {row[1] for row in connection.execute("PRAGMA table_info(documents)")}
-    if "collection_id" in columns:
-        return False
-    connection.execute("PRAGMA foreign_keys = OFF")
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            table = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS documents (") :]
-            table = table[: table.index(");") + 2].replace("IF NOT EXISTS documents (", "documents_migrated (")
-            connection.execute(table)
-            connection.execute(
-                f"INSERT INTO documents_migrated({_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS}, collection_id)"
-                f" SELECT {_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS}, ? FROM documents",
-                (DEFAULT_COLLECTION,),
-            )
-            connection.execute("DROP TABLE documents")
-            connection.execute("ALTER TABLE documents_migrated RENAME TO documents")
-            connection.execute("CREATE INDEX IF NOT EXISTS documents_created ON documents(created_at)")
-            connection.execute("CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash)")
-            broken = connection.execute("PRAGMA foreign_key_check").fetchall()
-            if broken:
-                raise sqlite3.IntegrityError(f"moving documents into collections broke {len(broken)} references")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
-    finally:
-        connection.execute("PRAGMA foreign_keys = ON")
-    logger.info("moved the store's documents into the default collection", extra={"path": "sqlite"})
-    return True
-
 
 # BM25 column weights: chunk text, then its heading (document title / section path). Equal weights
 # score the heading as if it were part of the chunk, like BM25 over "title + text" (on SciFact
@@ -400,7 +355,7 @@ class SqliteStore:
                 raise DependencyUnavailable("store", f"SQLite refused WAL mode (got {mode})")
             connection.executescript(SCHEMA)
             connection.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_epoch', ?)", (uuid.uuid4().hex,))
-            migrate_to_collections(connection, datetime.now(UTC).isoformat())
+            migrate_to_collections(connection, documents_table(SCHEMA), datetime.now(UTC).isoformat())
             add_missing_columns(connection)  # after the rebuild of the documents table above
             connection.executescript(COLLECTION_SCHEMA)
             self._collection_ids = frozenset(r[0] for r in connection.execute("SELECT collection_id FROM collections"))
@@ -683,7 +638,11 @@ class SqliteStore:
             connection.execute("DELETE FROM chunks")
             connection.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
             connection.execute("DELETE FROM chunk_changes")
-            connection.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')")
+            connection.execute("DELETE FROM reindex_vectors")
+            connection.execute(
+                "DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension', 'reindex_model',"
+                " 'reindex_dimension')"
+            )
             # a new epoch: the indexes beside the file start again instead of replaying every delete
             connection.execute("UPDATE meta SET value = ? WHERE key = 'index_epoch'", (uuid.uuid4().hex,))
 
@@ -740,6 +699,28 @@ class SqliteStore:
             return DocumentPage([_row_to_document(r) for r in rows], total)
 
         return await self._read(page)
+
+    async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
+        def find(connection: sqlite3.Connection) -> DocumentPage:
+            # an id prefix as a range (the primary key's index); a file name as the source id's last segment
+            where = (
+                "((document_id >= :ref AND document_id < :ref || char(1114111)) OR source_id = :ref"
+                " OR substr(source_id, -length(:ref) - 1) = '/' || :ref)"
+            )
+            params: dict[str, Any] = {"ref": reference, "limit": limit}
+            if collection_ids:
+                names = [f":collection{i}" for i in range(len(collection_ids))]
+                where += f" AND collection_id IN ({','.join(names)})"
+                params.update({name[1:]: value for name, value in zip(names, collection_ids, strict=True)})
+            total = connection.execute(f"SELECT count(*) FROM documents WHERE {where}", params).fetchone()[0]
+            rows = connection.execute(
+                f"SELECT * FROM documents WHERE {where} ORDER BY document_id = :ref DESC, source_id = :ref DESC,"
+                " created_at DESC, document_id LIMIT :limit",
+                params,
+            ).fetchall()
+            return DocumentPage([_row_to_document(r) for r in rows], total)
+
+        return await self._read(find)
 
     async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
         where = f" WHERE collection_id IN ({','.join('?' * len(collection_ids))})" if collection_ids else ""
