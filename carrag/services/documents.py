@@ -7,7 +7,7 @@ import logging
 from dataclasses import dataclass
 
 from carrag.services.errors import NotFound
-from carrag.services.models import DocumentRecord
+from carrag.services.models import DocumentRecord, Original
 from carrag.services.requests import normalise_tags
 from carrag.services.stores.base import ChunkListing, Store
 
@@ -64,6 +64,18 @@ class DocumentService:
         record = await self.get(document_id)
         listings = await self.store.get_chunks(document_id, offset=offset, limit=limit)
         return ChunkList(document_id, listings, record.chunk_count, offset, limit)
+
+    async def original(self, document_id: str) -> Original:
+        """The document's kept original bytes, or NotFound (404) saying whether the document or only
+        its original is missing."""
+        original = await self.store.get_original(document_id)
+        if original is not None:
+            return original
+        await self.get(document_id)  # 404: no such document
+        raise NotFound(
+            f"Document {document_id} has no kept original: it was ingested as text, before originals "
+            "were kept, or with KEEP_ORIGINALS=false."
+        )
 
     async def update_metadata(
         self, document_id: str, *, tags: list[str] | None = None, title: str | None = None

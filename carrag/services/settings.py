@@ -7,6 +7,7 @@ from this class (``python -m carrag.services.settings --markdown``).
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -34,6 +35,25 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
+def default_data_dir() -> Path:
+    """One per-user data location, whatever the working directory: ``$XDG_DATA_HOME/carrag`` when
+    XDG_DATA_HOME is set (an absolute path), else the platform's per-user data directory
+    (``~/.local/share/carrag`` on Linux, ``~/Library/Application Support/carrag`` on macOS,
+    ``%LOCALAPPDATA%\\carrag`` on Windows)."""
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "carrag"
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "carrag"
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA") or home / "AppData" / "Local") / "carrag"
+    return home / ".local" / "share" / "carrag"
+
+
+DATA_DIR_SHOWN_DEFAULT = "$XDG_DATA_HOME/carrag or ~/.local/share/carrag"
+
+
 def _split_csv(value: object) -> object:
     if isinstance(value, str):
         return [item.strip() for item in value.split(",") if item.strip()]
@@ -46,7 +66,14 @@ class Settings(BaseSettings):
     # --- service ---------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Address `carrag serve` / `make run` binds to.")
     port: int = Field(8000, description="Port `carrag serve` / `make run` listens on.")
-    data_dir: Path = Field(Path("data"), description="Directory for the SQLite store and other state.")
+    data_dir: Path = Field(
+        default_factory=default_data_dir,
+        description="Directory for the SQLite store, kept originals' store and other state. The default is one "
+        "per-user location whatever the working directory (`$XDG_DATA_HOME/carrag`, else `~/.local/share/carrag`; "
+        "`~/Library/Application Support/carrag` on macOS); `carrag --help`, `/health` and the UI show the store "
+        "in use. The Docker image sets `/data`.",
+        json_schema_extra={"shown_default": DATA_DIR_SHOWN_DEFAULT},
+    )
     log_level: str = Field("INFO", description="Root log level.")
     log_json: bool = Field(True, description="Structured JSON log lines (false: plain text).")
 
@@ -109,6 +136,11 @@ class Settings(BaseSettings):
         "better whole; see docs/benchmarks.md). 0 always splits by CHUNK_SIZE.",
     )
     max_upload_bytes: int = Field(50 * 1024 * 1024, ge=1, description="Largest accepted upload; bigger bodies get 413.")
+    keep_originals: bool = Field(
+        True,
+        description="Keep each uploaded file's bytes (and a fetched URL's body) beside its document, for "
+        "`GET /documents/{id}/file`; deleted with the document. Off: only the extracted text is stored.",
+    )
     max_json_body_bytes: int = Field(
         2 * 1024 * 1024, ge=1024, description="Largest JSON (or form-urlencoded) request body; bigger get 413."
     )
@@ -358,7 +390,10 @@ def settings_markdown() -> str:
     ]
     for name, field in Settings.model_fields.items():
         default = field.get_default(call_default_factory=True)
-        if isinstance(default, bool):
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if "shown_default" in extra:
+            shown = str(extra["shown_default"])
+        elif isinstance(default, bool):
             shown = str(default).lower()
         elif isinstance(default, list):
             shown = ",".join(default) or "(empty)"

@@ -1,15 +1,18 @@
-"""The document API: list, inspect, list chunks, change tags/title, delete (`carrag/services/documents.py`)."""
+"""The document API: list, inspect, list chunks, download the original, change tags/title, delete
+(`carrag/services/documents.py`)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
 
 from carrag.api.deps import DocumentsDep
 from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, DocumentPatch
 from carrag.services.documents import ChunkList, DeletedDocument, DocumentList
 from carrag.services.models import DocumentRecord
+from carrag.services.originals import content_disposition
 
 router = APIRouter(prefix="/documents", tags=["documents"])
 
@@ -37,6 +40,30 @@ async def get_chunks(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> ChunkList:
     return await documents.chunks(document_id, offset=offset, limit=limit)
+
+
+@router.get(
+    "/{document_id}/file",
+    response_class=StreamingResponse,
+    summary="The original file, as uploaded or fetched",
+    responses={
+        200: {"content": {"application/octet-stream": {}}, "description": "The bytes, with their media type."},
+        404: {"description": "No such document, or no original kept for it (the message says which)."},
+    },
+)
+async def get_document_file(documents: DocumentsDep, document_id: str) -> StreamingResponse:
+    original = await documents.original(document_id)
+    return StreamingResponse(
+        original.pieces,
+        media_type=original.content_type,
+        headers={
+            "Content-Length": str(original.size),
+            # a download, never rendered in the UI's origin (an uploaded HTML page must not run there)
+            "Content-Disposition": content_disposition(original.filename),
+            "Content-Security-Policy": "sandbox",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 @router.patch(

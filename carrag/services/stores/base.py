@@ -17,6 +17,8 @@ from carrag.services.models import (
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
+    Original,
+    OriginalFile,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
@@ -65,11 +67,14 @@ class Store(Protocol):
         chunks: Sequence[Chunk],
         vectors: np.ndarray,
         identity: EmbeddingIdentity,
+        *,
+        original: OriginalFile | None = None,
     ) -> str | None:
         """Store a document and its chunks atomically, replacing any document with the same
         ``source_id`` in the same step. Readers see the old version or the new one, never both
         or neither. Raises EmbeddingModelMismatch if the store holds vectors of another model.
-        Returns the replaced document's id, if any."""
+        ``original`` (the uploaded bytes) is stored with the document, in the same step; the replaced
+        version's original goes with it. Returns the replaced document's id, if any."""
 
     async def delete_document(self, document_id: str) -> bool: ...
 
@@ -111,3 +116,11 @@ class Store(Protocol):
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
         """All chunks with ``chunk_index`` within ``radius`` of each (document_id, chunk_index)
         centre, in one batched call, each chunk once."""
+
+    # --- originals (issue 14 item 4) -------------------------------------------------------------
+    async def put_original(self, document_id: str, content: bytes, content_type: str, filename: str) -> bool:
+        """Keep (or replace) the original bytes of an existing document; False if there is no such
+        document (nothing is stored then). Deleting or replacing the document deletes them."""
+
+    async def get_original(self, document_id: str) -> Original | None:
+        """The kept original of a live document, or None (no such document, or none kept)."""

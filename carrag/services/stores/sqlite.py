@@ -8,6 +8,9 @@
   plus an exact delta for kNN) follow this log and are rebuilt from SQLite when missing or stale;
   searches with filters run on SQLite alone (FTS5, exact kNN over the filtered rows).
 - One process per store file (`process_lock.py`): a second one is refused with a clear error.
+- ``originals``: the uploaded bytes of a document (KEEP_ORIGINALS), written in the document's own
+  transaction and deleted with it by the foreign key's cascade (replacing a version, deleting, wiping).
+  A download reads them in pieces from its own read transaction (`get_original`).
 - WAL journal: readers never block the writer or each other. All writes go through one writer
   thread, one transaction per document, so a document's chunks appear (or vanish) all at once and
   a crash mid-ingest leaves nothing behind.
@@ -21,7 +24,7 @@ import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +38,8 @@ from carrag.services.models import (
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
+    Original,
+    OriginalFile,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
@@ -49,6 +54,7 @@ T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 INDEX_SYNC_IDLE_SECONDS = 0.5
+ORIGINAL_PIECE_BYTES = 1024 * 1024  # a download reads the kept original this much at a time
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -110,6 +116,13 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunk_changes_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunk_changes(chunk_rowid) VALUES (old.id);
 END;
+CREATE TABLE IF NOT EXISTS originals (
+    document_id  TEXT PRIMARY KEY REFERENCES documents(document_id) ON DELETE CASCADE,
+    filename     TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    size         INTEGER NOT NULL,
+    content      BLOB NOT NULL
+);
 """
 
 # BM25 column weights: chunk text, then its heading (document title / section path). Equal weights
@@ -211,6 +224,14 @@ def integrity_problems(connection: sqlite3.Connection) -> list[str]:
         if wrong:
             problems.append(f"{wrong} chunks lack a vector of dimension {row[0]}")
     indexed = connection.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+    orphaned = connection.execute(
+        "SELECT count(*) FROM originals WHERE document_id NOT IN (SELECT document_id FROM documents)"
+    ).fetchone()[0]
+    if orphaned:
+        problems.append(f"{orphaned} kept originals belong to no document")
+    truncated = connection.execute("SELECT count(*) FROM originals WHERE length(content) != size").fetchone()[0]
+    if truncated:
+        problems.append(f"{truncated} kept originals do not have their recorded size")
     if indexed != chunk_total:
         problems.append(f"the FTS index holds {indexed} rows for {chunk_total} chunks")
     try:
@@ -391,9 +412,18 @@ class SqliteStore:
         chunks: Sequence[Chunk],
         vectors: np.ndarray,
         identity: EmbeddingIdentity,
+        *,
+        original: OriginalFile | None = None,
     ) -> str | None:
         matrix = checked_vectors(chunks, vectors, identity)
-        return await self._write(lambda connection: self._insert(connection, document, chunks, matrix, identity))
+
+        def write(connection: sqlite3.Connection) -> str | None:
+            replaced = self._insert(connection, document, chunks, matrix, identity)
+            if original is not None:
+                self._put_original(connection, document.document_id, original)
+            return replaced
+
+        return await self._write(write)
 
     async def write_documents(
         self, documents: Sequence[tuple[DocumentRecord, Sequence[Chunk], np.ndarray]], identity: EmbeddingIdentity
@@ -527,6 +557,7 @@ class SqliteStore:
 
     async def wipe(self) -> None:
         def wipe(connection: sqlite3.Connection) -> None:
+            connection.execute("DELETE FROM originals")
             connection.execute("DELETE FROM documents")
             connection.execute("DELETE FROM chunks")
             connection.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
@@ -536,6 +567,64 @@ class SqliteStore:
             connection.execute("UPDATE meta SET value = ? WHERE key = 'index_epoch'", (uuid.uuid4().hex,))
 
         await self._write(wipe)
+
+    # --- originals -----------------------------------------------------------------------------
+    @staticmethod
+    def _put_original(connection: sqlite3.Connection, document_id: str, original: OriginalFile) -> None:
+        connection.execute(
+            "INSERT INTO originals(document_id, filename, content_type, size, content) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(document_id) DO UPDATE SET filename = excluded.filename,"
+            " content_type = excluded.content_type, size = excluded.size, content = excluded.content",
+            (document_id, original.filename, original.content_type, len(original.content), original.content),
+        )
+
+    async def put_original(self, document_id: str, content: bytes, content_type: str, filename: str) -> bool:
+        def put(connection: sqlite3.Connection) -> bool:
+            if connection.execute("SELECT 1 FROM documents WHERE document_id = ?", (document_id,)).fetchone() is None:
+                return False
+            self._put_original(connection, document_id, OriginalFile(content, content_type, filename))
+            return True
+
+        return await self._write(put)
+
+    async def get_original(self, document_id: str) -> Original | None:
+        """The original, read in pieces by a connection of its own inside one read transaction: the
+        download sees one snapshot (WAL), even if the document is replaced or deleted meanwhile."""
+        loop = asyncio.get_running_loop()
+
+        def open_snapshot() -> tuple[sqlite3.Connection, sqlite3.Blob, sqlite3.Row] | None:
+            connection = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            try:
+                connection.row_factory = sqlite3.Row
+                connection.execute("BEGIN")
+                row = connection.execute(
+                    "SELECT rowid, filename, content_type, size FROM originals WHERE document_id = ?", (document_id,)
+                ).fetchone()
+                if row is None:
+                    connection.close()
+                    return None
+                return connection, connection.blobopen("originals", "content", row["rowid"], readonly=True), row
+            except BaseException:
+                connection.close()
+                raise
+
+        try:
+            opened = await loop.run_in_executor(self._readers, open_snapshot)
+        except sqlite3.DatabaseError as exc:
+            raise DependencyUnavailable("store", f"SQLite read failed: {exc}") from exc
+        if opened is None:
+            return None
+        connection, blob, row = opened
+
+        async def pieces() -> AsyncIterator[bytes]:
+            try:
+                while piece := await loop.run_in_executor(self._readers, blob.read, ORIGINAL_PIECE_BYTES):
+                    yield piece
+            finally:
+                blob.close()
+                connection.close()
+
+        return Original(document_id, row["filename"], row["content_type"], row["size"], pieces())
 
     # --- document reads ------------------------------------------------------------------------
     async def get_document(self, document_id: str) -> DocumentRecord | None:
