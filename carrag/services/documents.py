@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord, Original
 from carrag.services.requests import normalise_tags
-from carrag.services.stores.base import ChunkListing, Store
+from carrag.services.stores.base import ChunkListing, DocumentSort, SortOrder, Store
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +54,26 @@ class DocumentService:
             raise NotFound(f"No document with id {document_id}.")
         return record
 
-    async def page(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentList:
-        """A page of documents, newest first; ``tag`` matches case-insensitively."""
-        page = await self.store.list_documents(offset=offset, limit=limit, tag=tag.strip().lower() if tag else None)
+    async def page(
+        self,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        tag: str | None = None,
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
+    ) -> DocumentList:
+        """A page of documents, newest first unless ``sort``/``order`` say otherwise; ``tag`` matches
+        case-insensitively, ``filename`` is a case-insensitive substring or glob (``*.pdf``)."""
+        page = await self.store.list_documents(
+            offset=offset,
+            limit=limit,
+            tag=tag.strip().lower() if tag else None,
+            sort=sort,
+            order=order,
+            filename=filename.strip() or None if filename else None,
+        )
         return DocumentList(page.items, page.total, offset, limit)
 
     async def chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkList:

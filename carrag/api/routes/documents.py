@@ -13,18 +13,31 @@ from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentO
 from carrag.services.documents import ChunkList, DeletedDocument, DocumentList
 from carrag.services.models import DocumentRecord
 from carrag.services.originals import content_disposition
+from carrag.services.stores.base import DocumentSort, SortOrder
 
 router = APIRouter(prefix="/documents", tags=["documents"])
 
 
-@router.get("", response_model=DocumentPageOut, summary="List documents (newest first)")
+@router.get("", response_model=DocumentPageOut, summary="List documents (newest first; sort and search by file name)")
 async def list_documents(
     documents: DocumentsDep,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
+    sort: Annotated[DocumentSort, Query(description="Sort by creation time, file name or chunk count.")] = (
+        "created_at"
+    ),
+    order: Annotated[SortOrder, Query(description="asc or desc (ties: by document id).")] = "desc",
+    filename: Annotated[
+        str | None,
+        Query(
+            max_length=500,
+            description="File name contains this (case-insensitive), or matches it whole when it is a glob "
+            "(`*` `?` `[...]`, e.g. `*.pdf`).",
+        ),
+    ] = None,
 ) -> DocumentList:
-    return await documents.page(offset=offset, limit=limit, tag=tag)
+    return await documents.page(offset=offset, limit=limit, tag=tag, sort=sort, order=order, filename=filename)
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -23,6 +23,14 @@ from carrag.services.models import (
     SearchFilters,
     StoredChunk,
 )
+
+DocumentSort = Literal["created_at", "filename", "chunk_count"]
+SortOrder = Literal["asc", "desc"]
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether a file-name filter is a glob (``*``, ``?``, ``[...]``) rather than a substring."""
+    return any(char in pattern for char in "*?[")
 
 
 @dataclass(slots=True)
@@ -94,7 +102,18 @@ class Store(Protocol):
     async def find_by_content_hash(self, content_hash: str) -> DocumentRecord | None:
         """A document whose ``content_hash`` is exactly this one (the newest when several are)."""
 
-    async def list_documents(self, *, offset: int, limit: int, tag: str | None = None) -> DocumentPage: ...
+    async def list_documents(
+        self,
+        *,
+        offset: int,
+        limit: int,
+        tag: str | None = None,
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
+    ) -> DocumentPage:
+        """A page of documents in ``sort`` order (ties by document id); ``filename`` (lower case) keeps
+        those whose file name contains it, or matches it whole when it is a glob (`is_glob`)."""
 
     async def list_sources(self) -> list[tuple[str, str]]:
         """(source_id, source_type) of every document."""

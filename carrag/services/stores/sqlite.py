@@ -45,7 +45,14 @@ from carrag.services.models import (
     StoredChunk,
     chunk_heading,
 )
-from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vectors
+from carrag.services.stores.base import (
+    ChunkListing,
+    DocumentPage,
+    DocumentSort,
+    SortOrder,
+    checked_vectors,
+    is_glob,
+)
 from carrag.services.stores.fts_query import fts_match_expression, query_terms
 from carrag.services.stores.process_lock import ProcessLock
 from carrag.services.stores.search_indexes import SearchIndexes
@@ -651,17 +658,32 @@ class SqliteStore:
 
         return await self._read(find)
 
-    async def list_documents(self, *, offset: int, limit: int, tag: str | None = None) -> DocumentPage:
+    async def list_documents(
+        self,
+        *,
+        offset: int,
+        limit: int,
+        tag: str | None = None,
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
+    ) -> DocumentPage:
+        conditions: list[str] = []
+        params: list[Any] = []
+        if tag is not None:
+            conditions.append("document_id IN (SELECT document_id FROM document_tags WHERE tag = ?)")
+            params.append(tag)
+        if filename is not None:
+            conditions.append("lower(filename) GLOB ?" if is_glob(filename) else "instr(lower(filename), ?) > 0")
+            params.append(filename.lower())
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        direction = "ASC" if order == "asc" else "DESC"
+        key = {"created_at": "created_at", "filename": "lower(filename)", "chunk_count": "chunk_count"}[sort]
+
         def page(connection: sqlite3.Connection) -> DocumentPage:
-            where, params = ("", [])
-            if tag is not None:
-                where, params = (
-                    "WHERE document_id IN (SELECT document_id FROM document_tags WHERE tag = ?)",
-                    [tag],
-                )
             total = connection.execute(f"SELECT count(*) FROM documents {where}", params).fetchone()[0]
             rows = connection.execute(
-                f"SELECT * FROM documents {where} ORDER BY created_at DESC, document_id LIMIT ? OFFSET ?",
+                f"SELECT * FROM documents {where} ORDER BY {key} {direction}, document_id LIMIT ? OFFSET ?",
                 [*params, limit, offset],
             ).fetchall()
             return DocumentPage([_row_to_document(r) for r in rows], total)

@@ -33,6 +33,7 @@ BASE_PROPERTIES: dict[str, Any] = {
     "source_id": {"type": "keyword"},
     "source_type": {"type": "keyword"},
     "filename": _STORED_ONLY,
+    "filename_lower": {"type": "keyword"},  # the file name in lower case: sorting and filtering by name
     "title": _STORED_ONLY,
     "external_id": {"type": "keyword"},
     "content_hash": {"type": "keyword"},
@@ -88,6 +89,7 @@ def source_record(document: DocumentRecord, chunk_count: int) -> dict[str, Any]:
         "source_id": document.source_id,
         "source_type": document.source_type,
         "filename": document.filename,
+        "filename_lower": document.filename.lower(),
         "title": document.title,
         "external_id": document.external_id,
         "content_hash": document.content_hash,

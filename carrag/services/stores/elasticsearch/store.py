@@ -31,7 +31,14 @@ from carrag.services.models import (
     StoredChunk,
 )
 from carrag.services.settings import revealed
-from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vectors
+from carrag.services.stores.base import (
+    ChunkListing,
+    DocumentPage,
+    DocumentSort,
+    SortOrder,
+    checked_vectors,
+    is_glob,
+)
 from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.batching import WriteBatcher
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
@@ -333,14 +340,28 @@ class ElasticsearchStore:
         hits = response["hits"]["hits"]
         return to_document(hits[0]["_source"]) if hits else None
 
-    async def list_documents(self, *, offset: int, limit: int, tag: str | None = None) -> DocumentPage:
+    async def list_documents(
+        self,
+        *,
+        offset: int,
+        limit: int,
+        tag: str | None = None,
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
+    ) -> DocumentPage:
+        """Sorting and filtering by file name use ``filename_lower``, which source records written
+        before it existed lack (`carrag reindex` rewrites them): they sort last and match no filter."""
         filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
         if tag is not None:
             filters.append({"term": {"tags.keyword": tag}})
+        if filename is not None:
+            filters.append(queries.filename_clause(filename.lower(), is_glob(filename)))
+        field = "filename_lower" if sort == "filename" else sort
         hits, total = await self._walk(
             "listing documents",
             {"bool": {"filter": filters}},
-            [{"created_at": "desc"}, {"document_id": "asc"}],
+            [{field: {"order": order, "missing": "_last"}}, {"document_id": "asc"}],
             offset=offset,
             limit=limit,
         )
