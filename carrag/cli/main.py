@@ -662,7 +662,20 @@ def mcp() -> None:
     asyncio.run(run_stdio(settings))
 
 
+def store_epilog() -> str:
+    """The store local commands use, for the end of `carrag --help` (DATA_DIR has a per-user default)."""
+    try:
+        settings = Settings()
+    except Exception as exc:  # a bad setting is reported by the command that needs it, not by --help
+        return f"Store: the settings are invalid ({str(exc).splitlines()[0]})."
+    return (
+        f"Store in use without --url: {settings.store} at {settings.store_location} "
+        "(set DATA_DIR or STORE to use another; --url / CARRAG_URL talks to a server instead)."
+    )
+
+
 def main() -> None:
+    app.info.epilog = store_epilog()
     try:
         app()
     except MissingExtra as exc:

@@ -12,6 +12,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -346,6 +347,19 @@ class Settings(BaseSettings):
     @property
     def resolved_sqlite_path(self) -> Path:
         return self.sqlite_path or self.data_dir / "carrag.db"
+
+    @property
+    def store_location(self) -> str:
+        """Where the store in use lives, for `carrag --help`, /health and the UI: the SQLite file, or the
+        Elasticsearch URL (without credentials) and index."""
+        if self.store == "sqlite":
+            return str(self.resolved_sqlite_path.expanduser().absolute())
+        urls = []
+        for url in self.elasticsearch_url.split(","):
+            parts = urlsplit(url.strip())
+            netloc = parts.netloc.rsplit("@", 1)[-1]
+            urls.append(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
+        return f"{','.join(urls)} index {self.elasticsearch_index}"
 
     @property
     def resolved_max_context_chars(self) -> int:

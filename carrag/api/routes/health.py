@@ -21,4 +21,12 @@ async def health(container: ContainerDep) -> HealthOut:
         overall = "degraded"
     else:
         overall = "ok"
-    return HealthOut.model_validate({"status": overall, "version": __version__, "components": components})
+    settings = container.settings
+    return HealthOut.model_validate(
+        {
+            "status": overall,
+            "version": __version__,
+            "components": components,
+            "store": {"backend": settings.store, "location": settings.store_location},
+        }
+    )
