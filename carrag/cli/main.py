@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.markup import escape
@@ -666,7 +667,7 @@ def store_epilog() -> str:
     """The store local commands use, for the end of `carrag --help` (DATA_DIR has a per-user default)."""
     try:
         settings = Settings()
-    except Exception as exc:  # a bad setting is reported by the command that needs it, not by --help
+    except (ValidationError, ValueError) as exc:  # a bad setting is reported by the command that needs it
         return f"Store: the settings are invalid ({str(exc).splitlines()[0]})."
     return (
         f"Store in use without --url: {settings.store} at {settings.store_location} "
