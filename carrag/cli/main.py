@@ -14,10 +14,11 @@ import itertools
 import json
 import logging
 import math
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, BinaryIO, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -509,6 +510,46 @@ def documents_delete(
         raise typer.Exit(1)
     run_with_client(url, api_key, lambda client: client.delete_document(document_id))
     console.print(f"Deleted {escape(document_id)}.")
+
+
+@documents_app.command("download")
+def documents_download(
+    document_id: Annotated[str, typer.Argument(help="The document's id.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (`-` for stdout); default: the original's file name here."),
+    ] = None,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Save a document's original file (as uploaded or fetched)."""
+    opened: list[tuple[Path, BinaryIO]] = []
+
+    def open_destination(filename: str) -> BinaryIO:
+        if output is not None and str(output) == "-":
+            return sys.stdout.buffer
+        # the server's name, never a path: a name like ../x stays in the working directory
+        path = output or Path(Path(filename.replace("\\", "/")).name or document_id)
+        try:
+            handle = path.open("wb" if output is not None else "xb")  # the default name never overwrites
+        except FileExistsError:
+            raise ClientError(f"{path} exists; choose another name with -o") from None
+        opened.append((path, handle))
+        return handle
+
+    try:
+        filename, size = run_with_client(
+            url, api_key, lambda client: client.download_original(document_id, open_destination)
+        )
+    except BaseException:
+        for path, handle in opened:  # nothing half-written is left behind
+            handle.close()
+            path.unlink(missing_ok=True)
+        raise
+    for _, handle in opened:
+        handle.close()
+    if opened:
+        errors.print(f"Saved {escape(filename)} ({size:,} bytes) to {escape(str(opened[0][0]))}.")
 
 
 @app.command()
