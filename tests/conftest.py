@@ -77,6 +77,7 @@ async def open_container(settings: Settings, embedding_backend, **adapters: obje
 
 async def close_container(container: Container) -> None:
     """Close what the test owns; the session-wide embedder and LLM stay open."""
+    await container.jobs.aclose()
     await container.fetcher.aclose()
     await container.store.close()
 

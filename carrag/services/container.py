@@ -23,6 +23,7 @@ from carrag.services.errors import DependencyUnavailable
 from carrag.services.fetchers.base import Fetcher
 from carrag.services.fetchers.http import HttpFetcher
 from carrag.services.ingestion import IngestionService
+from carrag.services.job_repository import InMemoryJobRepository, JobRepository
 from carrag.services.jobs import JobManager
 from carrag.services.llms.base import LLM
 from carrag.services.llms.extractive import ExtractiveLLM
@@ -72,6 +73,26 @@ def build_store(settings: Settings) -> Store:
     from carrag.services.stores.sqlite import SqliteStore
 
     return SqliteStore(settings.resolved_sqlite_path)
+
+
+def build_job_repository(settings: Settings, store: Store) -> JobRepository:
+    """Job records go where the documents go: a table in the SQLite file, an index beside the
+    Elasticsearch alias; a store without either (a test double) keeps them in memory."""
+    from carrag.services.stores.sqlite import SqliteStore
+
+    if isinstance(store, SqliteStore):
+        from carrag.services.stores.sqlite_jobs import SqliteJobRepository
+
+        return SqliteJobRepository(store.path)
+    if getattr(store, "backend", None) == "elasticsearch":
+        from carrag.services.stores.elasticsearch.jobs import ElasticsearchJobRepository
+
+        return ElasticsearchJobRepository(
+            store.connection,  # type: ignore[attr-defined]
+            store.index,  # type: ignore[attr-defined]
+            replicas=settings.elasticsearch_replicas,
+        )
+    return InMemoryJobRepository()
 
 
 def build_embedding_backend(settings: Settings) -> EmbeddingBackend:
@@ -173,7 +194,7 @@ class Container:
         return {"store": store, "embedder": embedder, "llm": llm, "reranker": reranker}
 
     async def aclose(self) -> None:
-        for close in (self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close):
+        for close in (self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close):
             try:
                 await close()
             except Exception:
@@ -242,7 +263,7 @@ async def build_container(
         answers=AnswerService(settings, search, llm, telemetry),
         documents=DocumentService(store),
         requests=RequestFactory(settings),
-        jobs=JobManager(settings, ingestion, telemetry),
+        jobs=JobManager(settings, ingestion, telemetry, build_job_repository(settings, store)),
         telemetry=telemetry,
         startup_errors=startup_errors,
     )

@@ -1,107 +1,74 @@
 """Asynchronous ingestion: ``POST /ingest/...?async=true`` hands the work to a job and answers 202.
 
 A job runs the same pipeline as a synchronous ingest, with the same admission control (the
-ingestion service waits for a slot: the job stays ``queued`` meanwhile), and records what the pipeline reports through `IngestObserver`:
-its stage, the embedding progress and how long each stage took.
+ingestion service waits for a slot: the job stays ``queued`` meanwhile), and records what the pipeline
+reports through `IngestObserver`: its stage, the embedding progress and how long each stage took.
 
-Cancelling a job cancels its asyncio task. The pipeline writes nothing until its final, atomic
-``store.write_document`` call, so a job cancelled (or failed) before that leaves nothing behind.
-Once that write has begun (state ``indexing``) the job can no longer be cancelled: it finishes.
+Job records live in the store (`JobRepository`: a table in the SQLite file, an index on
+Elasticsearch), so ``GET /jobs/{id}`` answers on any API replica and after a restart. The process
+running a job holds a lease on it and renews it (`job_leases.py`); a job whose process died is
+settled as ``failed`` by whoever reads it next (or by the periodic sweep here) once the lease has run
+out. Jobs are not resumed after a restart: an upload's bytes live only in the memory of the process
+that accepted it.
 
-Jobs live in this process's memory only. A restart forgets the job records, never half a document.
+Cancelling: on the process running the job, its asyncio task is cancelled; on any other replica the
+request is recorded in the job's record and the owner stops the job at its next renewal. The
+pipeline writes nothing until its final, atomic ``store.write_document`` call, so a job cancelled (or
+failed, or killed) before that leaves nothing visible. Once that write has begun (state
+``indexing``) the job can no longer be cancelled: it finishes.
+
 Finished jobs are kept for JOB_TTL_SECONDS, and at most JOB_RETENTION of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import socket
 import time
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, NotFound
 from carrag.services.ingestion import IngestionService, IngestObserver, IngestResult
+from carrag.services.job_leases import Leases
+from carrag.services.job_model import INTERNAL_ERROR, Job, Progress
+from carrag.services.job_repository import InMemoryJobRepository, JobRepository, StoredJob, is_finished
 from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 from carrag.services.telemetry import NullTelemetry, Telemetry
-from carrag.services.vocabulary import FINISHED_JOB_STATES, JobKind, JobState
+from carrag.services.vocabulary import JobKind, JobState
+
+__all__ = ["INTERNAL_ERROR", "Job", "JobManager", "Progress"]
 
 logger = logging.getLogger(__name__)
 
-INTERNAL_ERROR = "Internal error; the service logged it."
-
 Work = Callable[[IngestObserver], Awaitable[IngestResult]]
 
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-@dataclass(slots=True)
-class Progress:
-    done: int = 0  # chunks embedded so far (while parsing: PDF pages read by OCR)
-    total: int = 0  # chunks to embed, 0 until the embedding stage starts (while parsing: pages to OCR)
-
-
-@dataclass(eq=False)
-class Job:
-    job_id: str
-    kind: JobKind
-    source: str  # the filename or URL
-    state: JobState = JobState.QUEUED
-    progress: Progress = field(default_factory=Progress)
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    result: IngestResult | None = None
-    error: str | None = None
-    created_at: datetime = field(default_factory=_now)
-    updated_at: datetime = field(default_factory=_now)
-    task: asyncio.Task[None] | None = field(default=None, repr=False)
-    exception: BaseException | None = field(default=None, repr=False)  # why it failed, for the caller
-    finished_at: float | None = None  # time.monotonic()
-    accepted: bool = False  # survived its first step (a refusal there is the submitter's answer)
-    _stage_started: float = field(default_factory=time.perf_counter, repr=False)
-
-    @property
-    def finished(self) -> bool:
-        return self.state in FINISHED_JOB_STATES
-
-    # --- IngestObserver --------------------------------------------------------------------------
-    def stage(self, stage: JobState) -> None:
-        if stage == JobState.DONE:  # the manager finishes the job once the pipeline has returned
-            return
-        self._enter(stage)
-
-    def embedded(self, done: int, total: int) -> None:
-        self.progress.done, self.progress.total = done, total
-        self.updated_at = _now()
-
-    def ocr_read(self, done: int, total: int) -> None:
-        self.embedded(done, total)  # the same counter, in the parsing stage
-
-    # --- transitions ---------------------------------------------------------------------------
-    def _enter(self, state: JobState) -> None:
-        """Close the timing of the current stage and move on to ``state``."""
-        now = time.perf_counter()
-        self.timings_ms[self.state] = round(
-            self.timings_ms.get(self.state, 0.0) + (now - self._stage_started) * 1000, 2
-        )
-        self._stage_started = now
-        self.state = state
-        self.updated_at = _now()
-        if state in FINISHED_JOB_STATES:
-            self.finished_at = time.monotonic()
-            self.task = None  # let the task (and the uploaded bytes it holds) go
+SWEEP_BATCH = 100  # expired jobs settled per sweep
+PURGE_EVERY_SECONDS = 60.0
+CANCEL_POLL_SECONDS = 0.1
 
 
 class JobManager:
-    def __init__(self, settings: Settings, ingestion: IngestionService, telemetry: Telemetry | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        ingestion: IngestionService,
+        telemetry: Telemetry | None = None,
+        repository: JobRepository | None = None,
+    ) -> None:
         self.settings = settings
         self.ingestion = ingestion
-        self._jobs: OrderedDict[str, Job] = OrderedDict()  # oldest first
+        self.repository = repository or InMemoryJobRepository()
+        self.leases = Leases(self.repository, lease=settings.job_lease_seconds, renew=settings.job_lease_renew_seconds)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._jobs: OrderedDict[str, Job] = OrderedDict()  # the jobs this process runs or ran, oldest first
+        self._keepers: dict[str, asyncio.Task[None]] = {}  # lease renewal, per running job
+        self._sweeper: asyncio.Task[None] | None = None
         self._drain: asyncio.Task[None] | None = None
         self.telemetry = telemetry or NullTelemetry()
         self.telemetry.watch_jobs(self.counts_by_state)
@@ -116,8 +83,10 @@ class JobManager:
         return await self._submit(JobKind.URL, url, lambda observer: self.ingestion.ingest_url(url, options, observer))
 
     async def _submit(self, kind: JobKind, source: str, work: Work) -> Job:
+        self.start()
         self._prune()
-        job = Job(job_id=uuid.uuid4().hex, kind=kind, source=source)
+        job = Job(job_id=uuid.uuid4().hex, kind=kind, source=source, owner=self.owner)
+        job.lease_expires_at = self.leases.expiry()
         self._jobs[job.job_id] = job
         job.task = asyncio.create_task(self._run(job, work), name=f"ingest-job-{job.job_id}")
         # Let the task take its first step now. It runs up to its first real wait: either it is
@@ -128,9 +97,22 @@ class JobManager:
         if job.state == JobState.FAILED and isinstance(job.exception, CarragError):
             del self._jobs[job.job_id]
             raise job.exception
+        try:
+            job.revision = await self.leases.repository.create(job.to_record())
+        except CarragError:  # no record, no job: stop the work (it has written nothing yet)
+            del self._jobs[job.job_id]
+            if job.task is not None:
+                job.task.cancel()
+                await asyncio.wait({job.task})
+            raise
         job.accepted = True
-        if job.finished:  # failed in its first step for a reason that is not the caller's
+        if job.finished:  # finished while it was being recorded
+            await self.leases.save_final(job)
             self._report(job)
+        else:
+            self._keepers[job.job_id] = asyncio.create_task(
+                self.leases.keep_alive(job, self._stop), name=f"ingest-job-lease-{job.job_id}"
+            )
         return job
 
     async def _run(self, job: Job, work: Work) -> None:
@@ -138,25 +120,30 @@ class JobManager:
             result = await work(job)  # waits for an ingestion slot first
         except asyncio.CancelledError:
             job.error = job.error or "cancelled"
-            self._finish(job, JobState.CANCELLED)
+            await self._finish(job, job.stop_as)
             raise
         except CarragError as exc:
             job.error, job.exception = exc.message, exc
-            self._finish(job, JobState.FAILED)
+            await self._finish(job, JobState.FAILED)
         except Exception as exc:
             logger.exception("ingest job crashed", extra={"job_id": job.job_id, "source": job.source})
             job.error, job.exception = INTERNAL_ERROR, exc
-            self._finish(job, JobState.FAILED)
+            await self._finish(job, JobState.FAILED)
         else:
             job.result = result
             if result.chunk_count and not job.progress.total:
                 job.progress.done = job.progress.total = result.chunk_count  # unchanged: nothing embedded
-            self._finish(job, JobState.DONE)
+            await self._finish(job, JobState.DONE)
 
-    def _finish(self, job: Job, state: JobState) -> None:
+    async def _finish(self, job: Job, state: JobState) -> None:
         job._enter(state)
         if job.accepted:
+            keeper = self._keepers.pop(job.job_id, None)
+            if keeper is not None:
+                keeper.cancel()
             self._report(job)
+            # Shielded: a second cancel (shutdown) must not stop the record of how the job ended.
+            await asyncio.shield(self.leases.save_final(job))
 
     def _report(self, job: Job) -> None:
         logger.info(
@@ -174,26 +161,65 @@ class JobManager:
             self.telemetry.dependency_failed(job.exception.component)
         job.exception = None  # its traceback holds the pipeline's frames (the upload, the text)
 
-    # --- reading ----------------------------------------------------------------------------------
-    def get(self, job_id: str) -> Job:
-        self._prune()
-        job = self._jobs.get(job_id)
-        if job is None:
-            raise NotFound(f"No ingest job with id {job_id} (jobs are kept in memory and expire).")
-        return job
+    def _stop(self, job: Job, error: str, state: JobState) -> bool:
+        """Cancel a job this process runs, to end in ``state``; a job already writing its document
+        finishes instead (the write is atomic and short)."""
+        if job.finished or job.task is None or job.state == JobState.INDEXING:
+            return False
+        job.error, job.stop_as = error, state
+        job.task.cancel()
+        return True
 
-    def recent(self, limit: int) -> list[Job]:
-        """Newest first."""
+    # --- reading ----------------------------------------------------------------------------------
+    async def get(self, job_id: str) -> Job:
+        """The job as it stands, from whichever process runs or ran it."""
+        self.start()
         self._prune()
-        newest = reversed(self._jobs.values())
-        return [job for job, _ in zip(newest, range(limit), strict=False)]
+        local = self._jobs.get(job_id)
+        if local is not None:
+            return local  # this process runs or ran it: fresher than its record
+        stored = await self.leases.repository.read(job_id)
+        if stored is None or self._expired(stored):
+            raise NotFound(f"No ingest job with id {job_id} (finished jobs expire after JOB_TTL_SECONDS).")
+        return await self.leases.settle(stored)
+
+    async def recent(self, limit: int) -> list[Job]:
+        """Newest first: the store's newest records, and this process's own (a new job may take a
+        refresh interval to show in an Elasticsearch listing)."""
+        self.start()
+        self._prune()
+        stored = await self.leases.repository.recent(limit)
+        jobs: dict[str, Job] = {}
+        for item in stored:
+            if self._expired(item):
+                continue
+            local = self._jobs.get(item.record["job_id"])
+            jobs[item.record["job_id"]] = local if local is not None else await self.leases.settle(item)
+        for job in self._jobs.values():
+            jobs.setdefault(job.job_id, job)
+        newest = sorted(jobs.values(), key=lambda job: job.created_at, reverse=True)
+        return newest[:limit]
+
+    async def total(self) -> int:
+        """Jobs in the store: running, queued and finished ones not yet expired."""
+        return await self.leases.repository.count()
 
     def counts_by_state(self) -> dict[str, int]:
+        """This process's jobs, by state (for metrics: each replica reports its own)."""
         return dict(Counter(job.state for job in self._jobs.values()))
 
+    def _expired(self, stored: StoredJob) -> bool:
+        finished_at = stored.record.get("finished_at")
+        return (
+            is_finished(stored.record)
+            and finished_at is not None
+            and finished_at < time.time() - self.settings.job_ttl_seconds
+        )
+
     def _prune(self) -> None:
-        """Drop finished jobs past their TTL, then the oldest finished ones beyond JOB_RETENTION."""
-        expired_before = time.monotonic() - self.settings.job_ttl_seconds
+        """Forget this process's finished jobs past their TTL, then the oldest beyond JOB_RETENTION
+        (their records stay in the store until the sweep purges them)."""
+        expired_before = time.time() - self.settings.job_ttl_seconds
         finished = [job for job in self._jobs.values() if job.finished_at is not None]
         for job in finished:
             if job.finished_at < expired_before:  # type: ignore[operator]
@@ -204,20 +230,88 @@ class JobManager:
 
     # --- cancelling ---------------------------------------------------------------------------------
     async def cancel(self, job_id: str) -> Job:
-        """Cancel a job and wait until it has stopped; it leaves nothing in the store."""
-        job = self.get(job_id)
+        """Cancel a job and wait until it has stopped; it leaves nothing in the store. Works on any
+        replica: a job another process runs is stopped by that process at its next lease renewal."""
+        local = self._jobs.get(job_id)
+        if local is not None and local.task is not None and not local.finished:
+            self._refuse_if_too_late(local)
+            task = local.task
+            task.cancel()
+            await asyncio.wait({task})
+            return local
+        job = await self.get(job_id)
+        for _ in range(8):
+            stored = await self.leases.repository.read(job_id)
+            if stored is None:
+                raise NotFound(f"No ingest job with id {job_id}.")
+            job = await self.leases.settle(stored)
+            self._refuse_if_too_late(job)
+            if job.cancel_requested or await self.leases.request_cancel(stored) is not None:
+                break
+        return await self._wait_for_cancel(job_id)
+
+    async def _wait_for_cancel(self, job_id: str) -> Job:
+        """Wait for the owner to stop the job (or for its lease to run out, if it died)."""
+        deadline = time.monotonic() + self.leases.lease + self.leases.renew
+        while True:
+            job = await self.get(job_id)
+            if job.state == JobState.DONE:
+                raise Conflict(
+                    f"Ingest job {job_id} finished writing its document before the cancel reached it; delete the "
+                    "document if it is not wanted."
+                )
+            if job.finished or time.monotonic() > deadline:
+                return job  # not finished: it stops at its owner's next renewal (cancel_requested is set)
+            await asyncio.sleep(CANCEL_POLL_SECONDS)
+
+    @staticmethod
+    def _refuse_if_too_late(job: Job) -> None:
         if job.finished:
-            raise Conflict(f"Ingest job {job_id} has already finished ({job.state}).")
+            raise Conflict(f"Ingest job {job.job_id} has already finished ({job.state}).")
         if job.state == JobState.INDEXING:
             raise Conflict(
-                f"Ingest job {job_id} is already writing its document to the store and will finish in a "
+                f"Ingest job {job.job_id} is already writing its document to the store and will finish in a "
                 "moment; delete the document afterwards if it is not wanted."
             )
-        task = job.task
-        assert task is not None
-        task.cancel()
-        await asyncio.wait({task})
-        return job
+
+    # --- the sweep ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the periodic sweep (settles jobs whose process died, purges old records); idempotent,
+        needs a running loop. Called on first use, so tools that never touch jobs never start it."""
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_periodically(), name="ingest-job-sweep")
+
+    async def _sweep_periodically(self) -> None:
+        last_purge = 0.0
+        while True:
+            await asyncio.sleep(self.leases.renew)
+            try:
+                await self.sweep()
+                if time.monotonic() - last_purge > PURGE_EVERY_SECONDS:
+                    last_purge = time.monotonic()
+                    await self.purge()
+            except CarragError as exc:
+                logger.warning("ingest job sweep failed; next time", extra={"reason": exc.message})
+            except Exception:
+                logger.exception("ingest job sweep crashed; next time")
+
+    async def sweep(self) -> int:
+        """Settle every job whose lease has run out; how many were settled."""
+        settled = 0
+        for stored in await self.leases.repository.expired(time.time(), SWEEP_BATCH):
+            local = self._jobs.get(stored.record["job_id"])
+            if local is not None and not local.finished:
+                continue  # ours and alive: its renewal is late, not lost
+            if (await self.leases.settle(stored)).finished:
+                settled += 1
+        return settled
+
+    async def purge(self) -> int:
+        """Remove finished jobs' records past JOB_TTL_SECONDS and beyond JOB_RETENTION (the sweep does,
+        every minute); how many were removed."""
+        return await self.leases.repository.purge(
+            time.time() - self.settings.job_ttl_seconds, self.settings.job_retention
+        )
 
     # --- shutdown -----------------------------------------------------------------------------------
     def begin_shutdown(self, grace: float) -> None:
@@ -231,6 +325,24 @@ class JobManager:
         self.begin_shutdown(grace)
         assert self._drain is not None
         await self._drain
+        await self._stop_sweeper()
+
+    async def aclose(self) -> None:
+        """Stop the background work and close the repository (running jobs are the caller's: `shutdown`)."""
+        await self._stop_sweeper()
+        for keeper in list(self._keepers.values()):
+            keeper.cancel()
+        if self._keepers:
+            await asyncio.wait(list(self._keepers.values()))
+        self._keepers.clear()
+        await self.leases.repository.close()
+
+    async def _stop_sweeper(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
 
     async def _drain_jobs(self, grace: float) -> None:
         active = [job for job in self._jobs.values() if job.task is not None and not job.finished]

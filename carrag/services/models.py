@@ -56,6 +56,7 @@ class DocumentRecord:
     created_at: str  # ISO 8601, UTC
     title: str | None = None
     external_id: str | None = None
+    collection_id: str = "default"  # the collection (knowledge base) it belongs to
 
 
 @dataclass(slots=True)
@@ -74,6 +75,7 @@ class StoredChunk:
     section: str | None = None
     title: str | None = None
     external_id: str | None = None
+    collection_id: str = "default"
 
     @property
     def key(self) -> tuple[str, int]:
@@ -93,10 +95,25 @@ class SearchFilters:
     tags: tuple[str, ...] = ()  # a chunk matches when its document has ANY of these tags
     source: str | None = None  # exact source id, or a glob (`*`, `?`, `[...]`)
     document_ids: tuple[str, ...] = ()
+    # the collections searched (ids); empty means every collection (the services always fill it)
+    collection_ids: tuple[str, ...] = ()
 
     @property
     def source_is_glob(self) -> bool:
         return self.source is not None and any(ch in self.source for ch in "*?[")
+
+
+DEFAULT_COLLECTION = "default"  # id and name of the collection that always exists
+
+
+@dataclass(slots=True)
+class Collection:
+    """A knowledge base: a named set of documents. The id is stable; renaming changes only the name."""
+
+    collection_id: str
+    name: str
+    created_at: str  # ISO 8601, UTC
+    document_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -319,10 +319,22 @@ class Settings(BaseSettings):
 
     # --- operations: ingest jobs, shutdown, metrics -------------------------------------------------
     job_retention: int = Field(
-        1000, ge=1, description="Finished ingest jobs kept in memory for GET /jobs (oldest dropped first)."
+        1000, ge=1, description="Finished ingest jobs kept in the store for GET /jobs (oldest dropped first)."
     )
     job_ttl_seconds: float = Field(
         3600.0, gt=0, description="Seconds a finished ingest job stays visible before it expires."
+    )
+    job_lease_seconds: float = Field(
+        15.0,
+        gt=0,
+        description="An ingest job's lease: the process running it renews it every JOB_LEASE_RENEW_SECONDS; a job "
+        "whose lease ran out (its process died) is reported failed, and nothing it wrote is ever visible.",
+    )
+    job_lease_renew_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="How often a running job's process renews its lease and looks for a cancel request made on "
+        "another replica (used as at most half of JOB_LEASE_SECONDS).",
     )
     shutdown_grace_seconds: float = Field(
         30.0,

@@ -22,6 +22,7 @@ JOB_FIELDS = {
     "timings_ms",
     "result",
     "error",
+    "cancel_requested",
     "created_at",
     "updated_at",
 }

@@ -5,7 +5,9 @@ import pytest
 
 from carrag.bench.answer_questions import DEFAULT_QUESTIONS, documents_of, load_questions
 from carrag.bench.answer_runner import parse_answer_modes
+from carrag.bench.answer_scoring import contains_phrase, normalise
 from carrag.services.errors import InvalidInput
+from carrag.services.parsers import parse_file
 
 
 def write(tmp_path: Path, *records: dict) -> Path:
@@ -71,3 +73,40 @@ def test_the_development_set_is_complete() -> None:
     assert all(question.history for question in questions if question.kind == "followup")
     formats = {Path(document).suffix for document in documents_of(questions)}
     assert {".pdf", ".html", ".md", ".docx", ".xlsx", ".txt"} <= formats
+
+
+HELD_OUT = DEFAULT_QUESTIONS.with_name("corpus_heldout.jsonl")
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "corpus"
+
+
+def test_the_held_out_set_is_complete_and_uses_other_documents() -> None:
+    questions = load_questions(HELD_OUT)
+    assert len(questions) >= 40
+    assert sum(not question.answerable for question in questions) >= 10
+    assert {"factoid", "number", "list", "table", "yesno", "followup"} <= {question.kind for question in questions}
+    assert not set(documents_of(questions)) & set(documents_of(load_questions(DEFAULT_QUESTIONS)))
+    formats = {Path(document).suffix for document in documents_of(questions)}
+    assert {".pdf", ".html", ".md", ".docx", ".xlsx", ".txt"} <= formats
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not next to this checkout")
+@pytest.mark.parametrize("questions_file", [DEFAULT_QUESTIONS, HELD_OUT], ids=["dev", "held-out"])
+def test_gold_answers_and_evidence_occur_in_the_parsed_documents(questions_file: Path) -> None:
+    """Every evidence string and at least one accepted answer (yes/no aside) is in the text Carrag's parsers produce."""
+    texts: dict[str, str] = {}
+    missing = []
+    for question in load_questions(questions_file):
+        for document in question.documents:
+            if document not in texts:
+                texts[document] = parse_file((CORPUS / document).read_bytes(), Path(document).name).text
+        text = "\n".join(texts[document] for document in question.documents)
+        missing += [
+            (question.id, evidence) for evidence in question.evidence if normalise(evidence) not in normalise(text)
+        ]
+        spelled_out = [entry for entry in question.accepted if entry not in ("yes", "no")]
+        if spelled_out and not any(
+            all(contains_phrase(text, part) for part in ([entry] if isinstance(entry, str) else entry))
+            for entry in spelled_out
+        ):
+            missing.append((question.id, spelled_out))
+    assert missing == []

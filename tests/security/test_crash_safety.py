@@ -14,7 +14,14 @@ import pytest
 from carrag.bench.server import server_process
 from carrag.services.stores.sqlite import integrity_problems
 
-SETTINGS = {"LLM": "none", "RERANK_ENABLED": "false", "TAGGER": "keywords", "EMBED_BATCH_SIZE": "8"}
+SETTINGS = {
+    "LLM": "none",
+    "RERANK_ENABLED": "false",
+    "TAGGER": "keywords",
+    "EMBED_BATCH_SIZE": "8",
+    "JOB_LEASE_SECONDS": "2",
+    "JOB_LEASE_RENEW_SECONDS": "0.5",
+}
 KEPT = b"Kept manual. The cold tire pressure is 35 psi front and rear. Rotate the tyres every 6,000 miles.\n" * 4
 
 
@@ -79,6 +86,12 @@ def test_sigkill_while_embedding_leaves_whole_documents_only(tmp_path: Path) -> 
         assert [item["document_id"] for item in listed["items"]] == [kept["document_id"]]
         chunks = client.get(f"/documents/{kept['document_id']}/chunks").json()
         assert chunks["total"] == len(chunks["items"]) == kept["chunk_count"]
+        for job_id in (new_job.json()["job_id"], replacing_job.json()["job_id"]):  # recorded in the file
+            deadline = time.monotonic() + 10  # the lease (2 s) may outlast a quick restart
+            while (job := client.get(f"/jobs/{job_id}").json())["state"] == "embedding":
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+            assert job["state"] == "failed" and "lease expired" in job["error"], "not resumed: failed by its lease"
         hits = client.post("/search", json={"question": "tire pressure psi"}).json()["results"]
         assert hits and hits[0]["document_id"] == kept["document_id"]
         again = client.post("/ingest/file", files={"file": ("big.txt", big_document(1, sections=60))})

@@ -1,6 +1,7 @@
 """GET /jobs, GET /jobs/{id}, DELETE /jobs/{id}: asynchronous ingests (see `carrag/services/jobs.py`).
 
-Jobs are created by ``POST /ingest/file?async=true`` and ``POST /ingest/url?async=true``.
+Jobs are created by ``POST /ingest/file?async=true`` and ``POST /ingest/url?async=true``. Their records
+live in the store, so every replica answers for every job, and a cancel works from any replica.
 """
 
 from __future__ import annotations
@@ -29,18 +30,21 @@ def status_url(job: Job) -> str:
 
 @router.get("", response_model=JobListOut, summary="Recent ingest jobs (newest first)")
 async def list_jobs(jobs: JobsDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> JobListOut:
-    return JobListOut.model_validate({"items": jobs.recent(limit), "total": sum(jobs.counts_by_state().values())})
+    return JobListOut.model_validate({"items": await jobs.recent(limit), "total": await jobs.total()})
 
 
 @router.get("/{job_id}", response_model=JobOut, summary="An ingest job's state, progress, timings and result")
 async def get_job(jobs: JobsDep, job_id: str) -> Job:
-    return jobs.get(job_id)
+    return await jobs.get(job_id)
 
 
 @router.delete(
     "/{job_id}",
     response_model=JobOut,
     summary="Cancel an ingest job; nothing of it is stored",
+    description="On the replica running the job it stops at once. On another replica the request is recorded "
+    "in the job (`cancel_requested`) and the running replica stops the job at its next lease renewal "
+    "(JOB_LEASE_RENEW_SECONDS); the answer waits for that, up to a lease.",
     responses={409: {"description": "The job has already finished, or is writing its document."}},
 )
 async def cancel_job(jobs: JobsDep, job_id: str) -> Job:

@@ -31,10 +31,13 @@ class JobOut(Schema):
     timings_ms: dict[str, float] = Field(description="Milliseconds spent in each state so far.")
     result: IngestResponse | None = Field(None, description="The ingest result, once the job is done.")
     error: str | None = Field(None, description="Why the job failed (or 'cancelled').")
+    cancel_requested: bool = Field(
+        False, description="A cancel was asked for; the replica running the job stops it at its next lease renewal."
+    )
     created_at: IsoTimestamp
     updated_at: IsoTimestamp
 
 
 class JobListOut(Schema):
     items: list[JobOut]
-    total: int = Field(description="Jobs held in memory (running, queued and recently finished).")
+    total: int = Field(description="Jobs in the store (running, queued and finished ones not yet expired).")

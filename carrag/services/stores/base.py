@@ -13,7 +13,9 @@ from typing import Literal, Protocol
 import numpy as np
 
 from carrag.services.models import (
+    DEFAULT_COLLECTION,
     Chunk,
+    Collection,
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
@@ -97,10 +99,13 @@ class Store(Protocol):
 
     async def get_document(self, document_id: str) -> DocumentRecord | None: ...
 
-    async def find_by_source(self, source_id: str) -> DocumentRecord | None: ...
+    async def find_by_source(self, source_id: str, collection_id: str = DEFAULT_COLLECTION) -> DocumentRecord | None:
+        """The document of ``source_id`` in the collection (a source id is unique per collection)."""
 
-    async def find_by_content_hash(self, content_hash: str) -> DocumentRecord | None:
-        """A document whose ``content_hash`` is exactly this one (the newest when several are)."""
+    async def find_by_content_hash(
+        self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
+    ) -> DocumentRecord | None:
+        """A document of the collection whose ``content_hash`` is exactly this one (the newest when several are)."""
 
     async def list_documents(
         self,
@@ -108,15 +113,17 @@ class Store(Protocol):
         offset: int,
         limit: int,
         tag: str | None = None,
+        collection_ids: Sequence[str] = (),
         sort: DocumentSort = "created_at",
         order: SortOrder = "desc",
         filename: str | None = None,
     ) -> DocumentPage:
-        """A page of documents in ``sort`` order (ties by document id); ``filename`` (lower case) keeps
-        those whose file name contains it, or matches it whole when it is a glob (`is_glob`)."""
+        """A page of documents in ``sort`` order (ties by document id), only the given collections (ids)
+        unless empty; ``filename`` (lower case) keeps those whose file name contains it, or matches it
+        whole when it is a glob (`is_glob`)."""
 
-    async def list_sources(self) -> list[tuple[str, str]]:
-        """(source_id, source_type) of every document."""
+    async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document (of the given collections unless empty)."""
 
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]: ...
 
@@ -135,6 +142,21 @@ class Store(Protocol):
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
         """All chunks with ``chunk_index`` within ``radius`` of each (document_id, chunk_index)
         centre, in one batched call, each chunk once."""
+
+    # --- collections (knowledge bases) -----------------------------------------------------------
+    async def create_collection(self, collection: Collection) -> Collection:
+        """Register a collection. Raises Conflict when its name (or id) is taken."""
+
+    async def list_collections(self) -> list[Collection]:
+        """Every collection, ``default`` included (it always exists), with its document count."""
+
+    async def rename_collection(self, collection_id: str, name: str) -> Collection | None:
+        """Give a collection a new name (documents and chunks keep its id, nothing is rewritten).
+        Raises Conflict when the name is taken; None if there is no such collection."""
+
+    async def delete_collection(self, collection_id: str) -> bool:
+        """Remove every document and chunk of the collection, then its registry row. False if there
+        was no such collection (its leftover documents, if any, are still removed)."""
 
     # --- originals (issue 14 item 4) -------------------------------------------------------------
     async def put_original(self, document_id: str, content: bytes, content_type: str, filename: str) -> bool:

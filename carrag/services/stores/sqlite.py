@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import sqlite3
@@ -26,15 +27,18 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
-from carrag.services.errors import DependencyUnavailable
+from carrag.services.errors import Conflict, DependencyUnavailable, NotFound
 from carrag.services.ids import chunk_id
 from carrag.services.models import (
+    DEFAULT_COLLECTION,
     Chunk,
+    Collection,
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
@@ -68,9 +72,14 @@ CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS collections (
+    collection_id TEXT PRIMARY KEY,
+    name          TEXT NOT NULL UNIQUE,
+    created_at    TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS documents (
     document_id TEXT PRIMARY KEY,
-    source_id   TEXT NOT NULL UNIQUE,
+    source_id   TEXT NOT NULL,
     filename    TEXT NOT NULL,
     source_type TEXT NOT NULL,
     content_hash TEXT NOT NULL,
@@ -79,7 +88,9 @@ CREATE TABLE IF NOT EXISTS documents (
     metadata    TEXT NOT NULL,
     title       TEXT,
     external_id TEXT,
-    created_at  TEXT NOT NULL
+    created_at  TEXT NOT NULL,
+    collection_id TEXT NOT NULL DEFAULT 'default' REFERENCES collections(collection_id) ON DELETE CASCADE,
+    UNIQUE (collection_id, source_id)
 );
 CREATE INDEX IF NOT EXISTS documents_created ON documents(created_at);
 CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash);
@@ -132,6 +143,60 @@ CREATE TABLE IF NOT EXISTS originals (
 );
 """
 
+# After the migration below (a store from before collections has no documents.collection_id yet).
+COLLECTION_SCHEMA = """
+CREATE INDEX IF NOT EXISTS documents_collection_created ON documents(collection_id, created_at);
+"""
+
+# The documents table before collections: ``source_id`` unique across the store.
+_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS = (
+    "document_id, source_id, filename, source_type, content_hash, chunk_count, tags, metadata, title,"
+    " external_id, created_at"
+)
+
+
+def migrate_to_collections(connection: sqlite3.Connection, created_at: str) -> bool:
+    """Give a store from before collections its ``default`` collection and move every document into it.
+
+    The documents table is rebuilt (SQLite cannot drop the old UNIQUE(source_id) in place) with
+    foreign keys off, so the rebuild deletes no chunk or tag, in one transaction; the foreign keys are
+    checked before it commits. Returns whether anything was migrated."""
+    connection.execute(
+        "INSERT OR IGNORE INTO collections(collection_id, name, created_at) VALUES (?, ?, ?)",
+        (DEFAULT_COLLECTION, DEFAULT_COLLECTION, created_at),
+    )
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(documents)")}
+    if "collection_id" in columns:
+        return False
+    connection.execute("PRAGMA foreign_keys = OFF")
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            table = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS documents (") :]
+            table = table[: table.index(");") + 2].replace("IF NOT EXISTS documents (", "documents_migrated (")
+            connection.execute(table)
+            connection.execute(
+                f"INSERT INTO documents_migrated({_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS}, collection_id)"
+                f" SELECT {_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS}, ? FROM documents",
+                (DEFAULT_COLLECTION,),
+            )
+            connection.execute("DROP TABLE documents")
+            connection.execute("ALTER TABLE documents_migrated RENAME TO documents")
+            connection.execute("CREATE INDEX IF NOT EXISTS documents_created ON documents(created_at)")
+            connection.execute("CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash)")
+            broken = connection.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise sqlite3.IntegrityError(f"moving documents into collections broke {len(broken)} references")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+    finally:
+        connection.execute("PRAGMA foreign_keys = ON")
+    logger.info("moved the store's documents into the default collection", extra={"path": "sqlite"})
+    return True
+
+
 # BM25 column weights: chunk text, then its heading (document title / section path). Equal weights
 # score the heading as if it were part of the chunk, like BM25 over "title + text" (on SciFact
 # 0.5 → 1.0 moved BM25 nDCG@10 from 0.677 to 0.683; docs/benchmarks.md).
@@ -139,7 +204,7 @@ BM25_WEIGHTS = (1.0, 1.0)
 
 _CHUNK_COLUMNS = """
     c.id, c.document_id, c.chunk_index, c.text, c.char_start, c.char_end, c.pages, c.section,
-    d.filename, d.source_id, d.tags, d.title, d.external_id
+    d.filename, d.source_id, d.tags, d.title, d.external_id, d.collection_id
 """
 
 
@@ -157,6 +222,7 @@ def _row_to_chunk(row: sqlite3.Row) -> StoredChunk:
         section=row["section"],
         title=row["title"],
         external_id=row["external_id"],
+        collection_id=row["collection_id"],
     )
 
 
@@ -173,7 +239,19 @@ def _row_to_document(row: sqlite3.Row) -> DocumentRecord:
         created_at=row["created_at"],
         title=row["title"],
         external_id=row["external_id"],
+        collection_id=row["collection_id"],
     )
+
+
+def _row_to_collection(row: sqlite3.Row) -> Collection:
+    return Collection(row["collection_id"], row["name"], row["created_at"], row["document_count"])
+
+
+_COLLECTIONS_SQL = (
+    "SELECT c.collection_id, c.name, c.created_at,"
+    " (SELECT count(*) FROM documents d WHERE d.collection_id = c.collection_id) AS document_count"
+    " FROM collections c"
+)
 
 
 def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
@@ -191,6 +269,10 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
         marks = ",".join("?" * len(filters.document_ids))
         clauses.append(f"d.document_id IN ({marks})")
         params.extend(filters.document_ids)
+    if filters.collection_ids:
+        marks = ",".join("?" * len(filters.collection_ids))
+        clauses.append(f"d.collection_id IN ({marks})")
+        params.extend(filters.collection_ids)
     return (" AND ".join(clauses), params)
 
 
@@ -266,6 +348,9 @@ class SqliteStore:
         self._sync_timer: threading.Timer | None = None
         self._sync_timer_lock = threading.Lock()
         self.indexes = SearchIndexes(self.path.with_name(self.path.name + ".indexes"))
+        # the registered collections' ids, kept by the (single) writer: a search over all of them
+        # needs no collection filter, so it keeps the fast unfiltered path (tantivy, HNSW)
+        self._collection_ids: frozenset[str] = frozenset({DEFAULT_COLLECTION})
 
     # --- plumbing ------------------------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -332,6 +417,9 @@ class SqliteStore:
                 raise DependencyUnavailable("store", f"SQLite refused WAL mode (got {mode})")
             connection.executescript(SCHEMA)
             connection.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_epoch', ?)", (uuid.uuid4().hex,))
+            migrate_to_collections(connection, datetime.now(UTC).isoformat())
+            connection.executescript(COLLECTION_SCHEMA)
+            self._collection_ids = frozenset(r[0] for r in connection.execute("SELECT collection_id FROM collections"))
 
         loop = asyncio.get_running_loop()
         try:
@@ -462,14 +550,22 @@ class SqliteStore:
                 "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                 [("embedding_model", identity.model), ("embedding_dimension", str(identity.dimension))],
             )
+        if (
+            connection.execute(
+                "SELECT 1 FROM collections WHERE collection_id = ?", (document.collection_id,)
+            ).fetchone()
+            is None
+        ):
+            raise NotFound(f"collection {document.collection_id!r} does not exist")
         replaced = connection.execute(
-            "SELECT document_id FROM documents WHERE source_id = ?", (document.source_id,)
+            "SELECT document_id FROM documents WHERE collection_id = ? AND source_id = ?",
+            (document.collection_id, document.source_id),
         ).fetchone()
         if replaced is not None:
             connection.execute("DELETE FROM documents WHERE document_id = ?", (replaced[0],))
         connection.execute(
             "INSERT INTO documents(document_id, source_id, filename, source_type, content_hash, chunk_count,"
-            " tags, metadata, title, external_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            " tags, metadata, title, external_id, created_at, collection_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 document.document_id,
                 document.source_id,
@@ -482,6 +578,7 @@ class SqliteStore:
                 document.title,
                 document.external_id,
                 document.created_at,
+                document.collection_id,
             ),
         )
         connection.executemany(
@@ -641,18 +738,23 @@ class SqliteStore:
 
         return await self._read(get)
 
-    async def find_by_source(self, source_id: str) -> DocumentRecord | None:
+    async def find_by_source(self, source_id: str, collection_id: str = DEFAULT_COLLECTION) -> DocumentRecord | None:
         def find(connection: sqlite3.Connection) -> DocumentRecord | None:
-            row = connection.execute("SELECT * FROM documents WHERE source_id = ?", (source_id,)).fetchone()
+            row = connection.execute(
+                "SELECT * FROM documents WHERE collection_id = ? AND source_id = ?", (collection_id, source_id)
+            ).fetchone()
             return _row_to_document(row) if row else None
 
         return await self._read(find)
 
-    async def find_by_content_hash(self, content_hash: str) -> DocumentRecord | None:
+    async def find_by_content_hash(
+        self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
+    ) -> DocumentRecord | None:
         def find(connection: sqlite3.Connection) -> DocumentRecord | None:
             row = connection.execute(
-                "SELECT * FROM documents WHERE content_hash = ? ORDER BY created_at DESC, document_id LIMIT 1",
-                (content_hash,),
+                "SELECT * FROM documents WHERE content_hash = ? AND collection_id = ?"
+                " ORDER BY created_at DESC, document_id LIMIT 1",
+                (content_hash, collection_id),
             ).fetchone()
             return _row_to_document(row) if row else None
 
@@ -664,6 +766,7 @@ class SqliteStore:
         offset: int,
         limit: int,
         tag: str | None = None,
+        collection_ids: Sequence[str] = (),
         sort: DocumentSort = "created_at",
         order: SortOrder = "desc",
         filename: str | None = None,
@@ -673,6 +776,9 @@ class SqliteStore:
         if tag is not None:
             conditions.append("document_id IN (SELECT document_id FROM document_tags WHERE tag = ?)")
             params.append(tag)
+        if collection_ids:
+            conditions.append(f"collection_id IN ({','.join('?' * len(collection_ids))})")
+            params.extend(collection_ids)
         if filename is not None:
             conditions.append("lower(filename) GLOB ?" if is_glob(filename) else "instr(lower(filename), ?) > 0")
             params.append(filename.lower())
@@ -690,11 +796,15 @@ class SqliteStore:
 
         return await self._read(page)
 
-    async def list_sources(self) -> list[tuple[str, str]]:
+    async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
+        where = f" WHERE collection_id IN ({','.join('?' * len(collection_ids))})" if collection_ids else ""
+
         def sources(connection: sqlite3.Connection) -> list[tuple[str, str]]:
             return [
                 (r[0], r[1])
-                for r in connection.execute("SELECT source_id, source_type FROM documents ORDER BY source_id")
+                for r in connection.execute(
+                    f"SELECT source_id, source_type FROM documents{where} ORDER BY source_id", list(collection_ids)
+                )
             ]
 
         return await self._read(sources)
@@ -720,6 +830,53 @@ class SqliteStore:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._writer, lambda: integrity_problems(self._connection()))
 
+    # --- collections ---------------------------------------------------------------------------
+    async def create_collection(self, collection: Collection) -> Collection:
+        def create(connection: sqlite3.Connection) -> Collection:
+            try:
+                connection.execute(
+                    "INSERT INTO collections(collection_id, name, created_at) VALUES (?, ?, ?)",
+                    (collection.collection_id, collection.name, collection.created_at),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise Conflict(f"collection {collection.name!r} already exists") from exc
+            self._collection_ids = self._collection_ids | {collection.collection_id}
+            return dataclasses.replace(collection, document_count=0)
+
+        return await self._write(create)
+
+    async def list_collections(self) -> list[Collection]:
+        def collections(connection: sqlite3.Connection) -> list[Collection]:
+            return [_row_to_collection(r) for r in connection.execute(f"{_COLLECTIONS_SQL} ORDER BY c.name")]
+
+        return await self._read(collections)
+
+    async def rename_collection(self, collection_id: str, name: str) -> Collection | None:
+        def rename(connection: sqlite3.Connection) -> Collection | None:
+            try:
+                changed = connection.execute(
+                    "UPDATE collections SET name = ? WHERE collection_id = ?", (name, collection_id)
+                ).rowcount
+            except sqlite3.IntegrityError as exc:
+                raise Conflict(f"collection {name!r} already exists") from exc
+            if not changed:
+                return None
+            row = connection.execute(f"{_COLLECTIONS_SQL} WHERE c.collection_id = ?", (collection_id,)).fetchone()
+            return _row_to_collection(row)
+
+        return await self._write(rename)
+
+    async def delete_collection(self, collection_id: str) -> bool:
+        def delete(connection: sqlite3.Connection) -> bool:
+            # documents first (their chunks and tags follow by cascade; the change log records each
+            # chunk for the side indexes), then the registry row, in one transaction
+            connection.execute("DELETE FROM documents WHERE collection_id = ?", (collection_id,))
+            removed = connection.execute("DELETE FROM collections WHERE collection_id = ?", (collection_id,)).rowcount
+            self._collection_ids = self._collection_ids - {collection_id}
+            return bool(removed)
+
+        return await self._write(delete)
+
     # --- search legs ---------------------------------------------------------------------------
     def _rows_by_id(self, connection: sqlite3.Connection, rowids: Sequence[int], vectors: bool = False) -> dict:
         if not rowids:
@@ -737,9 +894,17 @@ class SqliteStore:
                 rows[row["id"]] = row
         return rows
 
+    def _without_redundant_collections(self, filters: SearchFilters) -> SearchFilters:
+        """The filters without a collection restriction that covers every collection (the common
+        case of a store with only ``default``), so such a search takes the unfiltered fast path."""
+        if filters.collection_ids and self._collection_ids.issubset(filters.collection_ids):
+            return dataclasses.replace(filters, collection_ids=())
+        return filters
+
     async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         if k <= 0 or fts_match_expression(query) is None:
             return []
+        filters = self._without_redundant_collections(filters)
         if not _filter_sql(filters)[0]:
             terms = query_terms(query)
             fts5 = self._fts5_search(query, k, filters)
@@ -792,7 +957,7 @@ class SqliteStore:
     async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         if k <= 0:
             return []
-        where, params = _filter_sql(filters)
+        where, params = _filter_sql(self._without_redundant_collections(filters))
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
 
         def search(connection: sqlite3.Connection) -> list[ScoredChunk]:

@@ -49,7 +49,9 @@ class _JobStates(Collector):
         self.counts = counts
 
     def collect(self) -> Iterable[GaugeMetricFamily]:
-        family = GaugeMetricFamily("carrag_ingest_jobs", "Ingest jobs held in memory, by state.", labels=["state"])
+        family = GaugeMetricFamily(
+            "carrag_ingest_jobs", "Ingest jobs this process runs or recently ran, by state.", labels=["state"]
+        )
         counts = self.counts()
         for state in JOB_STATES:
             family.add_metric([state], counts.get(state, 0))

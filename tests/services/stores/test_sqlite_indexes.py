@@ -213,7 +213,9 @@ def test_replaying_changes_twice_leaves_the_same_index(tmp_path) -> None:
     connection.executescript(SCHEMA)
     connection.execute("INSERT INTO meta VALUES ('index_epoch', 'e1'), ('embedding_dimension', '4')")
     connection.execute(
-        "INSERT INTO documents VALUES ('d1', 's1', 'f', 'text', 'h', 1, '[]', '{}', NULL, NULL, '2026-01-01')"
+        "INSERT INTO documents(document_id, source_id, filename, source_type, content_hash, chunk_count, tags,"
+        " metadata, title, external_id, created_at)"
+        " VALUES ('d1', 's1', 'f', 'text', 'h', 1, '[]', '{}', NULL, NULL, '2026-01-01')"
     )
     connection.execute(
         "INSERT INTO chunks(chunk_id, document_id, chunk_index, text, char_start, char_end, pages, embedding)"

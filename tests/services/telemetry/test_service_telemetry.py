@@ -6,7 +6,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from carrag.services.answering import GENERATION_STAGES
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.job_repository import InMemoryJobRepository
+from carrag.services.jobs import JobManager
 from carrag.services.requests import AnswerQuery, IngestCommand, SearchQuery
 from carrag.services.telemetry import NullTelemetry, Pipeline, Telemetry
 from carrag.services.telemetry.prometheus import PrometheusTelemetry
@@ -97,9 +102,16 @@ async def test_a_job_failed_by_a_dependency_counts_the_dependency(tmp_path: Path
     settings = make_settings(tmp_path, sqlite_path=tmp_path)
     container = await open_container(settings, embedding_backend, telemetry=telemetry)
     try:
-        job = await container.jobs.submit_file(NOTE.encode(), "brakes.md", IngestCommand())
+        with pytest.raises(DependencyUnavailable, match="job bookkeeping"):  # its record has nowhere to go
+            await container.jobs.submit_file(NOTE.encode(), "brakes.md", IngestCommand())
+        assert telemetry.named("job_finished") == [], "a job that could not be recorded was never accepted"
+
+        # Job records kept apart from the broken store: the job is accepted, then fails on the store.
+        jobs = JobManager(settings, container.ingestion, telemetry, InMemoryJobRepository())
+        job = await jobs.submit_file(NOTE.encode(), "brakes.md", IngestCommand())
         await wait_for(lambda: job.finished, what="the job to finish")
         assert telemetry.named("job_finished") == ["failed"]
         assert telemetry.named("dependency_failed") == ["store"]
+        await jobs.aclose()
     finally:
         await close_container(container)

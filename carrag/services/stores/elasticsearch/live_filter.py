@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from carrag.services.stores.elasticsearch.mapping import record_key
 from carrag.services.stores.elasticsearch.versions import LiveToken
 
 logger = logging.getLogger(__name__)
@@ -50,14 +51,14 @@ class LiveFilter:
         for _ in range(ATTEMPTS):
             started = time.monotonic()
             hits = await search(k, stale)
-            tokens = await self._check([hit["_source"]["source_id"] for hit in hits])
+            tokens = await self._check([record_key(hit["_source"]) for hit in hits])
             confirmed, unconfirmed, dropped = [], [], []
             for hit in hits:
                 source = hit["_source"]
-                token = tokens.get(source["source_id"])
+                token = tokens.get(record_key(source))
                 if token is None or token.document_id != source["document_id"]:
                     dropped.append(hit)
-                elif self._unchanged_since(source["source_id"], token, started):
+                elif self._unchanged_since(record_key(source), token, started):
                     confirmed.append(hit)
                 else:
                     unconfirmed.append(hit)
@@ -66,7 +67,7 @@ class LiveFilter:
             stale.difference_update(token.document_id for token in tokens.values())  # a pending one went live
             short = bool(dropped) and len(hits) >= k and len(confirmed) + len(unconfirmed) < k
             # a dropped hit of a source live under another version: it flipped after the search began
-            flipped = any(hit["_source"]["source_id"] in tokens for hit in dropped)
+            flipped = any(record_key(hit["_source"]) in tokens for hit in dropped)
             if not unconfirmed and not short and not flipped:
                 return confirmed[:k]
         if unconfirmed:

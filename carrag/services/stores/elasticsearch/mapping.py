@@ -8,9 +8,14 @@ Three kinds of documents share one index (``doc_kind``):
 - ``version``: one per written version (``document_id``): which source it belongs to, how many
   chunks it has and when it was written. Id: ``version-<document_id>``. It lets a version be
   found by id in real time, and abandoned versions be found and removed.
-- ``document``: the *source record*, one per ``source_id``, holding the ``DocumentRecord`` of the
-  source's live version. Id: ``source-<sha256(source_id)>``. Flipping it from one version to the
-  next is what makes a version visible (`versions.py`).
+- ``document``: the *source record*, one per (collection, ``source_id``), holding the ``DocumentRecord``
+  of the source's live version. Id: ``source-<sha256(source key)>`` (`source_key`). Flipping it from
+  one version to the next is what makes a version visible (`versions.py`).
+- ``collection``: one per collection name (`collections.py`), id ``collection-<name>``, holding the
+  collection's stable id. The ``default`` collection has none: it always exists.
+
+Every kind carries ``collection_id``; a document written before collections has none and belongs to
+``default`` (`collection_clause`).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from carrag.services.models import Chunk, DocumentRecord, StoredChunk, chunk_heading
+from carrag.services.models import DEFAULT_COLLECTION, Chunk, DocumentRecord, StoredChunk, chunk_heading
 
 SCHEMA_VERSION = 2
 HNSW_OPTIONS = {"type": "hnsw", "m": 16, "ef_construction": 100}
@@ -49,6 +54,8 @@ BASE_PROPERTIES: dict[str, Any] = {
     "metadata": {"type": "object", "enabled": False},
     "created_at": {"type": "date_nanos"},
     "written_at": {"type": "date"},  # version records: when the version's chunks were written
+    "collection_id": {"type": "keyword"},
+    "collection_name": {"type": "keyword"},  # collection records
 }
 CHUNK_SOURCE_EXCLUDES = ["embedding"]
 
@@ -72,9 +79,45 @@ def embedding_property(dimension: int) -> dict[str, Any]:
 
 
 # --- ids -------------------------------------------------------------------------------------------
-def source_record_id(source_id: str) -> str:
-    """The id of a source's record; hashed, since a source id may be longer than an ``_id`` may be."""
-    return "source-" + hashlib.sha256(source_id.encode("utf-8", errors="surrogatepass")).hexdigest()
+def source_key(collection_id: str, source_id: str) -> str:
+    """What a source record stands for: a source id within a collection. In ``default`` it is the
+    source id itself, so the records of an index from before collections keep their ids."""
+    return source_id if collection_id == DEFAULT_COLLECTION else f"{collection_id}\x00{source_id}"
+
+
+def record_key(source: dict[str, Any]) -> str:
+    """The source key of any record's or chunk's JSON (``collection_id`` absent: ``default``)."""
+    return source_key(source.get("collection_id") or DEFAULT_COLLECTION, source["source_id"])
+
+
+def document_key(document: DocumentRecord) -> str:
+    return source_key(document.collection_id, document.source_id)
+
+
+def source_record_id(key: str) -> str:
+    """The id of a source's record (``key`` from `source_key`); hashed, since a source id may be
+    longer than an ``_id`` may be."""
+    return "source-" + hashlib.sha256(key.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def collection_record_id(name: str) -> str:
+    return f"collection-{name}"
+
+
+def collection_clause(collection_ids: Any) -> dict[str, Any]:
+    """Only records of these collections; ``default`` also takes records that carry no collection."""
+    ids = list(collection_ids)
+    if DEFAULT_COLLECTION not in ids:
+        return {"terms": {"collection_id": ids}}
+    return {
+        "bool": {
+            "should": [
+                {"terms": {"collection_id": ids}},
+                {"bool": {"must_not": {"exists": {"field": "collection_id"}}}},
+            ],
+            "minimum_should_match": 1,
+        }
+    }
 
 
 def version_record_id(document_id: str) -> str:
@@ -98,6 +141,7 @@ def source_record(document: DocumentRecord, chunk_count: int) -> dict[str, Any]:
         # the same JSON round trip as the SQLite store: anything unusual becomes its str()
         "metadata": json.loads(json.dumps(document.metadata, default=str)),
         "created_at": document.created_at,
+        "collection_id": document.collection_id,
     }
 
 
@@ -108,6 +152,7 @@ def version_record(document: DocumentRecord, chunk_count: int, written_at: str) 
         "source_id": document.source_id,
         "chunk_count": chunk_count,
         "written_at": written_at,
+        "collection_id": document.collection_id,
     }
 
 
@@ -130,6 +175,7 @@ def chunk_source(document: DocumentRecord, chunk: Chunk, vector: np.ndarray) -> 
         "section": chunk.section,
         "embedding": vector.tolist(),
         "created_at": document.created_at,
+        "collection_id": document.collection_id,
     }
 
 
@@ -147,6 +193,7 @@ def to_chunk(source: dict[str, Any]) -> StoredChunk:
         section=source.get("section"),
         title=source.get("title"),
         external_id=source.get("external_id"),
+        collection_id=source.get("collection_id") or DEFAULT_COLLECTION,
     )
 
 
@@ -163,4 +210,5 @@ def to_document(source: dict[str, Any]) -> DocumentRecord:
         created_at=source["created_at"],
         title=source.get("title"),
         external_id=source.get("external_id"),
+        collection_id=source.get("collection_id") or DEFAULT_COLLECTION,
     )

@@ -19,7 +19,7 @@ from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.ids import chunk_id
 from carrag.services.models import DocumentRecord, chunk_heading
 from carrag.services.stores.elasticsearch.connection import api_status, bulk_failure
-from carrag.services.stores.elasticsearch.mapping import source_record, source_record_id
+from carrag.services.stores.elasticsearch.mapping import document_key, source_record, source_record_id
 from carrag.services.stores.elasticsearch.versions import BULK_MAX_OPS, FLIP_ATTEMPTS, Versions
 
 
@@ -33,7 +33,7 @@ async def update_metadata(
         return None
     await _update_chunks(versions, current, tags=tags, title=title)
     for _ in range(FLIP_ATTEMPTS):
-        state = await versions.source_state(current.source_id)
+        state = await versions.source_state(document_key(current))
         if state is None or state.document.document_id != document_id:
             return None
         updated = dataclasses.replace(
@@ -45,7 +45,7 @@ async def update_metadata(
             with versions.connection.errors("updating a document", versions.alias):
                 await versions.connection.writer.index(
                     index=versions.alias,
-                    id=source_record_id(current.source_id),
+                    id=source_record_id(document_key(current)),
                     document=source_record(updated, updated.chunk_count),
                     if_seq_no=state.seq_no,
                     if_primary_term=state.primary_term,

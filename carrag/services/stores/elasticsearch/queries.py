@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from carrag.services.models import SearchFilters
+from carrag.services.stores.elasticsearch.mapping import collection_clause
 from carrag.services.stores.fts_query import query_terms
 
 MAX_RESULT_WINDOW = 10_000  # Elasticsearch's index.max_result_window default
@@ -116,6 +117,8 @@ def filter_clauses(filters: SearchFilters | ExcludingVersions) -> list[dict[str,
             clauses.append({"term": {"source_id": filters.source}})
     if filters.document_ids:
         clauses.append({"terms": {"document_id": list(filters.document_ids)}})
+    if filters.collection_ids:
+        clauses.append(collection_clause(filters.collection_ids))
     return clauses
 
 

@@ -29,7 +29,7 @@ from carrag.services.embedders.service import EmbeddingService
 from carrag.services.ingestion import embedding_input
 from carrag.services.models import Chunk, DocumentRecord, ParsedDocument
 from carrag.services.stores.elasticsearch.layout import generation_name, generation_of
-from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, to_document
+from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, document_key, to_document
 from carrag.services.stores.elasticsearch.store import ElasticsearchStore
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
 
@@ -68,6 +68,7 @@ async def reindex(
     await layout.claim_identity(identity, new)
     target = Versions(store.connection, new, refresh="false", require_alias=False)
     report(f"re-embedding {old} into {new} with {identity.describe()}")
+    await store.collections.copy_to(new)
     try:
         copied: dict[str, str] = {}
         chunks = await _copy_sources(store, old, target, embedder, identity, copied, None, report)
@@ -126,7 +127,7 @@ async def _copy_sources(
     """Copy (re-embedding) each source record of ``old`` whose live version is not in ``copied`` yet."""
     total = 0
     for record, _ in await _source_records(store, old):
-        if only_changed is not None and only_changed.get(record.source_id) == record.document_id:
+        if only_changed is not None and only_changed.get(document_key(record)) == record.document_id:
             continue
         hits = await store.client.search(
             index=old,
@@ -158,7 +159,7 @@ async def _copy_sources(
         outcome = (await target.write([PendingWrite(record, chunks, vectors, identity)]))[0]
         if isinstance(outcome, BaseException):
             raise outcome
-        copied[record.source_id] = record.document_id
+        copied[document_key(record)] = record.document_id
         total += len(chunks)
         if len(copied) % 100 == 0:
             report(f"… {len(copied)} documents")
@@ -167,9 +168,9 @@ async def _copy_sources(
 
 async def _remove_deleted(store: ElasticsearchStore, old: str, new: str, target: Versions) -> int:
     """Delete from ``new`` the sources that no longer exist in ``old``."""
-    present = {record.source_id for record, _ in await _source_records(store, old)}
+    present = {document_key(record) for record, _ in await _source_records(store, old)}
     removed = 0
     for record, _ in await _source_records(store, new):
-        if record.source_id not in present and await target.delete(record.document_id):
+        if document_key(record) not in present and await target.delete(record.document_id):
             removed += 1
     return removed

@@ -20,7 +20,9 @@ from elasticsearch import AsyncElasticsearch
 from carrag.services.errors import CarragError, DependencyUnavailable, UpstreamError
 from carrag.services.ids import chunk_id
 from carrag.services.models import (
+    DEFAULT_COLLECTION,
     Chunk,
+    Collection,
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
@@ -41,11 +43,18 @@ from carrag.services.stores.base import (
 )
 from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.batching import WriteBatcher
+from carrag.services.stores.elasticsearch.collections import CollectionRegistry
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
 from carrag.services.stores.elasticsearch.integrity import integrity_problems
 from carrag.services.stores.elasticsearch.layout import IndexLayout
 from carrag.services.stores.elasticsearch.live_filter import LiveFilter
-from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, to_chunk, to_document
+from carrag.services.stores.elasticsearch.mapping import (
+    CHUNK_SOURCE_EXCLUDES,
+    collection_clause,
+    source_key,
+    to_chunk,
+    to_document,
+)
 from carrag.services.stores.elasticsearch.metadata import update_metadata
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex
 from carrag.services.stores.elasticsearch.versions import LiveToken, PendingWrite, Versions
@@ -53,6 +62,8 @@ from carrag.services.stores.elasticsearch.versions import LiveToken, PendingWrit
 logger = logging.getLogger(__name__)
 
 EMPTY_RESPONSE: dict[str, Any] = {"hits": {"hits": [], "total": {"value": 0}}}
+# ``default`` has no registry record (it always exists), so no creation time of its own
+DEFAULT_COLLECTION_CREATED_AT = "1970-01-01T00:00:00+00:00"
 
 Hit = dict[str, Any]
 
@@ -90,6 +101,7 @@ class ElasticsearchStore:
         self.versions = Versions(
             self.connection, index, refresh=write_refresh, abandoned_after=abandoned_after, originals=self.originals
         )
+        self.collections = CollectionRegistry(self.versions)
         self.batcher = WriteBatcher(self._write_batch, max_chunks=batch_chunks, max_in_flight=batches_in_flight)
         self._sweeper: asyncio.Task[None] | None = None
         self._live_filter = LiveFilter(self._live_tokens)
@@ -291,8 +303,16 @@ class ElasticsearchStore:
         )
 
     async def wipe(self) -> None:
+        """Documents, chunks and the embedding model go; the collections stay (registered again, empty)."""
+        await self._ready()
+        try:
+            collections = [c for c in await self.list_collections() if c.collection_id != DEFAULT_COLLECTION]
+        except DependencyUnavailable:
+            collections = []
         await self.layout.recreate()
         await self.originals.recreate()
+        for collection in collections:
+            await self.collections.create(collection)
 
     # --- originals -----------------------------------------------------------------------------
     async def put_original(self, document_id: str, content: bytes, content_type: str, filename: str) -> bool:
@@ -325,15 +345,26 @@ class ElasticsearchStore:
     async def get_document(self, document_id: str) -> DocumentRecord | None:
         return await self._guarded("looking up a document", lambda: self.versions.live_document(document_id), None)
 
-    async def find_by_source(self, source_id: str) -> DocumentRecord | None:
-        state = await self._guarded("looking up a document", lambda: self.versions.source_state(source_id), None)
+    async def find_by_source(self, source_id: str, collection_id: str = DEFAULT_COLLECTION) -> DocumentRecord | None:
+        key = source_key(collection_id, source_id)
+        state = await self._guarded("looking up a document", lambda: self.versions.source_state(key), None)
         return state.document if state is not None else None
 
-    async def find_by_content_hash(self, content_hash: str) -> DocumentRecord | None:
-        """The newest live document with exactly this ``content_hash`` (a keyword field)."""
+    async def find_by_content_hash(
+        self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
+    ) -> DocumentRecord | None:
+        """The newest live document of the collection with exactly this ``content_hash`` (a keyword field)."""
         response = await self._search(
             "looking up a document",
-            query={"bool": {"filter": [{"term": {"doc_kind": "document"}}, {"term": {"content_hash": content_hash}}]}},
+            query={
+                "bool": {
+                    "filter": [
+                        {"term": {"doc_kind": "document"}},
+                        {"term": {"content_hash": content_hash}},
+                        collection_clause([collection_id]),
+                    ]
+                }
+            },
             sort=[{"created_at": "desc"}, {"document_id": "asc"}],
             size=1,
         )
@@ -346,6 +377,7 @@ class ElasticsearchStore:
         offset: int,
         limit: int,
         tag: str | None = None,
+        collection_ids: Sequence[str] = (),
         sort: DocumentSort = "created_at",
         order: SortOrder = "desc",
         filename: str | None = None,
@@ -355,6 +387,8 @@ class ElasticsearchStore:
         filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
         if tag is not None:
             filters.append({"term": {"tags.keyword": tag}})
+        if collection_ids:
+            filters.append(collection_clause(collection_ids))
         if filename is not None:
             filters.append(queries.filename_clause(filename.lower(), is_glob(filename)))
         field = "filename_lower" if sort == "filename" else sort
@@ -367,10 +401,13 @@ class ElasticsearchStore:
         )
         return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
 
-    async def list_sources(self) -> list[tuple[str, str]]:
+    async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
+        filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
+        if collection_ids:
+            filters.append(collection_clause(collection_ids))
         hits, _ = await self._walk(
             "listing sources",
-            {"term": {"doc_kind": "document"}},
+            {"bool": {"filter": filters}},
             [{"source_id": "asc"}],
             source_includes=["source_id", "source_type"],
         )
@@ -419,6 +456,25 @@ class ElasticsearchStore:
             return problems + await self.originals.problems(live)
 
         return await self._guarded("checking integrity", check, [])
+
+    # --- collections ---------------------------------------------------------------------------
+    async def create_collection(self, collection: Collection) -> Collection:
+        await self._ready()
+        return await asyncio.shield(self.collections.create(collection))
+
+    async def list_collections(self) -> list[Collection]:
+        default = [Collection(DEFAULT_COLLECTION, DEFAULT_COLLECTION, DEFAULT_COLLECTION_CREATED_AT)]
+        return await self._guarded(
+            "listing collections", lambda: self.collections.list(DEFAULT_COLLECTION_CREATED_AT), default
+        )
+
+    async def rename_collection(self, collection_id: str, name: str) -> Collection | None:
+        await self._ready()
+        return await asyncio.shield(self.collections.rename(collection_id, name))
+
+    async def delete_collection(self, collection_id: str) -> bool:
+        await self._ready()
+        return await asyncio.shield(self.collections.delete(collection_id))
 
     # --- search legs ---------------------------------------------------------------------------
     async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:

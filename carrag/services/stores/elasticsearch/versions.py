@@ -2,7 +2,8 @@
 correctly with any number of writing processes, shards and replicas, and without locks.
 
 Every write creates a new *version* (its ``document_id``): its chunks and a version record. A
-version is visible only while the source's record (one per ``source_id``, `mapping.py`) names it.
+version is visible only while the source's record (one per collection and ``source_id``, `mapping.py`)
+names it. Sources are named by their key (`source_key`: collection and source id).
 Readers check each hit against that record (`live_filter.py`, a real-time multi-get), so the
 chunks of a version still being written, or already replaced, are never returned.
 
@@ -55,6 +56,8 @@ from carrag.services.stores.elasticsearch.connection import (
 )
 from carrag.services.stores.elasticsearch.mapping import (
     chunk_source,
+    document_key,
+    record_key,
     source_record,
     source_record_id,
     to_document,
@@ -122,11 +125,11 @@ class Versions:
         self.abandoned_after = abandoned_after
 
     # --- reading the live state ----------------------------------------------------------------------
-    async def source_state(self, source_id: str) -> SourceState | None:
-        """The source's record in real time (it need not be refreshed)."""
+    async def source_state(self, key: str) -> SourceState | None:
+        """The record of the source ``key`` (`source_key`) in real time (it need not be refreshed)."""
         with self.connection.errors("looking up a document", self.alias):
             try:
-                response = await self.connection.client.get(index=self.alias, id=source_record_id(source_id))
+                response = await self.connection.client.get(index=self.alias, id=source_record_id(key))
             except NotFoundError as exc:
                 if "index_not_found" in str(exc.body):
                     raise
@@ -145,11 +148,11 @@ class Versions:
         for doc in response["docs"]:
             if doc.get("found"):
                 record = to_document(doc["_source"])
-                states[record.source_id] = SourceState(record, doc["_seq_no"], doc["_primary_term"])
+                states[document_key(record)] = SourceState(record, doc["_seq_no"], doc["_primary_term"])
         return states
 
     async def live_tokens(self, source_ids: Sequence[str]) -> dict[str, LiveToken]:
-        """``source_id → (document_id, seq_no, primary_term)`` of each source's record (real time)."""
+        """``source key → (document_id, seq_no, primary_term)`` of each source's record (real time)."""
         unique = list(dict.fromkeys(source_ids))
         if not unique:
             return {}
@@ -158,16 +161,16 @@ class Versions:
                 index=self.alias,
                 ids=[source_record_id(source) for source in unique],
                 realtime=True,
-                source_includes=["source_id", "document_id"],
+                source_includes=["source_id", "document_id", "collection_id"],
             )
         return {
-            doc["_source"]["source_id"]: LiveToken(doc["_source"]["document_id"], doc["_seq_no"], doc["_primary_term"])
+            record_key(doc["_source"]): LiveToken(doc["_source"]["document_id"], doc["_seq_no"], doc["_primary_term"])
             for doc in response["docs"]
             if doc.get("found")
         }
 
     async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
-        """``source_id → document_id`` of the live version, for the given sources (real time)."""
+        """``source key → document_id`` of the live version, for the given sources (real time)."""
         return {source: token.document_id for source, token in (await self.live_tokens(source_ids)).items()}
 
     async def version(self, document_id: str) -> dict[str, Any] | None:
@@ -185,7 +188,7 @@ class Versions:
         version = await self.version(document_id)
         if version is None:
             return None
-        state = await self.source_state(version["source_id"])
+        state = await self.source_state(record_key(version))
         return state.document if state is not None and state.document.document_id == document_id else None
 
     # --- writing -------------------------------------------------------------------------------------
@@ -288,7 +291,7 @@ class Versions:
             this_round: dict[str, int] = {}  # one flip per source per round
             deferred = []
             for position in todo:
-                source = items[position].document.source_id
+                source = document_key(items[position].document)
                 if source in this_round:
                     deferred.append(position)
                 else:
@@ -427,18 +430,18 @@ class Versions:
     async def delete(self, document_id: str) -> bool:
         """Unpublish ``document_id`` if it is live, then remove its chunks. False if it was not live."""
         version = await self.version(document_id)
-        source_id = version["source_id"] if version else None
-        if source_id is None:
+        key = record_key(version) if version else None
+        if key is None:
             return False
         for _ in range(FLIP_ATTEMPTS):
-            state = await self.source_state(source_id)
+            state = await self.source_state(key)
             if state is None or state.document.document_id != document_id:
                 return False
             try:
                 with self.connection.errors("deleting a document", self.alias):
                     await self.connection.writer.delete(
                         index=self.alias,
-                        id=source_record_id(source_id),
+                        id=source_record_id(key),
                         if_seq_no=state.seq_no,
                         if_primary_term=state.primary_term,
                         refresh=self.refresh,
@@ -478,7 +481,7 @@ class Versions:
                 },
                 "sort": [{"document_id": "asc"}],
                 "size": SWEEP_PAGE,
-                "source_includes": ["document_id", "source_id", "chunk_count"],
+                "source_includes": ["document_id", "source_id", "chunk_count", "collection_id"],
             }
             if after is not None:
                 request["search_after"] = after
@@ -488,8 +491,8 @@ class Versions:
             if not hits:
                 return removed
             versions = [hit["_source"] for hit in hits]
-            live = await self.live_versions([v["source_id"] for v in versions])
-            abandoned = [v for v in versions if live.get(v["source_id"]) != v["document_id"]]
+            live = await self.live_versions([record_key(v) for v in versions])
+            abandoned = [v for v in versions if live.get(record_key(v)) != v["document_id"]]
             if not await self._delete_originals([v["document_id"] for v in abandoned]):
                 abandoned = []  # their originals could not be removed: try again at the next sweep
             ids = [i for v in abandoned for i in version_ids(v["document_id"], int(v["chunk_count"]))]

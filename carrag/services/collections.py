@@ -1,0 +1,101 @@
+"""Collections (knowledge bases): create, list, rename, delete, and turning the names callers give
+into the collections the store knows (`resolve`).
+
+Every document belongs to exactly one collection; ``default`` always exists, takes whatever arrives
+without a collection, and can be neither renamed nor deleted. Names are what callers see and type;
+documents and chunks carry the collection's stable id, so a rename rewrites nothing.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import re
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+from carrag.services.errors import Conflict, InvalidInput, NotFound
+from carrag.services.models import DEFAULT_COLLECTION, Collection
+from carrag.services.stores.base import Store
+
+logger = logging.getLogger(__name__)
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_NAME = re.compile(NAME_PATTERN)
+
+
+def valid_name(name: str) -> str:
+    """The name if it is one a collection may have (1–64 characters ``[a-z0-9][a-z0-9_-]*``), else InvalidInput."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidInput(
+            f"invalid collection name {name!r}: 1-64 characters, lower-case letters, digits, '-' and '_', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def missing(name: str) -> NotFound:
+    return NotFound(f"collection {name!r} does not exist")
+
+
+class CollectionService:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def list(self) -> builtins.list[Collection]:
+        """Every collection, ``default`` included, by name."""
+        return await self.store.list_collections()
+
+    async def get(self, name: str) -> Collection:
+        return (await self.resolve([name]))[0]
+
+    async def create(self, name: str) -> Collection:
+        """A new, empty collection; Conflict (409) when the name is taken."""
+        name = valid_name(name)
+        if name == DEFAULT_COLLECTION:
+            raise Conflict(f"collection {name!r} already exists")
+        collection = Collection(uuid.uuid4().hex, name, datetime.now(UTC).isoformat())
+        created = await self.store.create_collection(collection)
+        logger.info("collection created", extra={"collection": name, "collection_id": created.collection_id})
+        return created
+
+    async def rename(self, name: str, new_name: str) -> Collection:
+        """Give a collection another name; its documents keep their ids and vectors."""
+        new_name = valid_name(new_name)
+        collection = await self.get(name)
+        if collection.collection_id == DEFAULT_COLLECTION:
+            raise Conflict("the default collection cannot be renamed")
+        if new_name == collection.name:
+            return collection
+        if new_name == DEFAULT_COLLECTION:
+            raise Conflict(f"collection {new_name!r} already exists")
+        renamed = await self.store.rename_collection(collection.collection_id, new_name)
+        if renamed is None:
+            raise missing(name)
+        logger.info("collection renamed", extra={"collection": name, "new_name": new_name})
+        return renamed
+
+    async def delete(self, name: str) -> Collection:
+        """Delete a collection with every document and chunk in it; returns what it was."""
+        collection = await self.get(name)
+        if collection.collection_id == DEFAULT_COLLECTION:
+            raise Conflict("the default collection cannot be deleted")
+        if not await self.store.delete_collection(collection.collection_id):
+            raise missing(name)
+        logger.warning("collection deleted", extra={"collection": name, "documents": collection.document_count})
+        return collection
+
+    async def resolve(self, names: Iterable[str] | None) -> builtins.list[Collection]:
+        """The collections of these names, in the order given (no names: ``default``); NotFound (404)
+        naming the first unknown one."""
+        wanted = list(dict.fromkeys(names or [])) or [DEFAULT_COLLECTION]
+        by_name = {collection.name: collection for collection in await self.store.list_collections()}
+        for name in wanted:
+            if name not in by_name:
+                raise missing(name)
+        return [by_name[name] for name in wanted]
+
+    async def names_by_id(self) -> dict[str, str]:
+        """``collection_id → name`` of every collection (to show names on documents and hits)."""
+        return {collection.collection_id: collection.name for collection in await self.store.list_collections()}

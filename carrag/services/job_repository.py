@@ -1,0 +1,128 @@
+"""Where ingest-job records live: the `JobRepository` port and its in-memory adapter.
+
+A job record is a JSON-ready dict (`carrag/services/jobs.py` writes and reads it). Each stored
+record carries a *revision*, an opaque token that changes with every write: an update names the
+revision it read and fails (returns ``None``) when the record changed meanwhile, so two processes
+never overwrite each other's transitions (the owner's progress, another replica's cancel request,
+a reader marking an expired lease). The adapters:
+
+- `InMemoryJobRepository` (here): for stores without a jobs home (test doubles); one process only.
+- `SqliteJobRepository` (`stores/sqlite_jobs.py`): a ``jobs`` table in the store's database file.
+- `ElasticsearchJobRepository` (`stores/elasticsearch/jobs.py`): a ``<alias>_jobs`` index,
+  updates under ``if_seq_no``/``if_primary_term``.
+
+Fields every adapter queries: ``job_id``, ``state``, ``created_at`` (ISO 8601, sorts as text),
+``lease_expires_at`` (epoch seconds, ``None`` once finished) and ``finished_at`` (epoch seconds).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from carrag.services.vocabulary import FINISHED_JOB_STATES
+
+JobRecord = dict[str, Any]
+FINISHED_STATE_VALUES = sorted(str(state) for state in FINISHED_JOB_STATES)
+
+
+@dataclass(slots=True, frozen=True)
+class StoredJob:
+    record: JobRecord
+    revision: Any  # opaque: compare only by handing it back to the repository that returned it
+
+
+class JobRepository(Protocol):
+    async def create(self, record: JobRecord) -> Any:
+        """Store a new record; its revision."""
+        ...
+
+    async def read(self, job_id: str) -> StoredJob | None:
+        """The record as it is now (never stale), or None."""
+        ...
+
+    async def update(self, record: JobRecord, revision: Any) -> Any | None:
+        """Replace the record if it is still at ``revision``: the new revision, or None if it changed
+        (or vanished) meanwhile."""
+        ...
+
+    async def delete(self, job_id: str) -> None: ...
+
+    async def recent(self, limit: int) -> list[StoredJob]:
+        """Newest first (by ``created_at``)."""
+        ...
+
+    async def count(self) -> int: ...
+
+    async def expired(self, now: float, limit: int) -> list[StoredJob]:
+        """Unfinished jobs whose lease ran out before ``now`` (epoch seconds)."""
+        ...
+
+    async def purge(self, finished_before: float, keep: int) -> int:
+        """Delete finished jobs that finished before ``finished_before``, then the oldest finished ones
+        beyond the newest ``keep``; how many were deleted."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+def is_finished(record: JobRecord) -> bool:
+    return record["state"] in FINISHED_STATE_VALUES
+
+
+def lease_expired(record: JobRecord, now: float) -> bool:
+    expires = record.get("lease_expires_at")
+    return not is_finished(record) and expires is not None and expires < now
+
+
+class InMemoryJobRepository:
+    """Records in this process's memory; the same semantics as the durable adapters, no durability."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, StoredJob] = {}
+        self._revisions = itertools.count(1)
+
+    async def create(self, record: JobRecord) -> Any:
+        revision = next(self._revisions)
+        self._records[record["job_id"]] = StoredJob(copy.deepcopy(record), revision)
+        return revision
+
+    async def read(self, job_id: str) -> StoredJob | None:
+        stored = self._records.get(job_id)
+        return StoredJob(copy.deepcopy(stored.record), stored.revision) if stored else None
+
+    async def update(self, record: JobRecord, revision: Any) -> Any | None:
+        stored = self._records.get(record["job_id"])
+        if stored is None or stored.revision != revision:
+            return None
+        return await self.create(record)
+
+    async def delete(self, job_id: str) -> None:
+        self._records.pop(job_id, None)
+
+    async def recent(self, limit: int) -> list[StoredJob]:
+        newest = sorted(self._records.values(), key=lambda s: s.record["created_at"], reverse=True)
+        return [StoredJob(copy.deepcopy(s.record), s.revision) for s in newest[:limit]]
+
+    async def count(self) -> int:
+        return len(self._records)
+
+    async def expired(self, now: float, limit: int) -> list[StoredJob]:
+        return [s for s in self._records.values() if lease_expired(s.record, now)][:limit]
+
+    async def purge(self, finished_before: float, keep: int) -> int:
+        finished = sorted(
+            (s.record for s in self._records.values() if is_finished(s.record)),
+            key=lambda r: r.get("finished_at") or 0.0,
+            reverse=True,
+        )
+        doomed = [r["job_id"] for r in finished[keep:]]
+        doomed += [r["job_id"] for r in finished[:keep] if (r.get("finished_at") or 0.0) < finished_before]
+        for job_id in doomed:
+            del self._records[job_id]
+        return len(doomed)
+
+    async def close(self) -> None:
+        pass

@@ -1,0 +1,200 @@
+"""The collection registry of an Elasticsearch index: one ``collection`` record per name.
+
+A record's id is derived from the collection's name (``collection-<name>``), so creating one is an
+``op_type=create`` that only one of several processes can win: the others get 409 (the name is
+taken). The record holds the collection's stable id, which documents and chunks carry.
+
+Renaming creates the record of the new name (409 if taken), then deletes the old name's record
+conditionally (``if_seq_no``/``if_primary_term`` as read); if that record changed or vanished
+meanwhile (another process renamed or deleted the collection), the new record is removed again and
+the rename reports the collection gone. Between the two steps both names lead to the same id, which
+readers may see for a moment (listing shows the collection once).
+
+Deleting removes the name's record conditionally first (no new lookup finds the collection), then
+every live document of the collection through the visibility protocol (`Versions.delete`), so
+searches stop returning its chunks document by document and nothing is left behind. A write that
+looked the collection up before the record went and publishes after the documents were removed
+leaves a document in a collection that no longer exists: no search of the services reaches it (they
+search registered collections only), and deleting the collection id again removes it.
+
+``default`` has no record: it always exists and cannot be renamed or deleted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elasticsearch import ApiError, ConflictError, NotFoundError
+
+from carrag.services.errors import Conflict, DependencyUnavailable
+from carrag.services.models import DEFAULT_COLLECTION, Collection
+from carrag.services.stores.elasticsearch.connection import api_reason, api_status
+from carrag.services.stores.elasticsearch.mapping import collection_clause, collection_record_id
+from carrag.services.stores.elasticsearch.versions import FLIP_ATTEMPTS, Versions
+
+PAGE = 1000
+MAX_COLLECTIONS = 10_000
+
+
+def collection_record(collection: Collection) -> dict[str, Any]:
+    return {
+        "doc_kind": "collection",
+        "collection_id": collection.collection_id,
+        "collection_name": collection.name,
+        "created_at": collection.created_at,
+    }
+
+
+def _from_record(source: dict[str, Any], count: int = 0) -> Collection:
+    return Collection(source["collection_id"], source["collection_name"], source["created_at"], count)
+
+
+def _missing_index(exc: ApiError) -> bool:
+    return api_status(exc) == 404 and "index_not_found" in api_reason(exc)
+
+
+class CollectionRegistry:
+    def __init__(self, versions: Versions) -> None:
+        self.versions = versions
+        self.connection = versions.connection
+        self.alias = versions.alias
+
+    async def create(self, collection: Collection) -> Collection:
+        with self.connection.errors("creating a collection", self.alias):
+            try:
+                await self.connection.writer.create(
+                    index=self.alias,
+                    id=collection_record_id(collection.name),
+                    document=collection_record(collection),
+                    refresh=self.versions.refresh,
+                    require_alias=self.versions.require_alias,
+                )
+            except ConflictError as exc:
+                raise Conflict(f"collection {collection.name!r} already exists") from exc
+        return Collection(collection.collection_id, collection.name, collection.created_at, 0)
+
+    async def _records(self, collection_id: str | None = None) -> list[dict[str, Any]]:
+        """Collection records (with ``_seq_no``/``_primary_term``), by name; only ``collection_id``'s if given."""
+        filters: list[dict[str, Any]] = [{"term": {"doc_kind": "collection"}}]
+        if collection_id is not None:
+            filters.append({"term": {"collection_id": collection_id}})
+        with self.connection.errors("listing collections", self.alias):
+            response = await self.connection.client.search(
+                index=self.alias,
+                query={"bool": {"filter": filters}},
+                sort=[{"collection_name": "asc"}],
+                size=MAX_COLLECTIONS,
+                seq_no_primary_term=True,
+            )
+        return response["hits"]["hits"]
+
+    async def document_counts(self) -> dict[str, int]:
+        with self.connection.errors("counting documents per collection", self.alias):
+            response = await self.connection.client.search(
+                index=self.alias,
+                query={"term": {"doc_kind": "document"}},
+                size=0,
+                aggregations={
+                    "collections": {
+                        "terms": {"field": "collection_id", "missing": DEFAULT_COLLECTION, "size": MAX_COLLECTIONS}
+                    }
+                },
+            )
+        buckets = (response.get("aggregations") or {}).get("collections", {}).get("buckets", [])
+        return {bucket["key"]: int(bucket["doc_count"]) for bucket in buckets}
+
+    async def list(self, default_created_at: str) -> list[Collection]:
+        counts = await self.document_counts()
+        found: dict[str, Collection] = {}
+        for hit in await self._records():
+            collection = _from_record(hit["_source"], counts.get(hit["_source"]["collection_id"], 0))
+            found.setdefault(collection.collection_id, collection)  # mid-rename: both names, shown once
+        default = Collection(DEFAULT_COLLECTION, DEFAULT_COLLECTION, default_created_at, counts.get("default", 0))
+        return sorted([default, *found.values()], key=lambda c: c.name)
+
+    async def rename(self, collection_id: str, name: str) -> Collection | None:
+        for _ in range(FLIP_ATTEMPTS):
+            records = await self._records(collection_id)
+            if not records:
+                return None
+            current = records[0]
+            if current["_source"]["collection_name"] == name:
+                return _from_record(current["_source"])
+            renamed = _from_record({**current["_source"], "collection_name": name})
+            await self.create(renamed)  # Conflict when the new name is taken
+            if await self._delete_record(current):
+                counts = await self.document_counts()
+                renamed.document_count = counts.get(collection_id, 0)
+                return renamed
+            await self._delete_record_by_name(name)  # the old record changed meanwhile: undo, look again
+        raise DependencyUnavailable("store", "the collection kept changing while it was being renamed; retry")
+
+    async def _delete_record(self, hit: dict[str, Any]) -> bool:
+        """Delete a collection record if it is still as read; False if it changed or is gone."""
+        with self.connection.errors("changing a collection", self.alias):
+            try:
+                await self.connection.writer.delete(
+                    index=self.alias,
+                    id=hit["_id"],
+                    if_seq_no=hit["_seq_no"],
+                    if_primary_term=hit["_primary_term"],
+                    refresh=self.versions.refresh,
+                )
+            except (ConflictError, NotFoundError) as exc:
+                if isinstance(exc, NotFoundError) and _missing_index(exc):
+                    raise
+                return False
+        return True
+
+    async def _delete_record_by_name(self, name: str) -> None:
+        with self.connection.errors("changing a collection", self.alias):
+            try:
+                await self.connection.writer.delete(
+                    index=self.alias, id=collection_record_id(name), refresh=self.versions.refresh
+                )
+            except NotFoundError as exc:
+                if _missing_index(exc):
+                    raise
+
+    async def delete(self, collection_id: str) -> bool:
+        """Unregister the collection, then delete its documents; False if it was not registered."""
+        existed = False
+        for _ in range(FLIP_ATTEMPTS):
+            records = await self._records(collection_id)
+            if not records:
+                break
+            for hit in records:
+                existed = await self._delete_record(hit) or existed
+        else:
+            raise DependencyUnavailable("store", "the collection kept changing while it was being deleted; retry")
+        await self.delete_documents(collection_id)
+        return existed
+
+    async def delete_documents(self, collection_id: str) -> int:
+        """Delete every live document of the collection (each through `Versions.delete`)."""
+        removed, idle = 0, 0
+        while idle < FLIP_ATTEMPTS:
+            with self.connection.errors("deleting a collection's documents", self.alias):
+                response = await self.connection.client.search(
+                    index=self.alias,
+                    query={
+                        "bool": {"filter": [{"term": {"doc_kind": "document"}}, collection_clause([collection_id])]}
+                    },
+                    size=PAGE,
+                    source_includes=["document_id"],
+                )
+            hits = response["hits"]["hits"]
+            if not hits:
+                return removed
+            deleted = [await self.versions.delete(hit["_source"]["document_id"]) for hit in hits]
+            removed += sum(deleted)
+            if not any(deleted):  # the search still lists records deleted by others: let it catch up
+                idle += 1
+                await self.connection.client.indices.refresh(index=self.alias)
+        raise DependencyUnavailable("store", "the collection's documents kept changing while it was deleted; retry")
+
+    async def copy_to(self, index: str) -> None:
+        """Write every collection record into ``index`` (a new generation, `carrag reindex`)."""
+        for hit in await self._records():
+            with self.connection.errors("copying collections", index):
+                await self.connection.writer.index(index=index, id=hit["_id"], document=hit["_source"])

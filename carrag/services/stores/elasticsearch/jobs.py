@@ -1,0 +1,182 @@
+"""Ingest-job records in Elasticsearch (`JobRepository`): one document per job in ``<alias>_jobs``.
+
+Every API replica reads and writes the same records, so ``GET /jobs/{id}`` answers on any of them.
+Reads by id are real-time gets (no refresh needed); listings search for ids (near real time: a job
+accepted within the last refresh interval may be missing from a listing for that long) and then read
+those records in real time. Updates are conditional on ``if_seq_no``/``if_primary_term``: a
+replica's cancel request, the owner's progress and a reader's "lease expired" verdict can never
+overwrite one another; the loser of a race re-reads and decides again (`carrag/services/jobs.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from elasticsearch import ApiError, ConflictError, NotFoundError
+
+from carrag.services.job_repository import FINISHED_STATE_VALUES, JobRecord, StoredJob
+from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing, api_reason, api_status
+
+MAPPINGS: dict[str, Any] = {
+    "dynamic": False,
+    "properties": {
+        "job_id": {"type": "keyword"},
+        "state": {"type": "keyword"},
+        "created_at": {"type": "date"},
+        "lease_expires_at": {"type": "double"},
+        "finished_at": {"type": "double"},
+    },
+}
+PAGE = 1000
+MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default index.max_result_window
+
+
+def jobs_index_name(alias: str) -> str:
+    return f"{alias}_jobs"
+
+
+class ElasticsearchJobRepository:
+    def __init__(self, connection: Connection, alias: str, *, shards: int = 1, replicas: int = 0) -> None:
+        self.connection = connection
+        self.index = jobs_index_name(alias)
+        self.shards = shards
+        self.replicas = replicas
+        self._ready = False
+
+    async def _ensure(self) -> None:
+        if self._ready:
+            return
+        with self.connection.errors("creating the jobs index", self.index):
+            try:
+                await self.connection.client.indices.create(
+                    index=self.index,
+                    mappings=MAPPINGS,
+                    settings={"number_of_shards": self.shards, "number_of_replicas": self.replicas},
+                )
+            except ApiError as exc:
+                if "resource_already_exists" not in api_reason(exc):
+                    raise
+        self._ready = True
+
+    async def _call(self, action: str, call: Any) -> Any:
+        await self._ensure()
+        try:
+            with self.connection.errors(action, self.index):
+                return await call()
+        except IndexMissing:
+            self._ready = False  # deleted by someone (a test, an operator): set up again next time
+            raise
+
+    async def create(self, record: JobRecord) -> Any:
+        response = await self._call(
+            "recording an ingest job",
+            lambda: self.connection.writer.create(index=self.index, id=record["job_id"], document=record),
+        )
+        return (response["_seq_no"], response["_primary_term"])
+
+    async def read(self, job_id: str) -> StoredJob | None:
+        async def get() -> StoredJob | None:
+            try:
+                response = await self.connection.client.get(index=self.index, id=job_id)
+            except NotFoundError as exc:
+                if "index_not_found" in str(exc.body):
+                    raise
+                return None
+            return StoredJob(response["_source"], (response["_seq_no"], response["_primary_term"]))
+
+        return await self._call("reading an ingest job", get)
+
+    async def _read_many(self, ids: list[str]) -> list[StoredJob]:
+        if not ids:
+            return []
+        response = await self._call(
+            "reading ingest jobs", lambda: self.connection.client.mget(index=self.index, ids=ids, realtime=True)
+        )
+        return [
+            StoredJob(doc["_source"], (doc["_seq_no"], doc["_primary_term"]))
+            for doc in response["docs"]
+            if doc.get("found")
+        ]
+
+    async def update(self, record: JobRecord, revision: Any) -> Any | None:
+        seq_no, primary_term = revision
+
+        async def index() -> Any | None:
+            try:
+                response = await self.connection.writer.index(
+                    index=self.index,
+                    id=record["job_id"],
+                    document=record,
+                    if_seq_no=seq_no,
+                    if_primary_term=primary_term,
+                )
+            except ConflictError:
+                return None
+            except ApiError as exc:
+                if api_status(exc) in (404, 409) and "index_not_found" not in api_reason(exc):
+                    return None
+                raise
+            return (response["_seq_no"], response["_primary_term"])
+
+        return await self._call("updating an ingest job", index)
+
+    async def delete(self, job_id: str) -> None:
+        async def delete() -> None:
+            try:
+                await self.connection.writer.delete(index=self.index, id=job_id)
+            except NotFoundError as exc:
+                if "index_not_found" in str(exc.body):
+                    raise
+
+        await self._call("deleting an ingest job", delete)
+
+    async def _ids(self, action: str, **request: Any) -> list[str]:
+        response = await self._call(action, lambda: self.connection.client.search(index=self.index, **request))
+        return [hit["_id"] for hit in response["hits"]["hits"]]
+
+    async def recent(self, limit: int) -> list[StoredJob]:
+        ids = await self._ids(
+            "listing ingest jobs", sort=[{"created_at": "desc"}], size=limit, source=False, track_total_hits=False
+        )
+        return await self._read_many(ids)
+
+    async def count(self) -> int:
+        response = await self._call("counting ingest jobs", lambda: self.connection.client.count(index=self.index))
+        return int(response["count"])
+
+    async def expired(self, now: float, limit: int) -> list[StoredJob]:
+        ids = await self._ids(
+            "finding ingest jobs whose lease expired",
+            query={
+                "bool": {
+                    "must_not": [{"terms": {"state": FINISHED_STATE_VALUES}}],
+                    "filter": [{"range": {"lease_expires_at": {"lt": now}}}],
+                }
+            },
+            size=min(limit, PAGE),
+            source=False,
+        )
+        return await self._read_many(ids)  # real time: some may have moved on since the search's refresh
+
+    async def purge(self, finished_before: float, keep: int) -> int:
+        beyond = []
+        if keep + PAGE <= MAX_RESULT_WINDOW:
+            beyond = await self._ids(
+                "finding old ingest jobs",
+                query={"exists": {"field": "finished_at"}},
+                sort=[{"finished_at": "desc"}],
+                from_=keep,
+                size=PAGE,
+                source=False,
+            )
+        query: dict[str, Any] = {"range": {"finished_at": {"lt": finished_before}}}
+        if beyond:
+            query = {"bool": {"should": [query, {"ids": {"values": beyond}}], "minimum_should_match": 1}}
+        response = await self._call(
+            "removing old ingest jobs",
+            lambda: self.connection.writer.delete_by_query(index=self.index, query=query, conflicts="proceed"),
+        )
+        return int(response.get("deleted", 0))
+
+    async def close(self) -> None:
+        pass  # the store owns the connection
