@@ -89,3 +89,26 @@ async def test_sizes_at_piece_boundaries(store: Store, size: int) -> None:
     content = bytes(range(256)) * (size // 256) + bytes(range(size % 256))
     await write_with_original(store, "edge", "edge.bin", OriginalFile(content, "application/octet-stream", "edge.bin"))
     assert await (await store.get_original("edge")).read() == content  # type: ignore[union-attr]
+
+
+async def test_deleting_a_collection_deletes_its_originals(store: Store) -> None:
+    from dataclasses import replace
+
+    from carrag.services.models import Collection
+
+    await store.create_collection(Collection("team-id", "team", "2024-05-01T00:00:00+00:00"))
+    document = replace(record("in-team", "handbook.pdf"), collection_id="team-id")
+    await store.write_document(
+        document,
+        chunks_of("team text"),
+        unit_vectors(1, 0),
+        IDENTITY,
+        original=OriginalFile(LARGE, "application/pdf", "h.pdf"),
+    )
+    await write_with_original(
+        store, "outside", "handbook.pdf", OriginalFile(b"default copy", "application/pdf", "h.pdf")
+    )
+    assert await store.delete_collection("team-id") is True
+    assert await store.get_original("in-team") is None
+    assert await (await store.get_original("outside")).read() == b"default copy"  # type: ignore[union-attr]
+    assert await store.check_integrity() == []
