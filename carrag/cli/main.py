@@ -710,9 +710,11 @@ def store_epilog() -> str:
         settings = Settings()
     except (ValidationError, ValueError) as exc:  # a bad setting is reported by the command that needs it
         return f"Store: the settings are invalid ({str(exc).splitlines()[0]})."
+    hint = settings.legacy_store_hint()
     return (
         f"Store in use without --url: {settings.store} at {settings.store_location} "
         "(set DATA_DIR or STORE to use another; --url / CARRAG_URL talks to a server instead)."
+        + (f"\n\nNote: {hint}" if hint else "")
     )
 
 

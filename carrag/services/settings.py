@@ -373,6 +373,19 @@ class Settings(BaseSettings):
             urls.append(urlunsplit((parts.scheme, netloc, parts.path, "", "")))
         return f"{','.join(urls)} index {self.elasticsearch_index}"
 
+    def legacy_store_hint(self, working_directory: Path | None = None) -> str | None:
+        """A note when DATA_DIR was left to its per-user default but the working directory holds a store
+        made by an older Carrag (whose default was ``./data``), so nobody thinks their documents vanished."""
+        if self.store != "sqlite" or "data_dir" in self.model_fields_set or self.sqlite_path is not None:
+            return None
+        legacy = (working_directory or Path.cwd()) / "data" / "carrag.db"
+        if not legacy.is_file() or legacy.absolute() == self.resolved_sqlite_path.absolute():
+            return None
+        return (
+            f"{legacy} is a store from before DATA_DIR defaulted to {self.data_dir}; this run uses "
+            f"{self.resolved_sqlite_path}. Set DATA_DIR={legacy.parent} to keep using the old one."
+        )
+
     @property
     def resolved_max_context_chars(self) -> int:
         if self.max_context_chars is not None:

@@ -35,3 +35,15 @@ def test_data_dir_from_the_environment_still_wins(tmp_path: Path, monkeypatch: p
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     assert settings.data_dir == tmp_path / "explicit"
     assert settings.resolved_sqlite_path == tmp_path / "explicit" / "carrag.db"
+
+
+def test_a_store_left_in_the_old_default_place_is_pointed_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert Settings(_env_file=None).legacy_store_hint() is None  # type: ignore[call-arg]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "carrag.db").write_bytes(b"")
+    hint = Settings(_env_file=None).legacy_store_hint()  # type: ignore[call-arg]
+    assert hint is not None and f"DATA_DIR={tmp_path / 'data'}" in hint
+    assert Settings(_env_file=None, data_dir=tmp_path / "data").legacy_store_hint() is None  # type: ignore[call-arg]
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "elsewhere"))
+    assert Settings(_env_file=None).legacy_store_hint() is None  # type: ignore[call-arg]
