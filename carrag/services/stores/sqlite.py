@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import json
 import logging
@@ -720,13 +721,25 @@ class SqliteStore:
             return None
         connection, blob, row = opened
 
+        def close(_: object = None) -> None:
+            blob.close()
+            connection.close()
+
         async def pieces() -> AsyncIterator[bytes]:
+            reading: concurrent.futures.Future[bytes] | None = None
             try:
-                while piece := await loop.run_in_executor(self._readers, blob.read, ORIGINAL_PIECE_BYTES):
+                while True:
+                    reading = self._readers.submit(blob.read, ORIGINAL_PIECE_BYTES)
+                    piece = await asyncio.wrap_future(reading)
+                    if not piece:
+                        break
                     yield piece
             finally:
-                blob.close()
-                connection.close()
+                # a download cancelled mid-read (the client went away) closes once that read is over
+                if reading is not None and not reading.done():
+                    reading.add_done_callback(close)
+                else:
+                    close()
 
         return Original(document_id, row["filename"], row["content_type"], row["size"], pieces())
 
