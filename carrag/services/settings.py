@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     port: int = Field(8000, description="Port `carrag serve` / `make run` listens on.")
     data_dir: Path = Field(
         default_factory=default_data_dir,
-        description="Directory for the SQLite store, kept originals' store and other state. The default is one "
+        description="Directory for the SQLite store (documents, chunks, kept originals) and other state. The default is one "
         "per-user location whatever the working directory (`$XDG_DATA_HOME/carrag`, else `~/.local/share/carrag`; "
         "`~/Library/Application Support/carrag` on macOS); `carrag --help`, `/health` and the UI show the store "
         "in use. The Docker image sets `/data`.",
