@@ -11,6 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import SecretStr
 
 from carrag.services.answering import AnswerService
+from carrag.services.collections import CollectionService
 from carrag.services.container import Container
 from carrag.services.documents import DocumentService
 from carrag.services.ingestion import IngestionService
@@ -50,12 +51,17 @@ def get_requests(container: ContainerDep) -> RequestFactory:
     return container.requests
 
 
+def get_collections(container: ContainerDep) -> CollectionService:
+    return container.collections
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
 IngestionDep = Annotated[IngestionService, Depends(get_ingestion)]
 SearchDep = Annotated[SearchService, Depends(get_search)]
 AnswersDep = Annotated[AnswerService, Depends(get_answers)]
 RequestsDep = Annotated[RequestFactory, Depends(get_requests)]
+CollectionsDep = Annotated[CollectionService, Depends(get_collections)]
 
 _bearer = HTTPBearer(auto_error=False, description="One of the keys in API_KEYS (only when API_KEYS is set).")
 

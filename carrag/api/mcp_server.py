@@ -1,6 +1,7 @@
 """The MCP server (official ``mcp`` SDK, v2 ``MCPServer``): the agent tools over MCP.
 
-Tools: ``search_documents(query, top_k=5, source=None)`` and ``list_sources()``, both answered by
+Tools: ``search_documents(query, top_k=5, source=None, collections=None)``, ``list_sources(collection=None)``
+and ``list_collections()``, all answered by
 `carrag.services.agent_tools` (the `/search` code path). Two transports:
 
 - streamable HTTP, mounted in the API at ``/mcp`` (stateless, JSON responses; behind API_KEYS like
@@ -30,7 +31,8 @@ from carrag.services.settings import Settings
 INSTRUCTIONS = (
     "Carrag searches the documents ingested into it (hybrid BM25 + semantic search, reranked). Call "
     "search_documents before answering questions about them and cite the [Source: ...] of what you use; "
-    "call list_sources to see which sources exist."
+    "call list_sources to see which sources exist, list_collections to see the collections (knowledge "
+    "bases) search_documents can search (default: the 'default' collection)."
 )
 
 
@@ -40,7 +42,9 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
         server = MCPServer("carrag", instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool(structured_output=False)
-    async def search_documents(query: str, top_k: int = 5, source: str | None = None) -> str:
+    async def search_documents(
+        query: str, top_k: int = 5, source: str | None = None, collections: list[str] | None = None
+    ) -> str:
         """Search the ingested documents and return the best passages, best first.
 
         Each passage starts with a header: [Source: <source id> | Score: <score> | Page: <n>].
@@ -50,17 +54,33 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
             top_k: How many passages to return (default 5).
             source: Only search this source: an exact source id (see list_sources) or a glob
                 such as "*.md" or "manuals/*".
+            collections: The collections (knowledge bases) to search, by name (see list_collections);
+                default: the "default" collection.
         """
         try:
-            return await agent_tools.search_documents(container().search, container().requests, query, top_k, source)
+            return await agent_tools.search_documents(
+                container().search, container().requests, query, top_k, source, collections
+            )
         except CarragError as exc:
             raise ToolError(exc.message) from exc
 
     @server.tool(structured_output=False)
-    async def list_sources() -> str:
-        """List the ingested sources (source id and type), the values search_documents can filter on."""
+    async def list_sources(collection: str | None = None) -> str:
+        """List the ingested sources (source id and type), the values search_documents can filter on.
+
+        Args:
+            collection: The collection whose sources to list (default: the "default" collection).
+        """
         try:
-            return await agent_tools.list_sources(container().documents)
+            return await agent_tools.list_sources(container().documents, collection)
+        except CarragError as exc:
+            raise ToolError(exc.message) from exc
+
+    @server.tool(structured_output=False)
+    async def list_collections() -> str:
+        """List the collections (knowledge bases) with their document counts."""
+        try:
+            return await agent_tools.list_collections(container().collections)
         except CarragError as exc:
             raise ToolError(exc.message) from exc
 

@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote
 import httpx
 
 from carrag.api.errors import status_for
+from carrag.api.schemas.collections import CollectionDeleted, CollectionListOut, CollectionOut
 from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, ResetResponse
 from carrag.api.schemas.ingest import IngestResponse
 from carrag.api.schemas.jobs import JobOut
@@ -59,6 +60,7 @@ class IngestSettings:
     tags: list[str] = field(default_factory=list)
     chunking: ChunkingStrategy | None = None
     force: bool = False
+    collection: str | None = None  # None: default
 
 
 class CarragClient(Protocol):
@@ -68,7 +70,9 @@ class CarragClient(Protocol):
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse: ...
 
-    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentPageOut: ...
+    async def list_documents(
+        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, collection: str | None = None
+    ) -> DocumentPageOut: ...
 
     async def get_document(self, document_id: str) -> DocumentOut: ...
 
@@ -84,13 +88,21 @@ class CarragClient(Protocol):
 
     def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]: ...
 
+    async def list_collections(self) -> CollectionListOut: ...
+
+    async def create_collection(self, name: str) -> CollectionOut: ...
+
+    async def rename_collection(self, name: str, new_name: str) -> CollectionOut: ...
+
+    async def delete_collection(self, name: str) -> CollectionDeleted: ...
+
     async def aclose(self) -> None: ...
 
 
-async def all_documents(client: CarragClient, page_size: int = 500) -> list[DocumentOut]:
+async def all_documents(client: CarragClient, page_size: int = 500, collection: str | None = None) -> list[DocumentOut]:
     documents: list[DocumentOut] = []
     while True:
-        page = await client.list_documents(offset=len(documents), limit=page_size)
+        page = await client.list_documents(offset=len(documents), limit=page_size, collection=collection)
         documents.extend(page.items)
         if not page.items or len(documents) >= page.total:
             return documents
@@ -149,7 +161,11 @@ class LocalClient:
                 data,
                 path.name,
                 container.requests.ingest(
-                    tags=options.tags, source_id=source_id, chunking=options.chunking, force=options.force
+                    tags=options.tags,
+                    source_id=source_id,
+                    chunking=options.chunking,
+                    force=options.force,
+                    collection=options.collection,
                 ),
                 _ObserverAdapter(on_progress),
             )
@@ -160,15 +176,22 @@ class LocalClient:
             container = await self.container()
             result = await container.ingestion.ingest_url(
                 url,
-                container.requests.ingest(tags=options.tags, chunking=options.chunking, force=options.force),
+                container.requests.ingest(
+                    tags=options.tags, chunking=options.chunking, force=options.force, collection=options.collection
+                ),
                 _ObserverAdapter(on_progress),
             )
             return IngestResponse.model_validate(result)
 
-    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentPageOut:
+    async def list_documents(
+        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, collection: str | None = None
+    ) -> DocumentPageOut:
         async with self._errors():
             documents = (await self.container()).documents
-            return DocumentPageOut.model_validate(await documents.page(offset=offset, limit=limit, tag=tag))
+            page = await documents.page(
+                offset=offset, limit=limit, tag=tag, collections=[collection] if collection else None
+            )
+            return DocumentPageOut.model_validate(page)
 
     async def get_document(self, document_id: str) -> DocumentOut:
         async with self._errors():
@@ -210,6 +233,26 @@ class LocalClient:
             async for piece in original.pieces:
                 destination.write(piece)
             return original.filename, original.size
+
+    async def list_collections(self) -> CollectionListOut:
+        async with self._errors():
+            collections = (await self.container()).collections
+            return CollectionListOut.model_validate({"items": await collections.list()})
+
+    async def create_collection(self, name: str) -> CollectionOut:
+        async with self._errors():
+            return CollectionOut.model_validate(await (await self.container()).collections.create(name))
+
+    async def rename_collection(self, name: str, new_name: str) -> CollectionOut:
+        async with self._errors():
+            return CollectionOut.model_validate(await (await self.container()).collections.rename(name, new_name))
+
+    async def delete_collection(self, name: str) -> CollectionDeleted:
+        async with self._errors():
+            deleted = await (await self.container()).collections.delete(name)
+            return CollectionDeleted(
+                name=deleted.name, collection_id=deleted.collection_id, documents_deleted=deleted.document_count
+            )
 
     async def aclose(self) -> None:
         if self._container is not None:
@@ -270,6 +313,8 @@ class HttpClient:
         form = {"source_id": source_id, "tags": ",".join(options.tags), "force": str(options.force).lower()}
         if options.chunking:
             form["chunking"] = options.chunking
+        if options.collection:
+            form["collection"] = options.collection
         with path.open("rb") as handle:
             return await self._ingest("/ingest/file", on_progress, data=form, files={"file": (path.name, handle)})
 
@@ -277,12 +322,18 @@ class HttpClient:
         body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force}
         if options.chunking:
             body["chunking"] = options.chunking
+        if options.collection:
+            body["collection"] = options.collection
         return await self._ingest("/ingest/url", on_progress, json=body)
 
-    async def list_documents(self, *, offset: int = 0, limit: int = 50, tag: str | None = None) -> DocumentPageOut:
+    async def list_documents(
+        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, collection: str | None = None
+    ) -> DocumentPageOut:
         params: dict[str, Any] = {"offset": offset, "limit": limit}
         if tag:
             params["tag"] = tag
+        if collection:
+            params["collection"] = collection
         return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
 
     async def get_document(self, document_id: str) -> DocumentOut:
@@ -297,6 +348,19 @@ class HttpClient:
 
     async def reset(self) -> ResetResponse:
         return ResetResponse.model_validate(await self._json("POST", "/admin/reset", json={"confirm": True}))
+
+    async def list_collections(self) -> CollectionListOut:
+        return CollectionListOut.model_validate(await self._json("GET", "/collections"))
+
+    async def create_collection(self, name: str) -> CollectionOut:
+        return CollectionOut.model_validate(await self._json("POST", "/collections", json={"name": name}))
+
+    async def rename_collection(self, name: str, new_name: str) -> CollectionOut:
+        path = f"/collections/{_segment(name)}"
+        return CollectionOut.model_validate(await self._json("PATCH", path, json={"name": new_name}))
+
+    async def delete_collection(self, name: str) -> CollectionDeleted:
+        return CollectionDeleted.model_validate(await self._json("DELETE", f"/collections/{_segment(name)}"))
 
     async def search(self, request: SearchRequest) -> SearchResponse:
         body = request.model_dump(mode="json", exclude_unset=True)

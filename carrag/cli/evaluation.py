@@ -180,7 +180,7 @@ def bench_tables(report: BenchReport) -> list[Table]:
         "BM25 / kNN leg p50",
         "open + first query",
         "disk MB",
-        "peak RSS MB (serving)",
+        "peak RSS MB (serving; anon)",
     ):
         queries.add_column(column, justify="right")
     for figures in report.queries:
@@ -197,7 +197,7 @@ def bench_tables(report: BenchReport) -> list[Table]:
             f"{figures.stage_medians_ms.get('bm25_leg', 0):.1f} / {figures.stage_medians_ms.get('knn_leg', 0):.1f}",
             _ms(figures.open_ms + figures.first_query_ms),
             f"{figures.disk_mb:.0f}",
-            f"{figures.peak_rss_mb:.0f} ({figures.peak_rss_serving_mb:.0f})",
+            f"{figures.peak_rss_mb:.0f} ({figures.peak_rss_serving_mb:.0f}; {figures.peak_anon_serving_mb:.0f})",
         )
     return [head, queries]
 

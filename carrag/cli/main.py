@@ -49,6 +49,7 @@ from carrag.cli.client import (
     ProgressCallback,
     all_documents,
 )
+from carrag.cli.collections import collections_app
 from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
 from carrag.extras import MissingExtra
 from carrag.services.requests import split_tags
@@ -58,6 +59,7 @@ from carrag.services.vocabulary import ChunkingStrategy, SearchMode
 app = typer.Typer(help="Carrag: self-hosted retrieval-augmented generation.", no_args_is_help=True)
 documents_app = typer.Typer(help="List, inspect and delete documents.", no_args_is_help=True)
 app.add_typer(documents_app, name="documents")
+app.add_typer(collections_app, name="collections")
 
 console = Console(highlight=False)
 errors = Console(stderr=True, highlight=False)
@@ -75,6 +77,13 @@ Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: 
 SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
 Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
 AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
+CollectionOption = Annotated[
+    str | None, typer.Option("--collection", "-c", help="The collection (knowledge base); default: `default`.")
+]
+CollectionsOption = Annotated[
+    list[str] | None,
+    typer.Option("--collection", "-c", help="Search this collection (repeat for several); default: `default`."),
+]
 
 
 @app.command()
@@ -126,10 +135,17 @@ def run_with_client(url: str | None, api_key: str | None, work: Callable[[Carrag
 
 
 def question_fields(
-    question: str, top_k: int, tags: str | None, source: str | None, rerank: bool | None
+    question: str,
+    top_k: int,
+    tags: str | None,
+    source: str | None,
+    rerank: bool | None,
+    collections: list[str] | None = None,
 ) -> dict[str, Any]:
     """The fields a query or search request sets (the rest keep the API's defaults)."""
     fields: dict[str, Any] = {"question": question, "top_k": top_k}
+    if collections:
+        fields["collections"] = collections
     if split_tags(tags):
         fields["tags"] = split_tags(tags)
     if source:
@@ -178,6 +194,7 @@ def ingest(
             "--prune", help="Delete stored file documents these sources no longer match (URL documents are kept)."
         ),
     ] = False,
+    collection: CollectionOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
@@ -185,7 +202,7 @@ def ingest(
     from carrag.services.parsers import SUPPORTED_EXTENSIONS
 
     resolved = resolve_sources(sources, Path.cwd(), SUPPORTED_EXTENSIONS)
-    options = IngestSettings(tags=split_tags(tags), chunking=chunking, force=force)
+    options = IngestSettings(tags=split_tags(tags), chunking=chunking, force=force, collection=collection)
     failed = run_with_client(url, api_key, lambda client: ingest_all(client, resolved, options, prune))
     if failed:
         raise typer.Exit(1)
@@ -254,7 +271,8 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
             progress.advance(overall)
 
     if prune:
-        for document in documents_to_prune(await all_documents(client), resolved.file_source_ids):
+        stored = await all_documents(client, collection=options.collection or "default")
+        for document in documents_to_prune(stored, resolved.file_source_ids):
             await client.delete_document(document.document_id)
             counts["pruned"] += 1
             console.print(f"[magenta]- pruned[/magenta]    {escape(document.source_id)}")
@@ -287,12 +305,13 @@ def query(
         str | None,
         typer.Option("--answer-mode", help="generate, extract or auto (default: ANSWER_MODE).", show_default=False),
     ] = None,
+    collection: CollectionsOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Ask a question: the answer streams in, then its sources are listed."""
     request = QueryRequest.model_validate(
-        {**question_fields(question, top_k, tags, source, rerank), "answer_mode": answer_mode}
+        {**question_fields(question, top_k, tags, source, rerank, collection), "answer_mode": answer_mode}
     )
 
     async def work(client: CarragClient) -> bool:
@@ -352,11 +371,14 @@ def search(
     mode: Annotated[SearchMode, typer.Option("--mode", help="Retrieval legs to use.")] = SearchMode.HYBRID,
     explain: Annotated[bool, typer.Option("--explain", help="Show BM25 and kNN ranks and the RRF score.")] = False,
     as_json: AsJson = False,
+    collection: CollectionsOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Search without generating an answer; a table of the best passages."""
-    request = SearchRequest(**question_fields(question, top_k, tags, source, rerank), mode=mode, explain=explain)
+    request = SearchRequest(
+        **question_fields(question, top_k, tags, source, rerank, collection), mode=mode, explain=explain
+    )
     outcome = run_with_client(url, api_key, lambda client: client.search(request))
     if as_json:
         print_json(outcome)
@@ -401,11 +423,18 @@ def documents_list(
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500)] = 50,
     as_json: AsJson = False,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="Only this collection's documents (default: all).")
+    ] = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """List documents, newest first."""
-    page = run_with_client(url, api_key, lambda client: client.list_documents(offset=offset, limit=limit, tag=tag))
+    page = run_with_client(
+        url,
+        api_key,
+        lambda client: client.list_documents(offset=offset, limit=limit, tag=tag, collection=collection),
+    )
     if as_json:
         print_json(page)
         return

@@ -12,7 +12,9 @@ score when the results were reranked, otherwise the chunk's kNN cosine similarit
 
 from __future__ import annotations
 
+from carrag.services.collections import CollectionService
 from carrag.services.documents import DocumentService
+from carrag.services.models import DEFAULT_COLLECTION
 from carrag.services.requests import RequestFactory
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, SearchHit, SearchService
 
@@ -31,14 +33,22 @@ def format_hit(hit: SearchHit) -> str:
     header = f"[Source: {hit.chunk.source_id} | Score: {shown_score(hit):.3f}"
     if hit.page is not None:
         header += f" | Page: {hit.page}"
+    if hit.collection != DEFAULT_COLLECTION:
+        header += f" | Collection: {hit.collection}"
     return f"{header}]\n{hit.text.strip()}"
 
 
 async def search_documents(
-    search: SearchService, requests: RequestFactory, query: str, top_k: int = 5, source: str | None = None
+    search: SearchService,
+    requests: RequestFactory,
+    query: str,
+    top_k: int = 5,
+    source: str | None = None,
+    collections: list[str] | None = None,
 ) -> str:
-    """Hybrid search (BM25 + kNN, fused, reranked, expanded) formatted for an agent to read."""
-    request = requests.search(query, top_k=top_k, source=source)
+    """Hybrid search (BM25 + kNN, fused, reranked, expanded) formatted for an agent to read;
+    ``collections``: the collections searched (none: ``default``)."""
+    request = requests.search(query, top_k=top_k, source=source, collections=collections)
     source = request.filters.source
     outcome = await search.search(request)
     if not outcome.hits:
@@ -49,11 +59,20 @@ async def search_documents(
     return PASSAGE_SEPARATOR.join(format_hit(hit) for hit in outcome.hits)
 
 
-async def list_sources(documents: DocumentService) -> str:
-    """Every ingested source id (the values ``search_documents`` can filter on), one per line."""
-    sources = await documents.sources()
+async def list_sources(documents: DocumentService, collection: str | None = None) -> str:
+    """Every source id of ``collection`` (default: ``default``, the collection ``search_documents``
+    searches by default), the values it can filter on, one per line."""
+    sources = await documents.sources([collection or DEFAULT_COLLECTION])
     if not sources:
         return EMPTY_INDEX_MESSAGE
     lines = [f"{len(sources)} ingested source{'s' if len(sources) != 1 else ''} (source id, type):"]
     lines += [f"- {source_id} ({source_type})" for source_id, source_type in sources]
+    return "\n".join(lines)
+
+
+async def list_collections(collections: CollectionService) -> str:
+    """Every collection (knowledge base) with its document count, one per line."""
+    found = await collections.list()
+    lines = [f"{len(found)} collection{'s' if len(found) != 1 else ''} (name, documents):"]
+    lines += [f"- {collection.name} ({collection.document_count})" for collection in found]
     return "\n".join(lines)

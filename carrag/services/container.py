@@ -16,6 +16,7 @@ import numpy as np
 
 from carrag import extras
 from carrag.services.answering import AnswerService
+from carrag.services.collections import CollectionService
 from carrag.services.documents import DocumentService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
 from carrag.services.embedders.service import EmbeddingService
@@ -77,15 +78,16 @@ def build_store(settings: Settings) -> Store:
     return SqliteStore(settings.resolved_sqlite_path)
 
 
-def build_job_repository(settings: Settings, store: Store) -> JobRepository:
+def build_job_repository(settings: Settings, store: Store, store_error: str | None = None) -> JobRepository:
     """Job records go where the documents go: a table in the SQLite file, an index beside the
-    Elasticsearch alias; a store without either (a test double) keeps them in memory."""
+    Elasticsearch alias; a store without either (a test double) keeps them in memory. ``store_error``:
+    why the store did not open (a SQLite file another process holds is not written to)."""
     from carrag.services.stores.sqlite import SqliteStore
 
     if isinstance(store, SqliteStore):
         from carrag.services.stores.sqlite_jobs import SqliteJobRepository
 
-        return SqliteJobRepository(store.path)
+        return SqliteJobRepository(store.path, unavailable=store_error)
     if getattr(store, "backend", None) == "elasticsearch":
         from carrag.services.stores.elasticsearch.jobs import ElasticsearchJobRepository
 
@@ -189,6 +191,11 @@ class Container:
     telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def collections(self) -> CollectionService:
+        """The collections (knowledge bases), shared by every service."""
+        return self.documents.collections
+
     async def health(self) -> dict[str, ComponentHealth]:
         store, embedder, llm, reranker = await asyncio.gather(
             self.store.health(), self.embedder.health(), self.llm.health(), self.reranker.health()
@@ -250,8 +257,9 @@ async def build_container(
         )
     fetcher = fetcher or build_fetcher(settings)
     tagger = build_tagger(settings, llm)
-    search = SearchService(settings, store, embedder, reranker, telemetry)
-    ingestion = IngestionService(settings, store, embedder, tagger, fetcher, telemetry)
+    collections = CollectionService(store)  # one registry cache for every service
+    search = SearchService(settings, store, embedder, reranker, telemetry, collections)
+    ingestion = IngestionService(settings, store, embedder, tagger, fetcher, telemetry, collections)
     return Container(
         settings=settings,
         store=store,
@@ -263,9 +271,11 @@ async def build_container(
         ingestion=ingestion,
         search=search,
         answers=AnswerService(settings, search, llm, telemetry),
-        documents=DocumentService(store),
+        documents=DocumentService(store, collections),
         requests=RequestFactory(settings),
-        jobs=JobManager(settings, ingestion, telemetry, build_job_repository(settings, store)),
+        jobs=JobManager(
+            settings, ingestion, telemetry, build_job_repository(settings, store, startup_errors.get("store"))
+        ),
         telemetry=telemetry,
         startup_errors=startup_errors,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from carrag.services.collections import CollectionService
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord, Original
 from carrag.services.requests import normalise_tags
@@ -44,14 +45,16 @@ class StoreReset:
 
 
 class DocumentService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, collections: CollectionService | None = None) -> None:
         self.store = store
+        self.collections = collections or CollectionService(store)
 
     async def get(self, document_id: str) -> DocumentRecord:
         """The document, or NotFound (404)."""
         record = await self.store.get_document(document_id)
         if record is None:
             raise NotFound(f"No document with id {document_id}.")
+        await self.collections.name_documents([record])
         return record
 
     async def page(
@@ -63,17 +66,22 @@ class DocumentService:
         sort: DocumentSort = "created_at",
         order: SortOrder = "desc",
         filename: str | None = None,
+        collections: list[str] | None = None,
     ) -> DocumentList:
         """A page of documents, newest first unless ``sort``/``order`` say otherwise; ``tag`` matches
-        case-insensitively, ``filename`` is a case-insensitive substring or glob (``*.pdf``)."""
+        case-insensitively, ``filename`` is a case-insensitive substring or glob (``*.pdf``).
+        ``collections`` (names; unknown → NotFound) restricts it; none: every collection."""
+        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
         page = await self.store.list_documents(
             offset=offset,
             limit=limit,
             tag=tag.strip().lower() if tag else None,
+            collection_ids=collection_ids,
             sort=sort,
             order=order,
             filename=filename.strip() or None if filename else None,
         )
+        await self.collections.name_documents(page.items)
         return DocumentList(page.items, page.total, offset, limit)
 
     async def chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkList:
@@ -107,6 +115,7 @@ class DocumentService:
         if record is None:
             raise NotFound(f"No document with id {document_id}.")
         logger.info("document metadata updated", extra={"document_id": document_id})
+        await self.collections.name_documents([record])
         return record
 
     async def delete(self, document_id: str) -> DeletedDocument:
@@ -123,6 +132,7 @@ class DocumentService:
         logger.warning("store reset: every document deleted", extra={"documents": documents})
         return StoreReset(documents_deleted=documents)
 
-    async def sources(self) -> list[tuple[str, str]]:
-        """(source_id, source_type) of every document, sorted."""
-        return sorted(await self.store.list_sources())
+    async def sources(self, collections: list[str] | None = None) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document (of these collections, by name, if given), sorted."""
+        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
+        return sorted(await self.store.list_sources(collection_ids))

@@ -20,12 +20,20 @@ import numpy as np
 
 from carrag.services.admission import AdmissionGate
 from carrag.services.chunking import chunk_document, default_strategy
+from carrag.services.collections import CollectionService
 from carrag.services.embedders.coalescing import CoalescingEmbedder
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, InvalidInput
 from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, Fetcher
 from carrag.services.ids import content_hash, new_document_id
-from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, OriginalFile, ParsedDocument
+from carrag.services.models import (
+    DEFAULT_COLLECTION,
+    Chunk,
+    DocumentRecord,
+    EmbeddingIdentity,
+    OriginalFile,
+    ParsedDocument,
+)
 from carrag.services.originals import fetched_original, uploaded_original
 from carrag.services.parsers import check_supported, parse_file
 from carrag.services.parsers.decoding import decode_declared
@@ -75,6 +83,7 @@ class IngestResult:
     source_id: str  # for a duplicate: the source id that already holds this content
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
+    collection: str = DEFAULT_COLLECTION  # the name of the collection it went into
 
 
 IngestOptions = IngestCommand  # the former name; other open branches still use it. Remove once they have merged.
@@ -136,9 +145,11 @@ class IngestionService:
         tagger: Tagger,
         fetcher: Fetcher,
         telemetry: Telemetry | None = None,
+        collections: CollectionService | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
+        self.collections = collections or CollectionService(store)
         self.embedder = embedder
         self.tagger = tagger
         self.fetcher = fetcher
@@ -318,7 +329,8 @@ class IngestionService:
         digest = content_hash(parsed.text)
         user_tags = merge_tags([], options.tags)
 
-        existing = await self.store.find_by_source(source_id)
+        collection = (await self.collections.resolve([options.collection]))[0]  # unknown: NotFound (404)
+        existing = await self.store.find_by_source(source_id, collection.collection_id)
         if existing is not None and existing.content_hash == digest and not options.force:
             status = IngestStatus.UNCHANGED
             merged = merge_tags(existing.tags, user_tags)
@@ -335,9 +347,10 @@ class IngestionService:
                 status=status,
                 source_id=source_id,
                 timings_ms=timings,
+                collection=collection.name,
             )
         if not settings.allow_duplicates:
-            twin = await self.store.find_by_content_hash(digest)
+            twin = await self.store.find_by_content_hash(digest, collection.collection_id)
             if twin is not None and twin.source_id != source_id:
                 logger.info(
                     "duplicate content; nothing stored",
@@ -351,6 +364,7 @@ class IngestionService:
                     status=IngestStatus.DUPLICATE,
                     source_id=twin.source_id,
                     timings_ms=timings,
+                    collection=collection.name,
                 )
         identity = await self._check_embedding_identity()
 
@@ -399,6 +413,7 @@ class IngestionService:
             created_at=datetime.now(UTC).isoformat(),
             title=parsed.title,
             external_id=options.external_id,
+            collection_id=collection.collection_id,
         )
         # the original (when kept) is written with the document, in the same atomic step
         replaced = await self.store.write_document(record, chunks, vectors, identity, original=original)
@@ -425,6 +440,7 @@ class IngestionService:
             source_id=source_id,
             replaced_document_id=replaced,
             timings_ms=timings,
+            collection=collection.name,
         )
 
     def _report(self, status: str, timings: dict[str, float]) -> None:

@@ -57,6 +57,8 @@ class DocumentRecord:
     title: str | None = None
     external_id: str | None = None
     collection_id: str = "default"  # the collection (knowledge base) it belongs to
+    # its name, filled by the services for display (`CollectionService.name_documents`); stores ignore it
+    collection_name: str | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)

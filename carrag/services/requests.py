@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from carrag.services.answers.modes import AnswerMode
 from carrag.services.errors import InvalidInput
-from carrag.services.models import ChatMessage, SearchFilters
+from carrag.services.models import DEFAULT_COLLECTION, ChatMessage, SearchFilters
 from carrag.services.settings import Settings
 from carrag.services.vocabulary import ChunkingStrategy, SearchMode
 
@@ -26,6 +26,8 @@ class SearchQuery:
     rerank: bool | None = None  # None: RERANK_ENABLED decides
     mode: SearchMode = SearchMode.HYBRID
     explain: bool = False  # report each hit's ranks and scores
+    # the collections searched, by name (the search service resolves them: unknown → 404)
+    collections: tuple[str, ...] = (DEFAULT_COLLECTION,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,21 @@ class IngestCommand:
     force: bool = False
     external_id: str | None = None
     title: str | None = None
+    collections: tuple[str, ...] = (DEFAULT_COLLECTION,)  # exactly one: the collection ingested into
+
+    @property
+    def collection(self) -> str:
+        return self.collections[0]
+
+
+def collection_names(collection: str | None = None, collections: Iterable[str] | None = None) -> tuple[str, ...]:
+    """The collection names a request names: ``collection`` or ``collections`` (not both), trimmed,
+    repeats dropped; none means ``default``."""
+    if collection is not None and collections is not None:
+        raise InvalidInput("Give either collection or collections, not both.")
+    names = [collection] if collection is not None else list(collections or [])
+    cleaned = tuple(dict.fromkeys(name.strip() for name in names if name and name.strip()))
+    return cleaned or (DEFAULT_COLLECTION,)
 
 
 def normalise_tags(tags: Iterable[str] | None) -> list[str]:
@@ -91,9 +108,17 @@ class RequestFactory:
         rerank: bool | None = None,
         mode: SearchMode = SearchMode.HYBRID,
         explain: bool = False,
+        collection: str | None = None,
+        collections: Iterable[str] | None = None,
     ) -> SearchQuery:
         return SearchQuery(
-            self._question(question), self._top_k(top_k), search_filters(tags, source), rerank, mode, explain
+            self._question(question),
+            self._top_k(top_k),
+            search_filters(tags, source),
+            rerank,
+            mode,
+            explain,
+            collection_names(collection, collections),
         )
 
     def ingest(
@@ -107,6 +132,7 @@ class RequestFactory:
         force: bool = False,
         external_id: str | None = None,
         title: str | None = None,
+        collection: str | None = None,
     ) -> IngestCommand:
         size = chunk_size or self.settings.chunk_size
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
@@ -123,6 +149,7 @@ class RequestFactory:
             force=force,
             external_id=external_id,
             title=title,
+            collections=collection_names(collection),
         )
 
     def _question(self, question: str) -> str:

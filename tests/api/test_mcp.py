@@ -31,6 +31,12 @@ async def ingest(container: Container) -> None:
         await container.ingestion.ingest_file(
             (FIXTURES / "corpus" / name).read_bytes(), f"manuals/{name}", IngestCommand()
         )
+    await container.collections.create("workshop")
+    await container.ingestion.ingest_file(
+        (FIXTURES / "corpus" / "oil_service.txt").read_bytes(),
+        "workshop/oil_service.txt",
+        IngestCommand(collections=("workshop",)),
+    )
 
 
 def text_of(result) -> str:  # type: ignore[no-untyped-def]
@@ -40,8 +46,8 @@ def text_of(result) -> str:  # type: ignore[no-untyped-def]
 
 async def check_tools(client: Client) -> None:
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-    assert set(tools) == {"search_documents", "list_sources"}
-    assert set(tools["search_documents"].input_schema["properties"]) == {"query", "top_k", "source"}
+    assert set(tools) == {"search_documents", "list_sources", "list_collections"}
+    assert set(tools["search_documents"].input_schema["properties"]) == {"query", "top_k", "source", "collections"}
     assert tools["search_documents"].input_schema["required"] == ["query"]
 
     found = await client.call_tool("search_documents", {"query": "How often is the brake fluid replaced?", "top_k": 2})
@@ -60,6 +66,16 @@ async def check_tools(client: Client) -> None:
 
     refused = await client.call_tool("search_documents", {"query": "oil", "top_k": 0})
     assert refused.is_error and "top_k must be between 1 and" in text_of(refused)
+
+    collections = text_of(await client.call_tool("list_collections", {}))
+    assert collections.splitlines()[1:3] == ["- default (3)", "- workshop (1)"]
+    in_workshop = text_of(await client.call_tool("search_documents", {"query": "oil", "collections": ["workshop"]}))
+    assert in_workshop.startswith("[Source: workshop/oil_service.txt") and "| Collection: workshop]" in in_workshop
+    assert in_workshop.count("[Source: ") == 1
+    workshop_sources = text_of(await client.call_tool("list_sources", {"collection": "workshop"}))
+    assert workshop_sources.splitlines()[1:] == ["- workshop/oil_service.txt (text)"]
+    unknown = await client.call_tool("search_documents", {"query": "oil", "collections": ["nope"]})
+    assert unknown.is_error and "collection 'nope' does not exist" in text_of(unknown)
 
 
 @pytest.fixture

@@ -153,7 +153,7 @@ async def test_wire_format_ends_with_done(server: LiveServer) -> None:
 
 
 async def test_errors_reach_the_sdk_as_its_exceptions(sdk: openai.AsyncOpenAI, server: LiveServer) -> None:
-    with pytest.raises(openai.NotFoundError, match="Carrag serves one model"):
+    with pytest.raises(openai.NotFoundError, match="Carrag serves .carrag."):
         await sdk.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
     with pytest.raises(openai.BadRequestError, match="last message must be the user"):
         await sdk.chat.completions.create(model="carrag", messages=[{"role": "assistant", "content": "Hi"}])

@@ -33,6 +33,7 @@ async def test_quick_bench_measures_every_figure(tmp_path: Path, embedding_backe
         assert figures.search.p50 > 0 and figures.search.p95 >= figures.search.p50
         assert figures.embed_query.p50 > 0
         assert figures.peak_rss_mb > 0 and figures.peak_rss_serving_mb > 0
+        assert 0 < figures.peak_anon_serving_mb <= figures.peak_rss_serving_mb
         assert figures.open_ms > 0 and figures.disk_mb > 0
         assert figures.stage_medians_ms["bm25_leg"] > 0 and figures.stage_medians_ms["knn_leg"] > 0
         assert figures.search_rerank is None and figures.rerank_note.startswith("n/a: ")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from carrag.services.container import Container
-from carrag.services.errors import Conflict
+from carrag.services.errors import Conflict, DependencyUnavailable
 from carrag.services.jobs import JobManager
 from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
@@ -180,5 +180,18 @@ async def test_jobs_survive_a_restart(tmp_path: Path, embedding_backend) -> None
         await asyncio.sleep(0.4)
         assert (await second.jobs.get(interrupted["job_id"])).state == "failed", "not resumed: failed by its lease"
         assert {j.job_id for j in await second.jobs.recent(10)} == {job.job_id, interrupted["job_id"]}
+    finally:
+        await close_container(second)
+
+
+async def test_a_second_process_on_the_file_records_no_jobs_in_it(replica_a: Container, embedding_backend) -> None:
+    """The store refuses a second process (process_lock.py); its job records are refused with it
+    rather than written into a file it does not own."""
+    second = await open_container(replica_a.settings, embedding_backend)
+    try:
+        assert "already open in another Carrag process" in second.startup_errors["store"]
+        with pytest.raises(DependencyUnavailable, match="already open in another Carrag process"):
+            await second.jobs.submit_file(NOTE, "notes.md", IngestCommand())
+        assert await replica_a.jobs.total() == 0
     finally:
         await close_container(second)

@@ -36,8 +36,14 @@ async def list_documents(
             "(`*` `?` `[...]`, e.g. `*.pdf`).",
         ),
     ] = None,
+    collection: Annotated[
+        list[str] | None,
+        Query(max_length=100, description="Only documents of this collection (repeat for several); absent: all."),
+    ] = None,
 ) -> DocumentList:
-    return await documents.page(offset=offset, limit=limit, tag=tag, sort=sort, order=order, filename=filename)
+    return await documents.page(
+        offset=offset, limit=limit, tag=tag, sort=sort, order=order, filename=filename, collections=collection
+    )
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")

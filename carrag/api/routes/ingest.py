@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse
 
-from carrag.api.deps import IngestionDep, RequestsDep, SettingsDep
+from carrag.api.deps import CollectionsDep, IngestionDep, RequestsDep, SettingsDep
 from carrag.api.routes.jobs import JobsDep, status_url
 from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
 from carrag.api.schemas.jobs import JobAccepted
@@ -44,6 +44,7 @@ async def ingest_file(
     requests: RequestsDep,
     settings: SettingsDep,
     jobs: JobsDep,
+    collections: CollectionsDep,
     file: Annotated[UploadFile, File(description="The document (.pdf, .txt, .md, ...)")],
     tags: Annotated[str | None, Form(description="Comma-separated tags")] = None,
     source_id: Annotated[str | None, Form(max_length=2048)] = None,
@@ -53,6 +54,9 @@ async def ingest_file(
     force: Annotated[
         bool, Form(description="Re-ingest even when this source id already holds the same content.")
     ] = False,
+    collection: Annotated[
+        str | None, Form(max_length=64, description="The collection to ingest into (default: `default`).")
+    ] = None,
     run_async: AsyncFlag = False,
 ) -> IngestResult | JSONResponse:
     filename = (file.filename or "").strip()
@@ -71,7 +75,9 @@ async def ingest_file(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         force=force,
+        collection=collection,
     )
+    await collections.resolve(options.collections)  # an unknown collection is 404 now, not a failed job
     if run_async:
         return accepted(await jobs.submit_file(data, filename, options))
     return await ingestion.ingest_file(data, filename, options)
@@ -79,7 +85,12 @@ async def ingest_file(
 
 @router.post("/url", response_model=IngestResponse, summary="Fetch a web page and ingest it", responses=ASYNC_RESPONSES)
 async def ingest_url(
-    ingestion: IngestionDep, requests: RequestsDep, jobs: JobsDep, body: IngestUrlRequest, run_async: AsyncFlag = False
+    ingestion: IngestionDep,
+    requests: RequestsDep,
+    jobs: JobsDep,
+    collections: CollectionsDep,
+    body: IngestUrlRequest,
+    run_async: AsyncFlag = False,
 ) -> IngestResult | JSONResponse:
     options = requests.ingest(
         tags=body.tags,
@@ -88,7 +99,9 @@ async def ingest_url(
         chunk_size=body.chunk_size,
         chunk_overlap=body.chunk_overlap,
         force=body.force,
+        collection=body.collection,
     )
+    await collections.resolve(options.collections)
     if run_async:
         return accepted(await jobs.submit_url(body.url.strip(), options))
     return await ingestion.ingest_url(body.url.strip(), options)

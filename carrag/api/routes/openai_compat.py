@@ -35,7 +35,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 
-from carrag.api.deps import AnswersDep, RequestsDep
+from carrag.api.deps import AnswersDep, CollectionsDep, RequestsDep
 from carrag.api.schemas.openai import (
     AssistantMessage,
     ChatCompletionOut,
@@ -49,7 +49,7 @@ from carrag.api.schemas.query import SOURCE_LIST, Grounding, Usage, jsonable, st
 from carrag.api.streaming import opened
 from carrag.services.answering import AnswerEvent
 from carrag.services.errors import InvalidInput, NotFound
-from carrag.services.models import ChatMessage
+from carrag.services.models import DEFAULT_COLLECTION, ChatMessage
 from carrag.services.requests import AnswerQuery, RequestFactory
 
 
@@ -103,9 +103,19 @@ MAX_MESSAGE_CHARS = 20_000
 CREATED = int(time.time())
 
 
-@router.get("/models", response_model=ModelListOut, summary="OpenAI-compatible model list (one model: carrag)")
-async def list_models() -> ModelListOut:
-    return ModelListOut(data=[ModelOut(id=MODEL_ID, created=CREATED)])
+@router.get(
+    "/models",
+    response_model=ModelListOut,
+    summary="OpenAI-compatible model list (carrag, and carrag:<collection> per collection)",
+)
+async def list_models(collections: CollectionsDep) -> ModelListOut:
+    """``carrag`` (the default collection) and ``carrag:<name>`` for each other collection."""
+    named = [
+        ModelOut(id=f"{MODEL_ID}:{c.name}", created=CREATED)
+        for c in await collections.list()
+        if c.collection_id != DEFAULT_COLLECTION
+    ]
+    return ModelListOut(data=[ModelOut(id=MODEL_ID, created=CREATED), *named])
 
 
 def message_text(message: ChatMessageIn) -> str:
@@ -121,9 +131,21 @@ def message_text(message: ChatMessageIn) -> str:
     return "\n".join(texts)
 
 
+def model_collection(model: str) -> str | None:
+    """``carrag`` → None (the request's own collection fields, else ``default``); ``carrag:<name>`` → name."""
+    base, _, collection = model.partition(":")
+    if base != MODEL_ID or (model != MODEL_ID and not collection):
+        raise NotFound(
+            f"The model {model!r} does not exist; Carrag serves {MODEL_ID!r}, and {MODEL_ID + ':<collection>'!r} "
+            "to answer from one collection."
+        )
+    return collection or None
+
+
 def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> AnswerQuery:
-    if body.model != MODEL_ID:
-        raise NotFound(f"The model {body.model!r} does not exist; Carrag serves one model: {MODEL_ID!r}.")
+    collection = model_collection(body.model)
+    if collection is not None and (body.collection or body.collections) and body.collection != collection:
+        raise InvalidInput(f"The model names collection {collection!r}; the collection fields name another.")
     if body.n not in (None, 1):
         raise InvalidInput("Only n=1 is supported.")
     conversation = [m for m in body.messages if m.role in ("user", "assistant")]
@@ -133,7 +155,15 @@ def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> Answe
     texts = [message_text(m) for m in conversation]
     if any(len(text) > MAX_MESSAGE_CHARS for text in texts):
         raise InvalidInput(f"A message is longer than {MAX_MESSAGE_CHARS} characters.")
-    search = requests.search(texts[-1], top_k=body.top_k, tags=body.tags, source=body.source, rerank=body.rerank)
+    search = requests.search(
+        texts[-1],
+        top_k=body.top_k,
+        tags=body.tags,
+        source=body.source,
+        rerank=body.rerank,
+        collection=collection or body.collection,
+        collections=None if collection else body.collections,
+    )
     return AnswerQuery(
         search,
         [

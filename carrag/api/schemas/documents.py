@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 
 from carrag.api.schemas.base import Schema, read_from
 
@@ -19,6 +19,11 @@ class DocumentOut(Schema):
     created_at: str
     title: str | None = None
     external_id: str | None = None
+    collection: str | None = Field(
+        None,
+        validation_alias=AliasChoices("collection", "collection_name"),
+        description="The name of the collection (knowledge base) it belongs to.",
+    )
 
 
 class DocumentPatch(Schema):

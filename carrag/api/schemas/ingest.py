@@ -14,6 +14,9 @@ class IngestUrlRequest(Schema):
     chunk_size: int | None = Field(None, ge=50, le=20000)
     chunk_overlap: int | None = Field(None, ge=0, le=10000)
     force: bool = Field(False, description="Re-ingest even when this source id already holds the same content.")
+    collection: str | None = Field(
+        None, max_length=64, description="The collection (knowledge base) to ingest into; absent: `default`."
+    )
 
 
 class IngestResponse(Schema):
@@ -30,3 +33,4 @@ class IngestResponse(Schema):
     source_id: str
     replaced_document_id: str | None = Field(None, description="The earlier version of this source, now replaced.")
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Milliseconds spent in each stage.")
+    collection: str = Field("default", description="The collection the document is in.")

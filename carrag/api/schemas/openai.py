@@ -45,6 +45,10 @@ class ChatCompletionRequest(AnswerOptions):
     tags: list[str] | None = Field(None, max_length=50, description="Only documents with any of these tags.")
     source: str | None = Field(None, max_length=2048, description="Exact source id or glob (`*.md`).")
     rerank: bool | None = Field(None, description="Override RERANK_ENABLED for this request.")
+    collection: str | None = Field(
+        None, max_length=64, description='Answer from this collection (or `model: "carrag:<collection>"`).'
+    )
+    collections: list[str] | None = Field(None, min_length=1, max_length=100, description="Several collections.")
 
 
 class ModelOut(Schema):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, AliasPath, Field, TypeAdapter, field_validator
+from pydantic import AliasChoices, AliasPath, Field, TypeAdapter, field_validator, model_validator
 
 from carrag.api.schemas.base import Schema, read_from
 from carrag.services.models import ChatMessage
@@ -21,6 +21,18 @@ class _QuestionBase(Schema):
     tags: list[str] | None = Field(None, max_length=50, description="Only documents with any of these tags.")
     source: str | None = Field(None, max_length=2048, description="Exact source id or glob (`*.md`).")
     rerank: bool | None = Field(None, description="Override RERANK_ENABLED for this request.")
+    collection: str | None = Field(
+        None, max_length=64, description="Search this collection (knowledge base); absent: `default`."
+    )
+    collections: list[str] | None = Field(
+        None, min_length=1, max_length=100, description="Search several collections (not with `collection`)."
+    )
+
+    @model_validator(mode="after")
+    def _one_way_to_name_collections(self) -> _QuestionBase:
+        if self.collection is not None and self.collections is not None:
+            raise ValueError("give either collection or collections, not both")
+        return self
 
     @field_validator("question")
     @classmethod
@@ -53,7 +65,13 @@ class QueryRequest(_QuestionBase, AnswerOptions):
 
     def to_query(self, requests: RequestFactory) -> AnswerQuery:
         search = requests.search(
-            self.question, top_k=self.top_k, tags=self.tags, source=self.source, rerank=self.rerank
+            self.question,
+            top_k=self.top_k,
+            tags=self.tags,
+            source=self.source,
+            rerank=self.rerank,
+            collection=self.collection,
+            collections=self.collections,
         )
         history = [ChatMessage(m.role, m.content) for m in self.history]
         return AnswerQuery(search, history, answer_mode=self.answer_mode, min_relevance=self.min_relevance)
@@ -72,6 +90,8 @@ class SearchRequest(_QuestionBase):
             rerank=self.rerank,
             mode=self.mode,
             explain=self.explain,
+            collection=self.collection,
+            collections=self.collections,
         )
 
 
@@ -143,6 +163,7 @@ class Source(Schema):
     title: str | None = Field(None, validation_alias=read_from("chunk", "title"))
     external_id: str | None = Field(None, validation_alias=read_from("chunk", "external_id"))
     section: str | None = Field(None, validation_alias=read_from("chunk", "section"))
+    collection: str = Field("default", description="The name of the document's collection.")
     window: list[int] | None = None
     merged_chunk_indexes: list[int] = Field(default_factory=list)
     explain: Explain | None = None

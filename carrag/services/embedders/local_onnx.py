@@ -73,6 +73,10 @@ class LocalOnnxEmbedder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or (os.cpu_count() or 1)
         options.inter_op_num_threads = 1
+        # No memory arena: with it, onnxruntime keeps the largest batch's buffers for good (~600 MB
+        # after embedding 16 × 256-token chunks), which a serving process then holds for nothing;
+        # without it they go back after each run (docs/architecture.md, "Memory at a million chunks").
+        options.enable_cpu_mem_arena = False
         self._session = onnxruntime.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )

@@ -13,13 +13,15 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
 from carrag.services.admission import AdmissionGate
+from carrag.services.collections import CollectionService
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError
-from carrag.services.models import ScoredChunk, SearchFilters, StoredChunk
+from carrag.services.models import DEFAULT_COLLECTION, ScoredChunk, SearchFilters, StoredChunk
 from carrag.services.requests import SearchQuery
 from carrag.services.rerankers.base import Reranker
 from carrag.services.retrieval.distinct import distinct_by_text
@@ -52,6 +54,7 @@ class SearchHit:
     window: tuple[int, int] | None = None  # chunk_index range of the passage
     merged_chunk_indexes: list[int] = field(default_factory=list)
     explained: bool = False  # the query asked for the ranks and scores behind this hit
+    collection: str = DEFAULT_COLLECTION  # the name of the chunk's collection
     highlights: list[dict[str, int]] = field(default_factory=list)  # {start, end} in text the answer relies on
 
     @property
@@ -83,12 +86,14 @@ class SearchService:
         embedder: EmbeddingService,
         reranker: Reranker,
         telemetry: Telemetry | None = None,
+        collections: CollectionService | None = None,
     ) -> None:
         self.settings = settings
         self.telemetry = telemetry or NullTelemetry()
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
+        self.collections = collections or CollectionService(store)
         # Bounded concurrency for retrieval: wait up to QUERY_QUEUE_TIMEOUT for a slot, then 429.
         self.admission = AdmissionGate(
             settings.max_concurrent_queries, None, "search", timeout=settings.query_queue_timeout
@@ -103,12 +108,14 @@ class SearchService:
     async def search(self, query: SearchQuery, *, expand: bool = True, depth: int | None = None) -> SearchOutcome:
         """``query`` comes validated from `RequestFactory.search`. ``depth``: candidates per leg
         (default top_k × RETRIEVAL_K_MULTIPLIER); ``expand=False`` skips neighbour expansion."""
+        searched = await self.collections.resolve(query.collections)  # unknown name: NotFound (404)
+        filters = dataclasses.replace(query.filters, collection_ids=tuple(c.collection_id for c in searched))
+        names = {c.collection_id: c.name for c in searched}
         async with self.admission.admit():
-            outcome = await self._search(
-                query.question, query.top_k, query.filters, query.rerank, query.mode, expand, depth
-            )
+            outcome = await self._search(query.question, query.top_k, filters, query.rerank, query.mode, expand, depth)
         for hit in outcome.hits:
             hit.explained = query.explain
+            hit.collection = names.get(hit.chunk.collection_id, hit.chunk.collection_id)
         self.telemetry.stages("query", outcome.timings_ms)
         return outcome
 

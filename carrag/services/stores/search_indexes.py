@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from carrag.services.stores.lexical_index import LexicalIndex, indexed_text
+from carrag.services.stores.memory import release_freed_memory
 from carrag.services.stores.vector_segments import VectorSegments
 
 R = TypeVar("R")
@@ -197,6 +198,7 @@ class SearchIndexes:
         self.vectors.rebuild(epoch, head, dimension, batches())
         self.lexical.commit()
         self._save_lexical_state(epoch, head)
+        release_freed_memory()  # the build's buffers, not the serving process's to keep
 
     def _catch_up(
         self, connection: sqlite3.Connection, epoch: str, lowest: int, head: int, include_lexical: bool = True
@@ -227,12 +229,20 @@ class SearchIndexes:
             live_ids, matrix = _vectors_of([r for r in rows if r[0] in wanted], dimension)
             self.vectors.apply(head, touched, live_ids, matrix, dimension)
 
+    def durable_seq(self) -> int:
+        """The change-log position both indexes have saved on disk: every change up to it is in
+        them for good, so the log's rows before it are never read again (-1: not known)."""
+        if self.epoch is None or self.lexical_seq < 0 or self.vectors.applied_seq < 0:
+            return -1
+        return min(self.lexical_seq, self.vectors.main_seq)
+
     def close(self) -> None:
         with self._lock:
             self.vectors.close()
             self.lexical.close()
             self.epoch = None
             self.lexical_seq = -1
+        release_freed_memory()  # the exact delta and the readers' buffers
 
 
 def _vectors_of(rows: list[sqlite3.Row] | list[tuple], dimension: int) -> tuple[np.ndarray, np.ndarray]:

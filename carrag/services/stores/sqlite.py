@@ -352,6 +352,7 @@ class SqliteStore:
         # the registered collections' ids, kept by the (single) writer: a search over all of them
         # needs no collection filter, so it keeps the fast unfiltered path (tantivy, HNSW)
         self._collection_ids: frozenset[str] = frozenset({DEFAULT_COLLECTION})
+        self._pruned_below = 0  # change-log rows before this seq are gone
 
     # --- plumbing ------------------------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -426,6 +427,7 @@ class SqliteStore:
         try:
             await loop.run_in_executor(self._writer, lambda: create(self._connection()))
             await self._read(self.indexes.sync)  # open the indexes beside the file (rebuilt if stale)
+            self._prune_change_log()
         except sqlite3.DatabaseError as exc:
             self._process_lock.release()
             raise DependencyUnavailable("store", f"cannot open SQLite database {self.path}: {exc}") from exc
@@ -474,10 +476,38 @@ class SqliteStore:
             self.indexes.sync(self._connection())
         except Exception:  # the next search retries and reports the failure
             logger.warning("catching up the search indexes failed; the next search retries", exc_info=True)
+            return
+        self._prune_change_log()
 
     async def sync_indexes(self) -> None:
         """Bring the search indexes up to the last committed write now (the next search would)."""
         await self._read(self.indexes.sync)
+        self._prune_change_log()
+
+    def _prune_change_log(self) -> None:
+        """Delete the change-log rows both indexes have saved for good (`durable_seq`), on the writer
+        thread. The row at that position stays, so the log's head never moves back (an index ahead
+        of the head means an older copy of the database: rebuild)."""
+        upto = self.indexes.durable_seq()
+        with self._sync_timer_lock:
+            if self._closed or upto <= self._pruned_below:
+                return
+            self._pruned_below = upto
+
+        def prune() -> None:
+            connection = self._connection()
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                connection.execute("DELETE FROM chunk_changes WHERE seq < ?", (upto,))
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+
+        try:
+            self._writer.submit(prune)
+        except RuntimeError:  # closing: the next open prunes
+            pass
 
     async def health(self) -> ComponentHealth:
         try:

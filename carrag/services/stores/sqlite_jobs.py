@@ -55,8 +55,11 @@ def _row(record: JobRecord) -> tuple[Any, ...]:
 
 
 class SqliteJobRepository:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, unavailable: str | None = None) -> None:
+        """``unavailable``: why the store itself could not be opened (another process holds the file):
+        then job records are refused too, rather than written into a file this process does not own."""
         self.path = Path(path)
+        self.unavailable = unavailable
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-jobs")
         self._connection: sqlite3.Connection | None = None
 
@@ -70,6 +73,8 @@ class SqliteJobRepository:
         return self._connection
 
     async def _run(self, function: Callable[[sqlite3.Connection], T]) -> T:
+        if self.unavailable is not None:
+            raise DependencyUnavailable("store", self.unavailable)
         loop = asyncio.get_running_loop()
         try:
             # Shielded: a cancelled caller never leaves the statement half-run on the thread.

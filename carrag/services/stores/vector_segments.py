@@ -35,6 +35,8 @@ with contextlib.suppress(ImportError):
 
 from usearch.index import Index
 
+from carrag.services.stores.memory import release_freed_memory
+
 EXACT_BELOW = 50_000
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
@@ -288,6 +290,7 @@ class VectorSegments:
                 self._tombstones = {r: s for r, s in self._tombstones.items() if s > seq}
             self._save_state(epoch, seq, name)
             self._remove_old_files(name)
+            release_freed_memory()  # the graph was loaded whole to be rewritten
         except Exception as exc:  # noqa: BLE001 - a failed compaction leaves main + delta as they were
             self.compaction_error = exc
         finally:

@@ -29,3 +29,9 @@ async def test_semantic_similarity(embedding_backend: LocalOnnxEmbedder) -> None
 async def test_identity(embedding_backend: LocalOnnxEmbedder) -> None:
     assert embedding_backend.identity == "local:all-MiniLM-L6-v2"
     assert (await embedding_backend.health()).status == "ok"
+
+
+def test_batch_buffers_are_not_kept_after_a_run(embedding_backend: LocalOnnxEmbedder) -> None:
+    """onnxruntime's CPU arena would keep the largest batch's buffers (~600 MB after 16 × 256-token
+    chunks) in a serving process for good; the session runs without it."""
+    assert embedding_backend._session.get_session_options().enable_cpu_mem_arena is False

@@ -205,6 +205,44 @@ async def test_compaction_moves_the_delta_into_the_graph_and_results_stay_exact(
     await store.close()
 
 
+def change_log(path: Path) -> tuple[int, int, int]:
+    connection = sqlite3.connect(path)
+    try:
+        return connection.execute("SELECT min(seq), max(seq), count(*) FROM chunk_changes").fetchone()
+    finally:
+        connection.close()
+
+
+async def test_the_change_log_is_pruned_below_what_both_indexes_saved(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(vector_segments, "MIN_COMPACTION", 10)
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(40, 7)
+    for n in range(30):
+        await store.write_document(
+            record(f"d{n}", f"{n}.txt", chunks=1), chunks_of(f"w{n}"), matrix[n : n + 1], IDENTITY
+        )
+        if n % 4 == 0:
+            await store.vector_search(matrix[0], 3, NO_FILTER)
+    store.indexes.vectors.wait_for_compaction()
+    await store.sync_indexes()
+    store._writer.submit(lambda: None).result()  # the prune queued on the writer has run
+    durable = store.indexes.durable_seq()
+    assert durable > 10, "compaction saved the graph past the first changes"
+    low, high, rows = change_log(path)
+    assert low == durable and rows == high - durable + 1, "only the changes after the saved graph are left"
+    await store.write_document(record("late", "late.txt", chunks=1), chunks_of("late"), matrix[30:31], IDENTITY)
+    await store.close()
+
+    store = await opened(path)  # the delta is replayed from what the log still holds
+    assert store.indexes.last_sync is not None and store.indexes.last_sync.action == "caught-up"
+    for n in (0, 29):
+        assert (await store.vector_search(matrix[n], 1, NO_FILTER))[0].chunk.document_id == f"d{n}"
+    assert (await store.vector_search(matrix[30], 1, NO_FILTER))[0].chunk.document_id == "late"
+    assert [h.chunk.document_id for h in await store.lexical_search("late", 3, NO_FILTER)] == ["late"]
+    await store.close()
+
+
 def test_replaying_changes_twice_leaves_the_same_index(tmp_path) -> None:
     """A crash between an index commit and its saved watermark replays changes: harmless."""
     connection = sqlite3.connect(tmp_path / "raw.db", isolation_level=None)
