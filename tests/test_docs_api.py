@@ -5,7 +5,9 @@ example is a ```bash block with one curl command, an ``# expect <status>[|<statu
 optionally ``# saves <field>`` lines (that field of the JSON answer replaces ``<field>`` in the
 examples after it). The examples run in the order written, with curl, from the repository root.
 Substitutions: ``http://127.0.0.1:8000`` → the test server, ``https://example.com/`` → a page
-served on loopback (no internet here; FETCH_ALLOWED_HOSTS lets the server fetch from it).
+served on loopback (no internet here; FETCH_ALLOWED_HOSTS lets the server fetch from it). The server
+has the API keys of docs/api.md's "Scoped API keys" section; an example that sends no
+``Authorization`` header is sent with the full-access key (as the page's conventions say to).
 """
 
 from __future__ import annotations
@@ -38,6 +40,19 @@ PAGE = (
     b"<html><head><title>Hitch guide</title></head><body><article><h1>Hitch guide</h1><p>Cross the "
     b"safety chains under the trailer tongue and match the hitch ball to the coupler.</p></article></body></html>"
 )
+
+# The keys docs/api.md's "Scoped API keys" section uses, configured as that section shows.
+FULL_ACCESS_KEY = "admin-key"
+DOCUMENTED_KEYS = {
+    "API_KEYS": f"{FULL_ACCESS_KEY},team-a-key,team-a-reader,reader-key",
+    "API_KEY_SCOPES": json.dumps(
+        {
+            "team-a-key": {"collections": ["team-a"]},
+            "team-a-reader": {"collections": ["team-a"], "read_only": True},
+            "reader-key": {"read_only": True},
+        }
+    ),
+}
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 
@@ -99,6 +114,8 @@ def run_curl(command: str, server_url: str, site_url: str, saved: dict[str, str]
     assert not missing, f"no earlier example saved {missing} for: {command}"
     command = PLACEHOLDER.sub(lambda match: saved[match[1]], command)
     arguments = shlex.split(command)
+    if not any(argument.lower().startswith("authorization:") for argument in arguments):
+        arguments[1:1] = ["-H", f"Authorization: Bearer {FULL_ACCESS_KEY}"]
     arguments[1:1] = ["-sS", "--max-time", "120", "-o", str(body_file), "-w", "%{http_code}"]
     finished = subprocess.run(arguments, cwd=REPO, capture_output=True, text=True, timeout=180)
     assert finished.returncode == 0, f"curl failed ({finished.returncode}): {finished.stderr}\n{command}"
@@ -113,7 +130,9 @@ def example_site() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
-    with server_process(tmp_path_factory.mktemp("docs-server"), LLM="none", FETCH_ALLOWED_HOSTS="127.0.0.1") as running:
+    with server_process(
+        tmp_path_factory.mktemp("docs-server"), LLM="none", FETCH_ALLOWED_HOSTS="127.0.0.1", **DOCUMENTED_KEYS
+    ) as running:
         yield running
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Sequence
 from typing import Annotated
 
@@ -10,6 +9,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import SecretStr
 
+from carrag.services.access import FULL_ACCESS, KeyRing, Principal
 from carrag.services.answering import AnswerService
 from carrag.services.collections import CollectionService
 from carrag.services.container import Container
@@ -76,19 +76,31 @@ UNAUTHORIZED_DETAIL = "Missing or invalid API key: send Authorization: Bearer <k
 def api_key_matches(presented: str, keys: Sequence[SecretStr]) -> bool:
     """Constant-time: every key is compared in full (no early exit), so timing reveals neither
     which key nor how much of a prefix matched."""
-    matched = False
-    for key in keys:
-        matched |= hmac.compare_digest(presented.encode(), key.get_secret_value().encode())
-    return matched
+    return KeyRing(keys).authenticate(presented) is not None if keys else False
+
+
+def principal_for(settings: Settings, authorization: str | None) -> Principal | None:
+    """Who an ``Authorization: Bearer <key>`` header (or its absence) acts as; None: refused (401)."""
+    keys = KeyRing.from_settings(settings)
+    if keys.open:
+        return FULL_ACCESS
+    scheme, _, presented = (authorization or "").partition(" ")
+    return keys.authenticate(presented.strip()) if scheme.lower() == "bearer" else None
 
 
 async def require_api_key(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
-    """When API_KEYS is set, every route but /health needs ``Authorization: Bearer <key>``."""
-    keys: list[SecretStr] = request.app.state.container.settings.api_keys
-    if not keys:
-        return
-    if not api_key_matches(credentials.credentials if credentials else "", keys):
+) -> Principal:
+    """When API_KEYS is set, every route but /health needs ``Authorization: Bearer <key>``. Answers
+    the `Principal` the key acts as (API_KEY_SCOPES); without API_KEYS, full access."""
+    keys = KeyRing.from_settings(request.app.state.container.settings)
+    principal = keys.authenticate(credentials.credentials if credentials else "")
+    if principal is None:
         raise Unauthorized()
+    request.state.key_id = principal.key_id  # for the access log (which key a client uses, e.g. while rotating)
+    return principal
+
+
+# FastAPI caches a dependency per request: the routers' own Depends(require_api_key) and this are one call.
+PrincipalDep = Annotated[Principal, Depends(require_api_key)]

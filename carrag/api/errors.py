@@ -11,6 +11,7 @@ from carrag.services.errors import (
     CarragError,
     Conflict,
     DependencyUnavailable,
+    Forbidden,
     IngestCancelled,
     InvalidInput,
     NotFound,
@@ -24,6 +25,7 @@ logger = logging.getLogger(__name__)
 STATUS_BY_ERROR: list[tuple[type[CarragError], int]] = [
     (PayloadTooLarge, 413),
     (InvalidInput, 400),
+    (Forbidden, 403),
     (NotFound, 404),
     (Conflict, 409),
     (IngestCancelled, 409),

@@ -107,7 +107,7 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     if mcp is not None:
         from carrag.api.mcp_server import McpEndpoint
 
-        endpoint = McpEndpoint(mcp, lambda: app.state.container.settings.api_keys)  # an ASGI app
+        endpoint = McpEndpoint(mcp, lambda: app.state.container.settings)  # an ASGI app
         app.router.routes.append(Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False))
     ui.mount(app)  # the web UI at / (public page; its API calls carry the user's key)
 

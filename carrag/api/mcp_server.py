@@ -15,19 +15,21 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from pydantic import SecretStr
 from starlette.types import Receive, Scope, Send
 
 from carrag import __version__
-from carrag.api.middleware import bearer_key_valid, send_unauthorized
+from carrag.api.deps import principal_for
+from carrag.api.middleware import send_unauthorized
 from carrag.services import agent_tools
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.container import Container
 from carrag.services.errors import CarragError
 from carrag.services.settings import Settings
 
+PRINCIPAL_STATE = "carrag_principal"
 INSTRUCTIONS = (
     "Carrag searches the documents ingested into it (hybrid BM25 + semantic search, reranked). Call "
     "search_documents before answering questions about them and cite the [Source: ...] of what you use; "
@@ -43,7 +45,7 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
 
     @server.tool(structured_output=False)
     async def search_documents(
-        query: str, top_k: int = 5, source: str | None = None, collections: list[str] | None = None
+        query: str, ctx: Context, top_k: int = 5, source: str | None = None, collections: list[str] | None = None
     ) -> str:
         """Search the ingested documents and return the best passages, best first.
 
@@ -59,28 +61,34 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
         """
         try:
             return await agent_tools.search_documents(
-                container().search, container().requests, query, top_k, source, collections
+                container().search,
+                container().requests,
+                query,
+                top_k,
+                source,
+                collections,
+                principal=principal_of(ctx),
             )
         except CarragError as exc:
             raise ToolError(exc.message) from exc
 
     @server.tool(structured_output=False)
-    async def list_sources(collection: str | None = None) -> str:
+    async def list_sources(ctx: Context, collection: str | None = None) -> str:
         """List the ingested sources (source id and type), the values search_documents can filter on.
 
         Args:
             collection: The collection whose sources to list (default: the "default" collection).
         """
         try:
-            return await agent_tools.list_sources(container().documents, collection)
+            return await agent_tools.list_sources(container().documents, collection, principal_of(ctx))
         except CarragError as exc:
             raise ToolError(exc.message) from exc
 
     @server.tool(structured_output=False)
-    async def list_collections() -> str:
+    async def list_collections(ctx: Context) -> str:
         """List the collections (knowledge bases) with their document counts."""
         try:
-            return await agent_tools.list_collections(container().collections)
+            return await agent_tools.list_collections(container().collections, principal_of(ctx))
         except CarragError as exc:
             raise ToolError(exc.message) from exc
 
@@ -112,18 +120,33 @@ def http_session_manager(server: MCPServer, settings: Settings) -> StreamableHTT
 
 
 class McpEndpoint:
-    """The ASGI endpoint mounted at ``/mcp``: checks the API key, then hands over to the SDK."""
+    """The ASGI endpoint mounted at ``/mcp``: checks the API key, then hands over to the SDK. The key's
+    `Principal` (API_KEY_SCOPES) goes into the request state, where the tools read it."""
 
-    def __init__(self, manager: StreamableHTTPSessionManager, api_keys: Callable[[], list[SecretStr]]) -> None:
+    def __init__(self, manager: StreamableHTTPSessionManager, settings: Callable[[], Settings]) -> None:
         self.manager = manager
-        self.api_keys = api_keys
+        self.settings = settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        keys = self.api_keys()
-        if keys and not bearer_key_valid(scope, keys):
+        authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        principal = principal_for(self.settings(), authorization)
+        if principal is None:
             await send_unauthorized(send)
             return
+        state = scope.setdefault("state", {})
+        state[PRINCIPAL_STATE], state["key_id"] = principal, principal.key_id
         await self.manager.handle_request(scope, receive, send)
+
+
+def principal_of(context: Context) -> Principal:
+    """The principal of the HTTP request behind a tool call; stdio (``carrag mcp``, a local process
+    run with the operator's settings) has full access."""
+    try:
+        request = context.request_context.request
+    except ValueError:  # no request: stdio
+        return FULL_ACCESS
+    scope = getattr(request, "scope", None) or {}
+    return scope.get("state", {}).get(PRINCIPAL_STATE, FULL_ACCESS)
 
 
 async def run_stdio(settings: Settings) -> None:

@@ -223,6 +223,7 @@ class AccessLogMiddleware:
                     "status": status,
                     "duration_ms": round(seconds * 1000, 2),
                     "request_id": scope.get("state", {}).get("request_id"),
+                    "key_id": scope.get("state", {}).get("key_id"),
                     "client": (scope.get("client") or ("",))[0],
                 },
             )

@@ -12,6 +12,7 @@ score when the results were reranked, otherwise the chunk's kNN cosine similarit
 
 from __future__ import annotations
 
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.collections import CollectionService
 from carrag.services.documents import DocumentService
 from carrag.services.models import DEFAULT_COLLECTION
@@ -45,10 +46,12 @@ async def search_documents(
     top_k: int = 5,
     source: str | None = None,
     collections: list[str] | None = None,
+    *,
+    principal: Principal = FULL_ACCESS,
 ) -> str:
     """Hybrid search (BM25 + kNN, fused, reranked, expanded) formatted for an agent to read;
-    ``collections``: the collections searched (none: ``default``)."""
-    request = requests.search(query, top_k=top_k, source=source, collections=collections)
+    ``collections``: the collections searched (none: ``default``; each must be in ``principal``'s scope)."""
+    request = requests.search(query, top_k=top_k, source=source, collections=collections, principal=principal)
     source = request.filters.source
     outcome = await search.search(request)
     if not outcome.hits:
@@ -59,10 +62,12 @@ async def search_documents(
     return PASSAGE_SEPARATOR.join(format_hit(hit) for hit in outcome.hits)
 
 
-async def list_sources(documents: DocumentService, collection: str | None = None) -> str:
+async def list_sources(
+    documents: DocumentService, collection: str | None = None, principal: Principal = FULL_ACCESS
+) -> str:
     """Every source id of ``collection`` (default: ``default``, the collection ``search_documents``
-    searches by default), the values it can filter on, one per line."""
-    sources = await documents.sources([collection or DEFAULT_COLLECTION])
+    searches by default), the values it can filter on, one per line (Forbidden outside ``principal``'s scope)."""
+    sources = await documents.sources([collection or DEFAULT_COLLECTION], principal=principal)
     if not sources:
         return EMPTY_INDEX_MESSAGE
     lines = [f"{len(sources)} ingested source{'s' if len(sources) != 1 else ''} (source id, type):"]
@@ -70,9 +75,9 @@ async def list_sources(documents: DocumentService, collection: str | None = None
     return "\n".join(lines)
 
 
-async def list_collections(collections: CollectionService) -> str:
-    """Every collection (knowledge base) with its document count, one per line."""
-    found = await collections.list()
+async def list_collections(collections: CollectionService, principal: Principal = FULL_ACCESS) -> str:
+    """Every collection (knowledge base) ``principal`` may read with its document count, one per line."""
+    found = await collections.list(principal)
     lines = [f"{len(found)} collection{'s' if len(found) != 1 else ''} (name, documents):"]
     lines += [f"- {collection.name} ({collection.document_count})" for collection in found]
     return "\n".join(lines)

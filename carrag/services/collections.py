@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.errors import Conflict, InvalidInput, NotFound
 from carrag.services.models import DEFAULT_COLLECTION, Collection, DocumentRecord
 from carrag.services.stores.base import Store
@@ -62,15 +63,17 @@ class CollectionService:
         self._cached = (now, by_name)
         return by_name
 
-    async def list(self) -> builtins.list[Collection]:
-        """Every collection, ``default`` included, by name."""
-        return await self.store.list_collections()
+    async def list(self, principal: Principal = FULL_ACCESS) -> builtins.list[Collection]:
+        """Every collection (``principal`` may read), ``default`` included, by name."""
+        return [c for c in await self.store.list_collections() if principal.can_read(c.name)]
 
-    async def get(self, name: str) -> Collection:
+    async def get(self, name: str, principal: Principal = FULL_ACCESS) -> Collection:
+        principal.check_read([name])
         return (await self.resolve([name]))[0]
 
-    async def create(self, name: str) -> Collection:
+    async def create(self, name: str, principal: Principal = FULL_ACCESS) -> Collection:
         """A new, empty collection; Conflict (409) when the name is taken."""
+        principal.check_full_access("Creating a collection")
         name = valid_name(name)
         if name == DEFAULT_COLLECTION:
             raise Conflict(f"collection {name!r} already exists")
@@ -80,8 +83,9 @@ class CollectionService:
         logger.info("collection created", extra={"collection": name, "collection_id": created.collection_id})
         return created
 
-    async def rename(self, name: str, new_name: str) -> Collection:
+    async def rename(self, name: str, new_name: str, principal: Principal = FULL_ACCESS) -> Collection:
         """Give a collection another name; its documents keep their ids and vectors."""
+        principal.check_full_access("Renaming a collection")
         new_name = valid_name(new_name)
         collection = await self.get(name)
         if collection.collection_id == DEFAULT_COLLECTION:
@@ -97,8 +101,9 @@ class CollectionService:
         logger.info("collection renamed", extra={"collection": name, "new_name": new_name})
         return renamed
 
-    async def delete(self, name: str) -> Collection:
+    async def delete(self, name: str, principal: Principal = FULL_ACCESS) -> Collection:
         """Delete a collection with every document and chunk in it; returns what it was."""
+        principal.check_full_access("Deleting a collection")
         collection = await self.get(name)
         if collection.collection_id == DEFAULT_COLLECTION:
             raise Conflict("the default collection cannot be deleted")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from carrag.services.access import FULL_ACCESS, Principal, can_read_collection_id, readable_collection_ids
 from carrag.services.collections import CollectionService
 from carrag.services.errors import NotFound
 from carrag.services.models import DocumentRecord, Original
@@ -49,10 +50,10 @@ class DocumentService:
         self.store = store
         self.collections = collections or CollectionService(store)
 
-    async def get(self, document_id: str) -> DocumentRecord:
-        """The document, or NotFound (404)."""
+    async def get(self, document_id: str, principal: Principal = FULL_ACCESS) -> DocumentRecord:
+        """The document, or NotFound (404): also when it is in a collection ``principal`` may not read."""
         record = await self.store.get_document(document_id)
-        if record is None:
+        if record is None or not await can_read_collection_id(principal, self.collections, record.collection_id):
             raise NotFound(f"No document with id {document_id}.")
         await self.collections.name_documents([record])
         return record
@@ -67,16 +68,20 @@ class DocumentService:
         order: SortOrder = "desc",
         filename: str | None = None,
         collections: list[str] | None = None,
+        principal: Principal = FULL_ACCESS,
     ) -> DocumentList:
         """A page of documents, newest first unless ``sort``/``order`` say otherwise; ``tag`` matches
-        case-insensitively, ``filename`` is a case-insensitive substring or glob (``*.pdf``).
-        ``collections`` (names; unknown → NotFound) restricts it; none: every collection."""
-        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
+        case-insensitively, ``filename`` is a case-insensitive substring or glob (``*.pdf``). ``collections``
+        (names; unknown → NotFound, outside ``principal``'s scope → Forbidden) restricts it; none: every
+        collection ``principal`` may read."""
+        collection_ids = await self._listed_collection_ids(collections, principal)
+        if collection_ids == ():
+            return DocumentList([], 0, offset, limit)
         page = await self.store.list_documents(
             offset=offset,
             limit=limit,
             tag=tag.strip().lower() if tag else None,
-            collection_ids=collection_ids,
+            collection_ids=collection_ids or (),
             sort=sort,
             order=order,
             filename=filename.strip() or None if filename else None,
@@ -84,29 +89,38 @@ class DocumentService:
         await self.collections.name_documents(page.items)
         return DocumentList(page.items, page.total, offset, limit)
 
-    async def chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkList:
+    async def chunks(
+        self, document_id: str, *, offset: int = 0, limit: int = 100, principal: Principal = FULL_ACCESS
+    ) -> ChunkList:
         """A document's chunks in order, or NotFound (404)."""
-        record = await self.get(document_id)
+        record = await self.get(document_id, principal)
         listings = await self.store.get_chunks(document_id, offset=offset, limit=limit)
         return ChunkList(document_id, listings, record.chunk_count, offset, limit)
 
-    async def original(self, document_id: str) -> Original:
-        """The document's kept original bytes, or NotFound (404) saying whether the document or only
-        its original is missing."""
+    async def original(self, document_id: str, principal: Principal = FULL_ACCESS) -> Original:
+        """The document's kept original bytes, or NotFound (404) saying whether the document (also one
+        ``principal`` may not read) or only its original is missing."""
+        await self.get(document_id, principal)  # 404: no such document, or not for this key
         original = await self.store.get_original(document_id)
         if original is not None:
             return original
-        await self.get(document_id)  # 404: no such document
+        await self.get(document_id, principal)  # replaced or deleted meanwhile: say so
         raise NotFound(
             f"Document {document_id} has no kept original: it was ingested as text, before originals "
             "were kept, or with KEEP_ORIGINALS=false."
         )
 
     async def update_metadata(
-        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        principal: Principal = FULL_ACCESS,
     ) -> DocumentRecord:
         """Replace a document's tags and/or set its title, in place (same id, no re-embedding), or
         NotFound (404). Tags are normalised as at ingest; None leaves a field as it is."""
+        await self._check_change(document_id, principal)
         record = await self.store.update_metadata(
             document_id,
             tags=normalise_tags(tags) if tags is not None else None,
@@ -118,21 +132,44 @@ class DocumentService:
         await self.collections.name_documents([record])
         return record
 
-    async def delete(self, document_id: str) -> DeletedDocument:
+    async def delete(self, document_id: str, principal: Principal = FULL_ACCESS) -> DeletedDocument:
         """Delete a document and all its chunks, or NotFound (404)."""
+        await self._check_change(document_id, principal)
         if not await self.store.delete_document(document_id):
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
 
-    async def reset(self) -> StoreReset:
+    async def _check_change(self, document_id: str, principal: Principal) -> None:
+        """NotFound (404) for a document ``principal`` may not see, Forbidden (403) for one it may only read."""
+        if principal.full_access:
+            return
+        await self.get(document_id, principal)
+        principal.check_change()  # the collection is readable, so writable unless the key is read-only
+
+    async def reset(self, principal: Principal = FULL_ACCESS) -> StoreReset:
         """Delete every document and chunk and forget the embedding model the store was built with
         (after a change of embedding model: `carrag reset`, POST /admin/reset)."""
+        principal.check_full_access("Resetting the store")
         documents = (await self.store.list_documents(offset=0, limit=1)).total
         await self.store.wipe()
         logger.warning("store reset: every document deleted", extra={"documents": documents})
         return StoreReset(documents_deleted=documents)
 
-    async def sources(self, collections: list[str] | None = None) -> list[tuple[str, str]]:
-        """(source_id, source_type) of every document (of these collections, by name, if given), sorted."""
-        collection_ids = [c.collection_id for c in await self.collections.resolve(collections)] if collections else []
-        return sorted(await self.store.list_sources(collection_ids))
+    async def sources(
+        self, collections: list[str] | None = None, *, principal: Principal = FULL_ACCESS
+    ) -> list[tuple[str, str]]:
+        """(source_id, source_type) of every document (of these collections, by name, if given; only
+        of collections ``principal`` may read), sorted."""
+        collection_ids = await self._listed_collection_ids(collections, principal)
+        if collection_ids == ():
+            return []
+        return sorted(await self.store.list_sources(collection_ids or ()))
+
+    async def _listed_collection_ids(self, names: list[str] | None, principal: Principal) -> tuple[str, ...] | None:
+        """The collection ids a listing is restricted to: the named collections (Forbidden when one is
+        outside ``principal``'s scope, NotFound when one does not exist), else every collection
+        ``principal`` may read. None: no restriction; empty: nothing to list (never "no filter")."""
+        if names:
+            principal.check_read(names)
+            return tuple(c.collection_id for c in await self.collections.resolve(names))
+        return await readable_collection_ids(principal, self.collections)

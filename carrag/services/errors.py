@@ -83,3 +83,7 @@ class DependencyUnavailable(CarragError):
 
 class IngestCancelled(CarragError):
     """An ingest job was cancelled; nothing of it was stored."""
+
+
+class Forbidden(CarragError):
+    """403: the API key may not do this (API_KEY_SCOPES: another collection, or read-only)."""

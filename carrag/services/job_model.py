@@ -36,6 +36,7 @@ class Job:
     job_id: str
     kind: JobKind
     source: str  # the filename or URL
+    collection: str = "default"  # the name of the collection it ingests into (API_KEY_SCOPES see jobs by it)
     state: JobState = JobState.QUEUED
     progress: Progress = field(default_factory=Progress)
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -99,6 +100,7 @@ class Job:
             "job_id": self.job_id,
             "kind": str(self.kind),
             "source": self.source,
+            "collection": self.collection,
             "state": str(self.state),
             "progress": {"done": self.progress.done, "total": self.progress.total},
             "timings_ms": dict(self.timings_ms),
@@ -119,6 +121,7 @@ class Job:
             job_id=record["job_id"],
             kind=JobKind(record["kind"]),
             source=record["source"],
+            collection=record.get("collection", "default"),
             state=JobState(record["state"]),
             progress=Progress(**record["progress"]),
             timings_ms=dict(record["timings_ms"]),

@@ -32,6 +32,7 @@ import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, NotFound
 from carrag.services.ingestion import IngestionService, IngestObserver, IngestResult
 from carrag.services.job_leases import Leases
@@ -76,16 +77,21 @@ class JobManager:
     # --- submitting ------------------------------------------------------------------------------
     async def submit_file(self, data: bytes, filename: str, options: IngestCommand) -> Job:
         return await self._submit(
-            JobKind.FILE, filename, lambda observer: self.ingestion.ingest_file(data, filename, options, observer)
+            JobKind.FILE,
+            filename,
+            lambda observer: self.ingestion.ingest_file(data, filename, options, observer),
+            options.collection,
         )
 
     async def submit_url(self, url: str, options: IngestCommand) -> Job:
-        return await self._submit(JobKind.URL, url, lambda observer: self.ingestion.ingest_url(url, options, observer))
+        return await self._submit(
+            JobKind.URL, url, lambda observer: self.ingestion.ingest_url(url, options, observer), options.collection
+        )
 
-    async def _submit(self, kind: JobKind, source: str, work: Work) -> Job:
+    async def _submit(self, kind: JobKind, source: str, work: Work, collection: str) -> Job:
         self.start()
         self._prune()
-        job = Job(job_id=uuid.uuid4().hex, kind=kind, source=source, owner=self.owner)
+        job = Job(job_id=uuid.uuid4().hex, kind=kind, source=source, collection=collection, owner=self.owner)
         job.lease_expires_at = self.leases.expiry()
         self._jobs[job.job_id] = job
         job.task = asyncio.create_task(self._run(job, work), name=f"ingest-job-{job.job_id}")
@@ -171,8 +177,15 @@ class JobManager:
         return True
 
     # --- reading ----------------------------------------------------------------------------------
-    async def get(self, job_id: str) -> Job:
-        """The job as it stands, from whichever process runs or ran it."""
+    async def get(self, job_id: str, principal: Principal = FULL_ACCESS) -> Job:
+        """The job as it stands, from whichever process runs or ran it; NotFound (404) also when it
+        ingests into a collection ``principal`` may not read."""
+        job = await self._get(job_id)
+        if not principal.can_read(job.collection):
+            raise NotFound(f"No ingest job with id {job_id} (finished jobs expire after JOB_TTL_SECONDS).")
+        return job
+
+    async def _get(self, job_id: str) -> Job:
         self.start()
         self._prune()
         local = self._jobs.get(job_id)
@@ -183,9 +196,21 @@ class JobManager:
             raise NotFound(f"No ingest job with id {job_id} (finished jobs expire after JOB_TTL_SECONDS).")
         return await self.leases.settle(stored)
 
-    async def recent(self, limit: int) -> list[Job]:
+    async def recent(self, limit: int, principal: Principal = FULL_ACCESS) -> list[Job]:
         """Newest first: the store's newest records, and this process's own (a new job may take a
-        refresh interval to show in an Elasticsearch listing)."""
+        refresh interval to show in an Elasticsearch listing); only those ``principal`` may read."""
+        if principal.collections is None:
+            return await self._recent(limit)
+        visible = [job for job in await self._recent(self.settings.job_retention) if principal.can_read(job.collection)]
+        return visible[:limit]
+
+    async def total(self, principal: Principal = FULL_ACCESS) -> int:
+        """Jobs in the store: running, queued and finished ones not yet expired (those ``principal`` may read)."""
+        if principal.collections is None:
+            return await self.leases.repository.count()
+        return len(await self.recent(self.settings.job_retention, principal))
+
+    async def _recent(self, limit: int) -> list[Job]:
         self.start()
         self._prune()
         stored = await self.leases.repository.recent(limit)
@@ -199,10 +224,6 @@ class JobManager:
             jobs.setdefault(job.job_id, job)
         newest = sorted(jobs.values(), key=lambda job: job.created_at, reverse=True)
         return newest[:limit]
-
-    async def total(self) -> int:
-        """Jobs in the store: running, queued and finished ones not yet expired."""
-        return await self.leases.repository.count()
 
     def counts_by_state(self) -> dict[str, int]:
         """This process's jobs, by state (for metrics: each replica reports its own)."""
@@ -229,9 +250,11 @@ class JobManager:
             del self._jobs[job.job_id]
 
     # --- cancelling ---------------------------------------------------------------------------------
-    async def cancel(self, job_id: str) -> Job:
+    async def cancel(self, job_id: str, principal: Principal = FULL_ACCESS) -> Job:
         """Cancel a job and wait until it has stopped; it leaves nothing in the store. Works on any
         replica: a job another process runs is stopped by that process at its next lease renewal."""
+        if not principal.full_access:
+            principal.check_write((await self.get(job_id, principal)).collection)
         local = self._jobs.get(job_id)
         if local is not None and local.task is not None and not local.finished:
             self._refuse_if_too_late(local)

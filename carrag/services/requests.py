@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.answers.modes import AnswerMode
 from carrag.services.errors import InvalidInput
 from carrag.services.models import DEFAULT_COLLECTION, ChatMessage, SearchFilters
@@ -108,9 +109,13 @@ class RequestFactory:
         rerank: bool | None = None,
         mode: SearchMode = SearchMode.HYBRID,
         explain: bool = False,
+        principal: Principal = FULL_ACCESS,
         collection: str | None = None,
         collections: Iterable[str] | None = None,
     ) -> SearchQuery:
+        """A validated search; 403 (Forbidden) when ``principal`` may not read a collection it searches."""
+        names = collection_names(collection, collections)
+        principal.check_read(names)  # each collection searched, before whether it exists (no probing)
         return SearchQuery(
             self._question(question),
             self._top_k(top_k),
@@ -118,7 +123,7 @@ class RequestFactory:
             rerank,
             mode,
             explain,
-            collection_names(collection, collections),
+            names,
         )
 
     def ingest(
@@ -132,8 +137,12 @@ class RequestFactory:
         force: bool = False,
         external_id: str | None = None,
         title: str | None = None,
+        principal: Principal = FULL_ACCESS,
         collection: str | None = None,
     ) -> IngestCommand:
+        """A validated ingest; 403 (Forbidden) when ``principal`` may not write to its collection."""
+        names = collection_names(collection)
+        principal.check_write(names[0])
         size = chunk_size or self.settings.chunk_size
         overlap = self.settings.chunk_overlap if chunk_overlap is None else chunk_overlap
         if overlap * 2 > size:
@@ -149,7 +158,7 @@ class RequestFactory:
             force=force,
             external_id=external_id,
             title=title,
-            collections=collection_names(collection),
+            collections=names,
         )
 
     def _question(self, question: str) -> str:

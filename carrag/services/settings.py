@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from carrag.services.access import ScopedKey, parse_key_scopes, unknown_scoped_keys
 from carrag.services.vocabulary import ChunkingStrategy, PdfMode
 
 DEFAULT_TAGGING_PROMPT = (
@@ -62,7 +63,11 @@ def _split_csv(value: object) -> object:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False)
+    # hide_input_in_errors: a start-up error names the setting and the problem, never the value (API_KEYS and
+    # API_KEY_SCOPES hold secrets, and the error reaches the log).
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=False, hide_input_in_errors=True
+    )
 
     # --- service ---------------------------------------------------------------------------------
     host: str = Field("127.0.0.1", description="Address `carrag serve` / `make run` binds to.")
@@ -295,6 +300,12 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Comma-separated bearer keys; when set, all routes but health need one.",
     )
+    api_key_scopes: Annotated[list[ScopedKey], NoDecode] = Field(
+        default_factory=list,
+        description='JSON object limiting some of API_KEYS, e.g. `{"team-a-key": {"collections": ["team-a"], '
+        '"read_only": true}}`: `collections` (names; null = all) and `read_only` (default false). Every key '
+        "named must be in API_KEYS; a key not named keeps full access (docs/security.md).",
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Comma-separated origins allowed by CORS (none by default)."
     )
@@ -348,8 +359,20 @@ class Settings(BaseSettings):
     def _comma_separated(cls, value: object) -> object:
         return _split_csv(value)
 
+    @field_validator("api_key_scopes", mode="before")
+    @classmethod
+    def _key_scopes_json(cls, value: object) -> object:
+        return parse_key_scopes(value)
+
     @model_validator(mode="after")
     def _check(self) -> Settings:
+        unknown = unknown_scoped_keys(self.api_key_scopes, self.api_keys)
+        if unknown:
+            positions = ", ".join(str(position) for position in unknown)
+            raise ValueError(
+                f"API_KEY_SCOPES entry {positions} (counting from 1) names a key that is not in API_KEYS; "
+                "every scoped key must also be listed in API_KEYS"
+            )
         if self.chunk_overlap * 2 > self.chunk_size:
             raise ValueError(
                 f"CHUNK_OVERLAP ({self.chunk_overlap}) must be at most half of CHUNK_SIZE ({self.chunk_size})"

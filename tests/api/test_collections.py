@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 
 from carrag.services.container import Container
@@ -15,7 +17,7 @@ async def ingest(client: httpx.AsyncClient, name: str, text: str, collection: st
     return await client.post("/ingest/file", files={"file": (name, text.encode())}, data=data)
 
 
-async def test_create_list_rename_delete(client: httpx.AsyncClient) -> None:
+async def create_list_rename_delete(client: httpx.AsyncClient) -> None:
     created = await client.post("/collections", json={"name": "team-a"})
     assert created.status_code == 201, created.text
     body = created.json()
@@ -43,7 +45,7 @@ async def test_create_list_rename_delete(client: httpx.AsyncClient) -> None:
     assert missing.status_code == 404 and missing.json()["detail"] == "collection 'team-b' does not exist"
 
 
-async def test_documents_live_in_their_collection(client: httpx.AsyncClient, container: Container) -> None:
+async def documents_live_in_their_collection(client: httpx.AsyncClient, container: Container) -> None:
     await client.post("/collections", json={"name": "machines"})
     in_machines = await ingest(client, "manual.txt", MANUAL, "machines")
     assert in_machines.status_code == 200, in_machines.text
@@ -103,7 +105,7 @@ async def test_documents_live_in_their_collection(client: httpx.AsyncClient, con
     assert await container.store.check_integrity() == []
 
 
-async def test_chat_completions_take_a_collection(client: httpx.AsyncClient) -> None:
+async def chat_completions_take_a_collection(client: httpx.AsyncClient) -> None:
     await client.post("/collections", json={"name": "machines"})
     await ingest(client, "manual.txt", MANUAL, "machines")
     await ingest(client, "coffee.txt", OTHER)
@@ -126,3 +128,37 @@ async def test_chat_completions_take_a_collection(client: httpx.AsyncClient) -> 
     assert unknown.status_code == 404 and "collection 'nope' does not exist" in unknown.json()["error"]["message"]
     models = [m["id"] for m in (await client.get("/v1/models")).json()["data"]]
     assert models == ["carrag", "carrag:machines"]
+
+
+# --- on SQLite (the Elasticsearch runs: test_collections_elasticsearch.py) -------------------------------
+async def test_create_list_rename_delete(client: httpx.AsyncClient) -> None:
+    await create_list_rename_delete(client)
+
+
+async def test_documents_live_in_their_collection(client: httpx.AsyncClient, container: Container) -> None:
+    await documents_live_in_their_collection(client, container)
+
+
+async def test_chat_completions_take_a_collection(client: httpx.AsyncClient) -> None:
+    await chat_completions_take_a_collection(client)
+
+
+async def test_query_stream_takes_a_collection(client: httpx.AsyncClient) -> None:
+    await client.post("/collections", json={"name": "machines"})
+    await ingest(client, "manual.txt", MANUAL, "machines")
+    await ingest(client, "coffee.txt", OTHER)
+    body = {"question": "hydraulic pump seals", "collection": "machines", "answer_mode": "extract"}
+    async with client.stream("POST", "/query/stream", json=body) as response:
+        assert response.status_code == 200
+        text = (await response.aread()).decode()
+    blocks = [block.split("\n") for block in text.replace("\r\n", "\n").split("\n\n") if block.strip()]
+    sources = next(
+        json.loads(line.removeprefix("data:").strip())
+        for lines in blocks
+        if "event: sources" in lines
+        for line in lines
+        if line.startswith("data:")
+    )
+    assert sources and {source["collection"] for source in sources} == {"machines"}
+    missing = await client.post("/query/stream", json={**body, "collection": "nope"})
+    assert missing.status_code == 404

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
-from carrag.api.deps import DocumentsDep
+from carrag.api.deps import DocumentsDep, PrincipalDep
 from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, DocumentPatch
 from carrag.services.documents import ChunkList, DeletedDocument, DocumentList
 from carrag.services.models import DocumentRecord
@@ -21,6 +21,7 @@ router = APIRouter(prefix="/documents", tags=["documents"])
 @router.get("", response_model=DocumentPageOut, summary="List documents (newest first; sort and search by file name)")
 async def list_documents(
     documents: DocumentsDep,
+    principal: PrincipalDep,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
@@ -42,23 +43,31 @@ async def list_documents(
     ] = None,
 ) -> DocumentList:
     return await documents.page(
-        offset=offset, limit=limit, tag=tag, sort=sort, order=order, filename=filename, collections=collection
+        offset=offset,
+        limit=limit,
+        tag=tag,
+        sort=sort,
+        order=order,
+        filename=filename,
+        collections=collection,
+        principal=principal,
     )
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")
-async def get_document(documents: DocumentsDep, document_id: str) -> DocumentRecord:
-    return await documents.get(document_id)
+async def get_document(documents: DocumentsDep, principal: PrincipalDep, document_id: str) -> DocumentRecord:
+    return await documents.get(document_id, principal)
 
 
 @router.get("/{document_id}/chunks", response_model=ChunkPageOut, summary="A document's chunks, in order")
 async def get_chunks(
     documents: DocumentsDep,
+    principal: PrincipalDep,
     document_id: str,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> ChunkList:
-    return await documents.chunks(document_id, offset=offset, limit=limit)
+    return await documents.chunks(document_id, offset=offset, limit=limit, principal=principal)
 
 
 @router.get(
@@ -70,8 +79,8 @@ async def get_chunks(
         404: {"description": "No such document, or no original kept for it (the message says which)."},
     },
 )
-async def get_document_file(documents: DocumentsDep, document_id: str) -> StreamingResponse:
-    original = await documents.original(document_id)
+async def get_document_file(documents: DocumentsDep, principal: PrincipalDep, document_id: str) -> StreamingResponse:
+    original = await documents.original(document_id, principal)
     return StreamingResponse(
         original.pieces,
         media_type=original.content_type,
@@ -88,10 +97,12 @@ async def get_document_file(documents: DocumentsDep, document_id: str) -> Stream
 @router.patch(
     "/{document_id}", response_model=DocumentOut, summary="Change a document's tags or title (no re-embedding)"
 )
-async def patch_document(documents: DocumentsDep, document_id: str, patch: DocumentPatch) -> DocumentRecord:
-    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title)
+async def patch_document(
+    documents: DocumentsDep, principal: PrincipalDep, document_id: str, patch: DocumentPatch
+) -> DocumentRecord:
+    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title, principal=principal)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, summary="Delete a document and all its chunks")
-async def delete_document(documents: DocumentsDep, document_id: str) -> DeletedDocument:
-    return await documents.delete(document_id)
+async def delete_document(documents: DocumentsDep, principal: PrincipalDep, document_id: str) -> DeletedDocument:
+    return await documents.delete(document_id, principal)

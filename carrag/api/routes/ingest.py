@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse
 
-from carrag.api.deps import CollectionsDep, IngestionDep, RequestsDep, SettingsDep
+from carrag.api.deps import CollectionsDep, IngestionDep, PrincipalDep, RequestsDep, SettingsDep
 from carrag.api.routes.jobs import JobsDep, status_url
 from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
 from carrag.api.schemas.jobs import JobAccepted
@@ -44,6 +44,7 @@ async def ingest_file(
     requests: RequestsDep,
     settings: SettingsDep,
     jobs: JobsDep,
+    principal: PrincipalDep,
     collections: CollectionsDep,
     file: Annotated[UploadFile, File(description="The document (.pdf, .txt, .md, ...)")],
     tags: Annotated[str | None, Form(description="Comma-separated tags")] = None,
@@ -75,6 +76,7 @@ async def ingest_file(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         force=force,
+        principal=principal,
         collection=collection,
     )
     await collections.resolve(options.collections)  # an unknown collection is 404 now, not a failed job
@@ -88,6 +90,7 @@ async def ingest_url(
     ingestion: IngestionDep,
     requests: RequestsDep,
     jobs: JobsDep,
+    principal: PrincipalDep,
     collections: CollectionsDep,
     body: IngestUrlRequest,
     run_async: AsyncFlag = False,
@@ -99,6 +102,7 @@ async def ingest_url(
         chunk_size=body.chunk_size,
         chunk_overlap=body.chunk_overlap,
         force=body.force,
+        principal=principal,
         collection=body.collection,
     )
     await collections.resolve(options.collections)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
-from carrag.api.deps import ContainerDep
+from carrag.api.deps import ContainerDep, PrincipalDep
 from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.services.jobs import Job, JobManager
 
@@ -29,13 +29,17 @@ def status_url(job: Job) -> str:
 
 
 @router.get("", response_model=JobListOut, summary="Recent ingest jobs (newest first)")
-async def list_jobs(jobs: JobsDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> JobListOut:
-    return JobListOut.model_validate({"items": await jobs.recent(limit), "total": await jobs.total()})
+async def list_jobs(
+    jobs: JobsDep, principal: PrincipalDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50
+) -> JobListOut:
+    return JobListOut.model_validate(
+        {"items": await jobs.recent(limit, principal), "total": await jobs.total(principal)}
+    )
 
 
 @router.get("/{job_id}", response_model=JobOut, summary="An ingest job's state, progress, timings and result")
-async def get_job(jobs: JobsDep, job_id: str) -> Job:
-    return await jobs.get(job_id)
+async def get_job(jobs: JobsDep, principal: PrincipalDep, job_id: str) -> Job:
+    return await jobs.get(job_id, principal)
 
 
 @router.delete(
@@ -47,5 +51,5 @@ async def get_job(jobs: JobsDep, job_id: str) -> Job:
     "(JOB_LEASE_RENEW_SECONDS); the answer waits for that, up to a lease.",
     responses={409: {"description": "The job has already finished, or is writing its document."}},
 )
-async def cancel_job(jobs: JobsDep, job_id: str) -> Job:
-    return await jobs.cancel(job_id)
+async def cancel_job(jobs: JobsDep, principal: PrincipalDep, job_id: str) -> Job:
+    return await jobs.cancel(job_id, principal)

@@ -35,7 +35,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.routing import APIRoute
 
-from carrag.api.deps import AnswersDep, CollectionsDep, RequestsDep
+from carrag.api.deps import AnswersDep, CollectionsDep, PrincipalDep, RequestsDep
 from carrag.api.schemas.openai import (
     AssistantMessage,
     ChatCompletionOut,
@@ -47,6 +47,7 @@ from carrag.api.schemas.openai import (
 )
 from carrag.api.schemas.query import SOURCE_LIST, Grounding, Usage, jsonable, stream_payload
 from carrag.api.streaming import opened
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.answering import AnswerEvent
 from carrag.services.errors import InvalidInput, NotFound
 from carrag.services.models import DEFAULT_COLLECTION, ChatMessage
@@ -88,7 +89,7 @@ def with_openai_error(response: Response) -> Response:
     if not isinstance(detail, str):  # request validation: a list of problems
         detail = "; ".join(f"{'.'.join(map(str, e.get('loc', [])))}: {e.get('msg')}" for e in detail or [])
     status = response.status_code
-    kind = {401: "authentication_error", 429: "rate_limit_error"}.get(
+    kind = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}.get(
         status, "server_error" if status >= 500 else "invalid_request_error"
     )
     body["error"] = {"message": detail, "type": kind, "param": None, "code": None}
@@ -108,14 +109,15 @@ CREATED = int(time.time())
     response_model=ModelListOut,
     summary="OpenAI-compatible model list (carrag, and carrag:<collection> per collection)",
 )
-async def list_models(collections: CollectionsDep) -> ModelListOut:
-    """``carrag`` (the default collection) and ``carrag:<name>`` for each other collection."""
+async def list_models(collections: CollectionsDep, principal: PrincipalDep) -> ModelListOut:
+    """``carrag`` (the default collection) and ``carrag:<name>`` for each other collection (those the
+    key may read)."""
+    readable = await collections.list(principal)
     named = [
-        ModelOut(id=f"{MODEL_ID}:{c.name}", created=CREATED)
-        for c in await collections.list()
-        if c.collection_id != DEFAULT_COLLECTION
+        ModelOut(id=f"{MODEL_ID}:{c.name}", created=CREATED) for c in readable if c.collection_id != DEFAULT_COLLECTION
     ]
-    return ModelListOut(data=[ModelOut(id=MODEL_ID, created=CREATED), *named])
+    default = [ModelOut(id=MODEL_ID, created=CREATED)] if principal.can_read(DEFAULT_COLLECTION) else []
+    return ModelListOut(data=[*default, *named])
 
 
 def message_text(message: ChatMessageIn) -> str:
@@ -142,7 +144,9 @@ def model_collection(model: str) -> str | None:
     return collection or None
 
 
-def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> AnswerQuery:
+def answer_query(
+    body: ChatCompletionRequest, requests: RequestFactory, principal: Principal = FULL_ACCESS
+) -> AnswerQuery:
     collection = model_collection(body.model)
     if collection is not None and (body.collection or body.collections) and body.collection != collection:
         raise InvalidInput(f"The model names collection {collection!r}; the collection fields name another.")
@@ -163,6 +167,7 @@ def answer_query(body: ChatCompletionRequest, requests: RequestFactory) -> Answe
         rerank=body.rerank,
         collection=collection or body.collection,
         collections=None if collection else body.collections,
+        principal=principal,
     )
     return AnswerQuery(
         search,
@@ -203,9 +208,9 @@ def openai_finish_reason(finish_reason: str) -> str:
     },
 )
 async def chat_completions(
-    body: ChatCompletionRequest, answers: AnswersDep, requests: RequestsDep
+    body: ChatCompletionRequest, answers: AnswersDep, requests: RequestsDep, principal: PrincipalDep
 ) -> ChatCompletionOut | StreamingResponse:
-    request = answer_query(body, requests)
+    request = answer_query(body, requests, principal)
     completion_id = f"chatcmpl-{uuid.uuid4().hex}"
     created = int(time.time())
     if not body.stream:

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from carrag.api.deps import AnswersDep, RequestsDep, SettingsDep
+from carrag.api.deps import AnswersDep, PrincipalDep, RequestsDep, SettingsDep
 from carrag.api.schemas.query import QueryRequest, QueryResponse, jsonable, stream_payload
 from carrag.api.streaming import opened
 from carrag.services.answering import Answer, AnswerEvent
@@ -24,8 +24,8 @@ router = APIRouter(tags=["query"])
 
 
 @router.post("/query", response_model=QueryResponse, summary="Answer a question from the documents")
-async def query(body: QueryRequest, answers: AnswersDep, requests: RequestsDep) -> Answer:
-    return await answers.answer(body.to_query(requests))
+async def query(body: QueryRequest, answers: AnswersDep, requests: RequestsDep, principal: PrincipalDep) -> Answer:
+    return await answers.answer(body.to_query(requests, principal))
 
 
 def to_sse(event: AnswerEvent) -> ServerSentEvent:
@@ -39,9 +39,9 @@ def to_sse(event: AnswerEvent) -> ServerSentEvent:
     responses={200: {"content": {"text/event-stream": {}}, "description": "sources, token…, done | error"}},
 )
 async def query_stream(
-    body: QueryRequest, answers: AnswersDep, requests: RequestsDep, settings: SettingsDep
+    body: QueryRequest, answers: AnswersDep, requests: RequestsDep, settings: SettingsDep, principal: PrincipalDep
 ) -> EventSourceResponse:
-    events = await opened(answers.stream_answer(body.to_query(requests)))
+    events = await opened(answers.stream_answer(body.to_query(requests, principal)))
 
     async def stream() -> AsyncIterator[ServerSentEvent]:
         async with contextlib.aclosing(events):  # closing stops generation when the client has gone

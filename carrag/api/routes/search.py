@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from carrag.api.deps import RequestsDep, SearchDep
+from carrag.api.deps import PrincipalDep, RequestsDep, SearchDep
 from carrag.api.schemas.query import SearchRequest, SearchResponse
 from carrag.services.retrieval.search import SearchOutcome
 
@@ -12,5 +12,7 @@ router = APIRouter(tags=["query"])
 
 
 @router.post("/search", response_model=SearchResponse, summary="Hybrid search with reranking and expansion")
-async def search(body: SearchRequest, search: SearchDep, requests: RequestsDep) -> SearchOutcome:
-    return await search.search(body.to_query(requests))
+async def search(
+    body: SearchRequest, search: SearchDep, requests: RequestsDep, principal: PrincipalDep
+) -> SearchOutcome:
+    return await search.search(body.to_query(requests, principal))

@@ -5,6 +5,7 @@ from typing import Any, Literal
 from pydantic import AliasChoices, AliasPath, Field, TypeAdapter, field_validator, model_validator
 
 from carrag.api.schemas.base import Schema, read_from
+from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.models import ChatMessage
 from carrag.services.requests import AnswerQuery, RequestFactory, SearchQuery
 from carrag.services.vocabulary import SearchMode
@@ -63,7 +64,7 @@ class AnswerOptions(Schema):
 class QueryRequest(_QuestionBase, AnswerOptions):
     history: list[HistoryMessage] = Field(default_factory=list, max_length=100)
 
-    def to_query(self, requests: RequestFactory) -> AnswerQuery:
+    def to_query(self, requests: RequestFactory, principal: Principal = FULL_ACCESS) -> AnswerQuery:
         search = requests.search(
             self.question,
             top_k=self.top_k,
@@ -72,6 +73,7 @@ class QueryRequest(_QuestionBase, AnswerOptions):
             rerank=self.rerank,
             collection=self.collection,
             collections=self.collections,
+            principal=principal,
         )
         history = [ChatMessage(m.role, m.content) for m in self.history]
         return AnswerQuery(search, history, answer_mode=self.answer_mode, min_relevance=self.min_relevance)
@@ -81,7 +83,7 @@ class SearchRequest(_QuestionBase):
     explain: bool = Field(False, description="Add each result's BM25 rank, kNN rank, RRF and rerank scores.")
     mode: SearchMode = SearchMode.HYBRID
 
-    def to_query(self, requests: RequestFactory) -> SearchQuery:
+    def to_query(self, requests: RequestFactory, principal: Principal = FULL_ACCESS) -> SearchQuery:
         return requests.search(
             self.question,
             top_k=self.top_k,
@@ -90,6 +92,7 @@ class SearchRequest(_QuestionBase):
             rerank=self.rerank,
             mode=self.mode,
             explain=self.explain,
+            principal=principal,
             collection=self.collection,
             collections=self.collections,
         )

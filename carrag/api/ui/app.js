@@ -2,6 +2,7 @@
 
 import { apiKey, getJson, onApiError, setApiKey } from "./api.js";
 import { initAsk, showAsk } from "./ask.js";
+import { initCollectionPicker, loadCollections } from "./collections.js";
 import { initDocuments, showDocument, showDocuments } from "./documents.js";
 import { $ } from "./dom.js";
 import { initIngest, loadRecentJobs } from "./ingest.js";
@@ -57,6 +58,7 @@ function initApiKey() {
     reflect();
     box.open = false;
     hideBanner();
+    loadCollections();
     route();
   });
   $("#key-forget").addEventListener("click", () => {
@@ -101,6 +103,11 @@ async function refreshHealth() {
 }
 
 initApiKey();
+initCollectionPicker(() => {
+  // another collection: the screen shows that collection (a document page goes back to the list)
+  if (parseHash().parts[0] === "documents") navigate("#/documents");
+  else route();
+});
 initIngest();
 initDocuments(navigate);
 initAsk();

@@ -7,6 +7,7 @@
 // false`) is shown as such with the closest passages, and source cards highlight `highlights`.
 
 import { streamEvents } from "./api.js";
+import { currentCollection } from "./collections.js";
 import { $, h, pagesLabel, replaceChildren, splitTags } from "./dom.js";
 import { highlightedText, highlightedSnippet } from "./highlight.js";
 
@@ -62,7 +63,11 @@ function history() {
 }
 
 function requestBody(question) {
-  const body = { question, top_k: Number.parseInt($("#ask-top-k").value, 10) || 5 };
+  const body = {
+    question,
+    top_k: Number.parseInt($("#ask-top-k").value, 10) || 5,
+    collection: currentCollection(),
+  };
   const earlier = history();
   if (earlier.length) body.history = earlier;
   const tags = splitTags($("#ask-tags").value);

@@ -1,7 +1,8 @@
 // The Documents screens: a paged list (found by file name or tag, sorted); one document with its
 // chunks, its original to download, delete; a deleted document's page says so and offers nothing.
 
-import { getJson, request, fetchBlob } from "./api.js";
+import { fetchBlob, getJson, request } from "./api.js";
+import { currentCollection } from "./collections.js";
 import { $, formatDate, h, pagesLabel, replaceChildren, tagList } from "./dom.js";
 
 const PAGE_SIZE = 20;
@@ -52,7 +53,7 @@ export async function showDocuments(params, navigate) {
   $("#doc-filename").value = filename;
   $("#doc-sort").value = sort;
   const filters = filterParams({ filename, tag, sort });
-  const query = new URLSearchParams({ offset, limit: PAGE_SIZE });
+  const query = new URLSearchParams({ offset, limit: PAGE_SIZE, collection: currentCollection() });
   for (const [name, value] of filters) query.set(name, value);
   const rows = $("#doc-rows");
   const view = ++latestView;
@@ -166,6 +167,7 @@ export async function showDocument(documentId, params, navigate) {
   const metadata = doc.metadata || {};
   const rows = [
     ["File", doc.filename],
+    ["Collection", doc.collection || "default"],
     ["Source", doc.source_id],
     ["Type", doc.source_type],
     ["Tags", tagList(doc.tags)],

@@ -1,6 +1,7 @@
 // The Ingest screen: upload files or URLs as async jobs and follow each job's stage and progress.
 
 import { getJson, request, upload } from "./api.js";
+import { currentCollection } from "./collections.js";
 import { $, h, replaceChildren, splitTags } from "./dom.js";
 
 const POLL_MS = 400;
@@ -92,6 +93,7 @@ async function ingestFile(file, options) {
   if (options.tags.length) form.append("tags", options.tags.join(","));
   if (options.chunking) form.append("chunking", options.chunking);
   if (options.force) form.append("force", "true");
+  form.append("collection", currentCollection());
   try {
     const { status, body } = await upload("/ingest/file?async=true", form, (loaded, total) =>
       job.show({ state: "uploading", progress: { done: loaded, total } }),
@@ -105,7 +107,7 @@ async function ingestFile(file, options) {
 async function ingestUrl(url, options) {
   const job = new JobView(url);
   job.show({ state: "queued" });
-  const json = { url, tags: options.tags, force: options.force };
+  const json = { url, tags: options.tags, force: options.force, collection: currentCollection() };
   if (options.chunking) json.chunking = options.chunking;
   try {
     const { status, body } = await request("/ingest/url?async=true", { method: "POST", json });
