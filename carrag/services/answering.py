@@ -181,6 +181,8 @@ class AnswerService:
             min_rerank_score=self.settings.answer_min_rerank_score,
             question=request.question,
             passages=passages,
+            sources=_sources(outcome.hits),
+            min_focus=self.settings.answer_min_focus,
         )
         if not relevance.answerable:
             text = no_answer_text(len(outcome.hits))
@@ -200,7 +202,7 @@ class AnswerService:
 
         mode, reason = effective_mode(requested, self.llm.provider)
         if mode == "extract":
-            result = self._extract(scored, requested, reason)
+            result = self._extract(scored, requested, reason, request.question, _sources(outcome.hits))
             result.relevance = relevance.relevance
             yield AnswerEvent("token", result.answer)
             timings["generate"] = 0.0
@@ -221,8 +223,15 @@ class AnswerService:
             yield AnswerEvent("token", generated.answer)
         yield AnswerEvent("done", self._done(started, timings, outcome, generated))
 
-    def _extract(self, scored: ScoredPassages, requested: str, reason: str | None) -> _Outcome:
-        extracted = extract_answer(scored)
+    def _extract(
+        self,
+        scored: ScoredPassages,
+        requested: str,
+        reason: str | None,
+        question: str | None = None,
+        sources: Sequence[tuple[str, str]] = (),
+    ) -> _Outcome:
+        extracted = extract_answer(scored, question=question, min_focus=self.settings.answer_min_focus, sources=sources)
         return _Outcome(extracted.text, "extract", requested, fallback_reason=reason, highlights=extracted.highlights)
 
     def _messages(self, request: AnswerQuery, fitted: Sequence[FittedSource]) -> list[ChatMessage]:
@@ -306,7 +315,9 @@ class AnswerService:
         timings["check"] = _ms(step)
         problem = _not_trustworthy(grounding, finish)
         if mode == "auto" and problem is not None:
-            fallback = self._extract(scored, requested, f"generated answer {problem}")
+            fallback = self._extract(
+                scored, requested, f"generated answer {problem}", request.question, _sources(outcome.hits)
+            )
             fallback.usage = usage
             yield fallback
             return
@@ -402,3 +413,9 @@ def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
+
+
+def _sources(hits: Sequence[SearchHit]) -> list[tuple[str, str]]:
+    """Each source as the answer checks read it: what names it (its document's title and source id,
+    a file name) and its passage."""
+    return [(f"{hit.chunk.title or ''} {hit.chunk.source_id}".strip(), hit.text) for hit in hits]

@@ -2,6 +2,7 @@
 // chunks, its original to download, delete; a deleted document's page says so and offers nothing.
 
 import { fetchBlob, getJson, request } from "./api.js";
+import { editDocument } from "./document_edit.js";
 import { currentCollection } from "./collections.js";
 import { $, formatDate, h, pagesLabel, replaceChildren, tagList } from "./dom.js";
 
@@ -145,6 +146,7 @@ export async function showDocument(documentId, params, navigate) {
   more.hidden = true;
   meta.hidden = false;
   $("#document-actions").hidden = true; // actions only for a document that exists
+  $("#document-edit-box").hidden = true;
   $("#document-gone").hidden = true;
   $("#document-title").textContent = "Loading…";
   const view = ++latestView;
@@ -164,7 +166,8 @@ export async function showDocument(documentId, params, navigate) {
   }
   $("#document-title").textContent = doc.title || doc.filename;
   $("#document-actions").hidden = false;
-  const metadata = doc.metadata || {};
+  $("#document-edit-box").hidden = false;
+  const metadata = doc.system_metadata || {}; // what Carrag recorded; doc.metadata is the user's own
   const rows = [
     ["File", doc.filename],
     ["Collection", doc.collection || "default"],
@@ -176,6 +179,7 @@ export async function showDocument(documentId, params, navigate) {
     ["Document id", h("code", {}, doc.document_id)],
     ["Content hash", h("code", {}, doc.content_hash.slice(0, 16) + "…")],
   ];
+  for (const [key, value] of Object.entries(doc.metadata || {})) rows.push([`metadata: ${key}`, String(value)]);
   for (const [key, value] of Object.entries(metadata)) {
     if (["filename", "source_type"].includes(key)) continue;
     rows.push([key.replaceAll("_", " "), typeof value === "object" ? JSON.stringify(value) : String(value)]);
@@ -187,6 +191,7 @@ export async function showDocument(documentId, params, navigate) {
     else if (await isGone(documentId)) showGone(documentId); // deleted meanwhile (another tab)
   };
   $("#document-download").onclick = () => downloadOriginal(doc);
+  editDocument(doc, () => showDocument(documentId, params, navigate));
 
   let loaded = 0;
   const loadMore = async (limit) => {
@@ -213,6 +218,7 @@ export async function showDocument(documentId, params, navigate) {
 function showGone(documentId) {
   $("#document-title").textContent = "Document deleted";
   $("#document-actions").hidden = true;
+  $("#document-edit-box").hidden = true;
   replaceChildren($("#document-meta"));
   $("#document-meta").hidden = true;
   replaceChildren($("#document-chunks"));

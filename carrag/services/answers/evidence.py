@@ -193,3 +193,25 @@ def key_terms(question: str) -> set[str]:
         elif position > 0 and raw[0].isupper():
             found.update(terms(raw.replace("-", " ")))  # January-June: either month may be written apart
     return found
+
+
+_FOOTNOTE_MARK = re.compile(r"\b([A-Za-z]{3,})\d{1,2}\b")  # "Resource Center1 reports"
+
+
+def missing_key_terms(question: str, passages: Sequence[str]) -> list[str]:
+    """The key terms of ``question`` that none of ``passages`` mentions. A word written with a footnote
+    mark ("Center1") or inside a hyphenated word ("White-headed") counts as mentioned; a code also
+    when written apart or without hyphens (top-5, top 5, top5)."""
+    text = "\n".join(passages)
+    lowered = text.lower()
+    mentioned = set(terms(text)) | numbers(text, spelled=True) | set(lowered.split())
+    mentioned |= {part for term in list(mentioned) if "-" in term for part in terms(term.replace("-", " "))}
+    mentioned |= set(terms(" ".join(_FOOTNOTE_MARK.findall(text))))
+    squashed = "".join(lowered.split()).replace("-", "")
+
+    def found(term: str) -> bool:
+        if term in mentioned:
+            return True  # codes also match written apart or without hyphens: top-5, top 5, top5
+        return any(ch.isdigit() for ch in term) and term.replace("-", "") in squashed
+
+    return sorted(term for term in key_terms(question) if not found(term))

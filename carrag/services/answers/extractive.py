@@ -10,9 +10,11 @@ they are grouped by source, best source first.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from carrag.services.answers.context import clean_for_model
+from carrag.services.answers.focus import answering_sentence, ranked_candidates
 from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
 
 MAX_SENTENCES = 3
@@ -26,21 +28,36 @@ class ExtractiveAnswer:
     highlights: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # 0-based source → offsets
 
 
-def extract_answer(scored: ScoredPassages, max_sentences: int = MAX_SENTENCES) -> ExtractiveAnswer:
+def extract_answer(
+    scored: ScoredPassages,
+    max_sentences: int = MAX_SENTENCES,
+    *,
+    question: str | None = None,
+    min_focus: float = 0.0,
+    sources: Sequence[tuple[str, str]] = (),
+) -> ExtractiveAnswer:
+    """With ``question`` (as asked), the answer leads with the sentence that answers it (``focus``),
+    and a sentence of another passage joins only when it answers it too."""
     strength = scored.strength
-    # Code is picked only as what a sentence announces ("install it with pip:"): on its own, a fenced
-    # example may merely repeat the question word for word.
-    ranked = sorted((s for s in scored.sentences if not s.in_code), key=strength, reverse=True)
+    ranked = ranked_candidates(scored)
     if not ranked:
         return ExtractiveAnswer("", [])
     best = ranked[0]
+    if question is not None:
+        best = answering_sentence(question, scored, ranked, min_focus, sources) or best
     chosen = [best]
     seen_texts = {best.sentence.text.lower()}
-    for candidate in ranked[1:]:
+    for candidate in ranked:
         if len(chosen) >= max_sentences or strength(candidate) < COMPANION_RATIO * strength(best):
             break
         if candidate.sentence.text.lower() in seen_texts:
-            continue  # the same sentence in two passages
+            continue  # the same sentence in two passages (or the best itself)
+        if (
+            question is not None
+            and candidate.source != best.source
+            and not answering_sentence(question, scored, [candidate], min_focus, sources)
+        ):
+            continue  # another passage's sentence that does not answer would cite a source without the answer
         chosen.append(candidate)
         seen_texts.add(candidate.sentence.text.lower())
     chosen = _with_continuations(scored, chosen)

@@ -9,7 +9,13 @@ even when the sentence evidence is weak (the reranker reads the passage as a who
 
 Whatever the scores, a question that names something no passage mentions (a number, year or code,
 or a capitalised name: "revenue in 2015", "the Boston Bruins") is not answerable from them: the
-passages are about something else that looks alike.
+passages are about something else that looks alike. A name may also be in a passage's document
+title or file name ("the Vodafone workbook"); a word written with a footnote mark ("Center1") or
+inside a hyphenated word ("White-headed") counts as mentioned.
+
+And a relevant passage is not yet an answer: unless one of the strongest sentences covers the
+question's own focus and holds the kind of answer it asks for (``focus``: a number for "how many",
+a name for "who"), the documents don't say (``ANSWER_MIN_FOCUS``).
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from carrag.services.answers.evidence import key_terms, numbers, terms
+from carrag.services.answers.evidence import missing_key_terms
+from carrag.services.answers.focus import answering_sentence, ranked_candidates
+from carrag.services.answers.question_types import expects_number, expects_person
 from carrag.services.answers.scoring import ScoredPassages
 
 NO_ANSWER_TEXT = "The documents do not contain the answer to this question."
@@ -29,10 +37,13 @@ class Relevance:
     relevance: float  # the best sentence score, 0..1
     rerank_score: float | None  # the best rerank score, when reranked
     missing: list[str] = field(default_factory=list)  # key terms of the question no passage mentions
+    unanswered: str | None = None  # why no sentence answers the question (``focus``)
 
     def explain(self, threshold: float) -> str:
         if self.missing:
             return f"no passage mentions {', '.join(self.missing)}"
+        if self.unanswered:
+            return self.unanswered
         extra = f", rerank {self.rerank_score:.2f}" if self.rerank_score is not None else ""
         return f"no passage is relevant enough (relevance {self.relevance:.2f}{extra} < {threshold:.2f})"
 
@@ -45,9 +56,12 @@ def judge_relevance(
     min_rerank_score: float | None = None,
     question: str | None = None,
     passages: Sequence[str] = (),
+    sources: Sequence[tuple[str, str]] = (),
+    min_focus: float = 0.0,
 ) -> Relevance:
-    """``question``: the question as asked (its key terms are checked against ``passages``);
-    ``scored`` may have been scored with a longer retrieval query (a follow-up)."""
+    """``question``: the question as asked (its key terms are checked against ``passages`` and their
+    documents' titles, its focus against the strongest sentences); ``scored`` may have been
+    scored with a longer retrieval query (a follow-up)."""
     best = scored.best()
     relevance = round(best.score, 4) if best is not None else 0.0
     reranks = [score for score in rerank_scores if score is not None]
@@ -55,22 +69,23 @@ def judge_relevance(
     answerable = best is not None and relevance >= min_relevance
     if not answerable and best is not None and top_rerank is not None and min_rerank_score is not None:
         answerable = top_rerank >= min_rerank_score
-    missing = missing_key_terms(question, passages) if question and min_relevance > 0 else []
-    return Relevance(answerable and not missing, relevance, top_rerank, missing)
+    titles = [title for title, _ in sources]
+    missing = missing_key_terms(question, [*passages, *titles]) if question and min_relevance > 0 else []
+    unanswered = None
+    if answerable and not missing and question and min_relevance > 0:
+        unanswered = unanswered_reason(question, scored, min_focus, sources)
+    return Relevance(answerable and not missing and unanswered is None, relevance, top_rerank, missing, unanswered)
 
 
-def missing_key_terms(question: str, passages: Sequence[str]) -> list[str]:
-    text = "\n".join(passages)
-    lowered = text.lower()
-    mentioned = set(terms(text)) | numbers(text, spelled=True) | set(lowered.split())
-    squashed = "".join(lowered.split()).replace("-", "")
-
-    def found(term: str) -> bool:
-        if term in mentioned:
-            return True  # codes also match written apart or without hyphens: top-5, top 5, top5
-        return any(ch.isdigit() for ch in term) and term.replace("-", "") in squashed
-
-    return sorted(term for term in key_terms(question) if not found(term))
+def unanswered_reason(
+    question: str, scored: ScoredPassages, min_focus: float, sources: Sequence[tuple[str, str]] = ()
+) -> str | None:
+    """None when one of the strongest sentences answers ``question``; else why none does."""
+    if answering_sentence(question, scored, ranked_candidates(scored), min_focus, sources) is not None:
+        return None
+    wanted = "a number" if expects_number(question) else "a name" if expects_person(question) else None
+    kind = f" with {wanted}" if wanted else ""
+    return f"no retrieved sentence{kind} covers what the question asks (focus < {min_focus:.2f})"
 
 
 def no_answer_text(source_count: int) -> str:

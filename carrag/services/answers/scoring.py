@@ -14,7 +14,6 @@ when the question asks for a quantity ("how many", "what year", ...), sentences 
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from carrag.services.answers.evidence import idf, numbers, terms, weighted_coverage
+from carrag.services.answers.question_types import expects_number
 from carrag.services.answers.sentences import Sentence, code_spans, split_sentences
+from carrag.services.answers.tables import RowReading, read_rows
 from carrag.services.embedders.service import EmbeddingService
 
 COSINE_WEIGHT = 0.55
@@ -31,11 +32,6 @@ MAX_SENTENCES = 160  # bound the embedding work of one request (top_k × window 
 INFORMATIVE_TERMS = 3  # terms beyond the question's that make a sentence a possible answer
 NO_NUMBER_FACTOR = 0.6
 HEADING_FACTOR = 0.5
-_QUANTITY_QUESTION = re.compile(
-    r"\b(how (many|much|long|old|far|often|tall|big|large|heavy)|what (year|percentage|number|amount|date|size)|"
-    r"when|which year|in what year)\b",
-    re.I,
-)
 _HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*$)")
 
 
@@ -52,16 +48,21 @@ class ScoredSentence:
     is_heading: bool = False
     is_header_row: bool = False  # the first row of a table block
     in_code: bool = False  # inside a fenced code block: an answer only as what a sentence announces
-    label: str = ""  # for a table row: the table's title and header row, which say what its cells mean
+    reading: RowReading | None = None  # for a table row: its title, column names and aligned cells
 
     @property
     def display(self) -> str:
-        """The sentence as an answer shows it; a table row with its header: ``Team: Flyers; Stanley Cups: 2``."""
-        header = self.label.rsplit("\n", 1)[-1] if self.label else ""
-        names, cells = _fields(header), _fields(self.sentence.text)
-        if self.sentence.is_table_row and not self.is_header_row and names and len(names) == len(cells):
-            return "; ".join(f"{name}: {cell}" for name, cell in zip(names, cells, strict=True) if cell)
+        """The sentence as an answer shows it; a table row with its column names: ``Team: Flyers; Stanley Cups: 2``."""
+        if self.reading is not None and self.reading.names and not self.reading.is_header:
+            return self.reading.display() or self.sentence.text
         return self.sentence.text
+
+    @property
+    def readable(self) -> str:
+        """What the embedder and the term checks read: a table row with its table's title and column names."""
+        if self.reading is None:
+            return self.sentence.text
+        return f"{self.reading.title}\n{self.display}" if self.reading.title else self.display
 
     @property
     def score(self) -> float:
@@ -83,7 +84,7 @@ class ScoredPassages:
 
     @property
     def expects_number(self) -> bool:
-        return bool(_QUANTITY_QUESTION.search(self.query))
+        return expects_number(self.query)
 
     def strength(self, sentence: ScoredSentence) -> float:
         """How good an answer the sentence would be (``score`` discounted as the module says)."""
@@ -93,28 +94,6 @@ class ScoredPassages:
         if self.expects_number and not sentence.has_number:
             value *= NO_NUMBER_FACTOR
         return value
-
-
-def _fields(row: str) -> list[str]:
-    if not row:
-        return []
-    return [cell.strip().strip('"') for cell in next(csv.reader([row]), [])]
-
-
-def _labels(sentences: list[Sentence]) -> list[str]:
-    """For each table row, the line before its table (a title) and the table's first row (the header)."""
-    labels: list[str] = []
-    title, header, previous_row = "", "", False
-    for sentence in sentences:
-        if sentence.is_table_row:
-            if not previous_row:
-                header = sentence.text
-            labels.append(f"{title}\n{header}" if sentence.text != header else title)
-        else:
-            title = sentence.text.lstrip("#* ").removeprefix("Sheet: ")
-            labels.append("")
-        previous_row = sentence.is_table_row
-    return labels
 
 
 def _bounded(sentences: list[Sentence], query_terms: list[str], limit: int) -> list[Sentence]:
@@ -137,15 +116,18 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
 async def score_passages(query: str, passages: Sequence[str], embedder: EmbeddingService) -> ScoredPassages:
     query_terms = terms(query)
     per_source = max(MAX_SENTENCES // max(len(passages), 1), 1)
-    candidates: list[tuple[int, Sentence, str]] = []
+    candidates: list[tuple[int, Sentence, RowReading | None]] = []
     for source, text in enumerate(passages):
         sentences = split_sentences(text)
-        labels = dict(zip(sentences, _labels(sentences), strict=True))
+        rows = read_rows(text, sentences)
         candidates.extend(
-            (source, sentence, labels[sentence]) for sentence in _bounded(sentences, query_terms, per_source)
+            (source, sentence, rows.get(sentence)) for sentence in _bounded(sentences, query_terms, per_source)
         )
-    # A table row is read with its title and header ("Flyers,PHI,2" says little alone).
-    readable = [f"{label}\n{sentence.text}" if label else sentence.text for _, sentence, label in candidates]
+    # A table row is read with its title and column names ("Flyers,PHI,2" says little alone).
+    readable = [
+        ScoredSentence(source, sentence, [], 0.0, 0.0, reading=reading).readable
+        for source, sentence, reading in candidates
+    ]
     sentence_terms = [terms(text) for text in readable]
     weights = idf(sentence_terms)
     cosines = np.zeros(len(candidates), dtype=np.float32)
@@ -157,11 +139,8 @@ async def score_passages(query: str, passages: Sequence[str], embedder: Embeddin
     asked = set(query_terms)
     code = [code_spans(text) for text in passages]
     scored = []
-    previous_was_row: dict[int, bool] = {}
-    for i, ((source, sentence, label), found) in enumerate(zip(candidates, sentence_terms, strict=True)):
+    for i, ((source, sentence, reading), found) in enumerate(zip(candidates, sentence_terms, strict=True)):
         has_number = bool(numbers(sentence.text))
-        header_row = sentence.is_table_row and not previous_was_row.get(source, False) and not has_number
-        previous_was_row[source] = sentence.is_table_row
         scored.append(
             ScoredSentence(
                 source=source,
@@ -173,9 +152,9 @@ async def score_passages(query: str, passages: Sequence[str], embedder: Embeddin
                 new_terms=len(set(found) - asked),
                 has_number=has_number,
                 is_heading=bool(_HEADING.match(passages[source][sentence.start : sentence.end])),
-                is_header_row=header_row,
+                is_header_row=reading is not None and reading.is_header,
                 in_code=any(start <= sentence.start < end for start, end in code[source]),
-                label=label,
+                reading=reading,
             )
         )
     return ScoredPassages(query, query_terms, scored, weights)

@@ -50,3 +50,16 @@ def test_key_terms_are_found_in_table_rows_and_missing_ones_are_named() -> None:
         "cup",
         "stanley",
     ]
+
+
+def test_names_count_as_mentioned_with_a_footnote_mark_inside_a_hyphenated_word_or_in_a_title() -> None:
+    from carrag.services.answers.evidence import missing_key_terms
+
+    assert (
+        missing_key_terms(
+            "What does the Identity Theft Resource Center report?", ["The Identity Theft Resource Center1 reports"]
+        )
+        == []
+    )
+    assert missing_key_terms("How long is the White-headed duck?", ["| White-headed duck | 45 cm |"]) == []
+    assert missing_key_terms("Which page of the Vodafone workbook?", ["Topic,Page", "vodafone.xlsx"]) == []

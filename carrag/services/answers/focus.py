@@ -1,0 +1,143 @@
+"""Does a sentence answer *this* question, or only share its topic?
+
+A passage can be about the right thing and still not hold the answer: the steel datasheet names
+"density" in a list of properties but gives no value; the receipt has a date but no total. Two
+checks on a candidate answer sentence (with its table title and header, for a table row):
+
+- **Focus**: the question's own content terms, each weighted by its rarity among the candidate
+  sentences (a term no candidate has weighs the most), must be covered by the sentence itself, not
+  merely by its passage: ``focus_coverage`` ≥ ``min_focus``.
+- **Answer type**: a question asking for a quantity (how many, what year, what score ...) needs a
+  number the question does not already contain; a question asking "who" needs a capitalised name
+  the question does not already contain.
+
+``answering`` picks, among the few strongest sentences, the first that passes both: the extractive
+answer quotes it, and when none passes the documents don't say.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from carrag.services.answers.evidence import STOP_WORDS, missing_key_terms, numbers, terms, weighted_coverage
+from carrag.services.answers.question_types import expects_number, expects_person
+from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
+
+CANDIDATES = 5  # how far down the strength ranking an answering sentence is looked for
+_CAPITALISED = re.compile(r"\b[A-Z][A-Za-z]+")
+_QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
+
+
+def focus_terms(question: str) -> list[str]:
+    return [term for term in terms(question) if term not in _QUESTION_WORDS]
+
+
+def sentence_text(sentence: ScoredSentence) -> str:
+    """What a sentence says, as the checks read it: a table row with its title and header names
+    (``Month: May; Revenue: $280``; an empty cell says nothing, so its header is not in it)."""
+    return sentence.readable
+
+
+def _covered(wanted: Sequence[str], found: set[str]) -> set[str]:
+    """``found`` plus the wanted terms it holds in another form: the crude stemmer leaves
+    ``nicknamed`` as ``nicknam`` and ``nickname`` whole, so words sharing all but their last two
+    letters (and at least five) meet."""
+    extra = set()
+    for term in set(wanted) - found:
+        if len(term) >= 5 and term.isalpha():
+            stem = term[: max(5, len(term) - 2)]
+            if any(other.startswith(stem) and abs(len(other) - len(term)) <= 2 for other in found):
+                extra.add(term)
+    return found | extra
+
+
+def focus_coverage(question: str, sentence: ScoredSentence, weights: dict[str, float]) -> float:
+    wanted = focus_terms(question)
+    if not wanted:
+        return 1.0
+    return weighted_coverage(wanted, _covered(wanted, set(terms(sentence_text(sentence)))), weights)
+
+
+def asks_empty_column(question: str, sentence: ScoredSentence) -> bool:
+    """A table row whose cell is empty under the column the question asks about ("the habitat of the
+    Wood Duck", the Habitat cell blank) does not answer it."""
+    reading = sentence.reading
+    if reading is None or not reading.names:
+        return False
+    wanted = set(focus_terms(question))
+    for name, cell in zip(reading.names, reading.cells, strict=False):
+        if not cell.strip() and wanted & set(terms(name)):
+            return True
+    return False
+
+
+def has_answer_type(question: str, sentence: ScoredSentence) -> bool:
+    text = sentence_text(sentence)
+    if expects_number(question) and not numbers(text, spelled=True) - numbers(question, spelled=True):
+        return False
+    if expects_person(question):
+        asked = {word.lower() for word in _CAPITALISED.findall(question)}
+        found = {word.lower() for word in _CAPITALISED.findall(sentence.sentence.text)}
+        if not {word for word in found - asked if word not in STOP_WORDS}:
+            return False
+    return True
+
+
+def ranked_candidates(scored: ScoredPassages) -> list[ScoredSentence]:
+    """Every candidate answer, strongest first. Code is left out: a fenced example may merely repeat
+    the question word for word (it is quoted only as what a sentence announces)."""
+    return sorted((s for s in scored.sentences if not s.in_code), key=scored.strength, reverse=True)
+
+
+def answers_question(
+    question: str,
+    sentence: ScoredSentence,
+    weights: dict[str, float],
+    min_focus: float,
+    source: tuple[str, str] = ("", ""),
+) -> bool:
+    """Whether ``sentence`` of ``source`` (its document's title, its passage) can be the answer: not
+    a header row, the kind of answer asked for, no empty cell under the column asked about, enough of
+    the question's focus, and what the question names in the sentence itself (or its table's title and
+    column names, or the document title): every number, year or code ("in 2013" is not answered by a
+    sentence about 2005) and, for a row of a table with column names, every name too. (Names in prose are checked against all
+    passages, ``refusal``: the sentence may say "it".)"""
+    if sentence.is_header_row or not has_answer_type(question, sentence) or asks_empty_column(question, sentence):
+        return False
+    title, _ = source
+    own = [title, sentence_text(sentence)]
+    # a table row names its own subject (the June row, the Wood Duck row); a sentence may say "it"
+    names_itself = sentence.reading is not None and bool(sentence.reading.names)
+    if [term for term in missing_key_terms(question, own) if _has_digit(term) or names_itself]:
+        return False
+    return focus_coverage(question, sentence, weights) >= min_focus
+
+
+def _has_digit(term: str) -> bool:
+    return any(char.isdigit() for char in term)
+
+
+def answering_sentence(
+    question: str,
+    scored: ScoredPassages,
+    ranked: Sequence[ScoredSentence],
+    min_focus: float,
+    sources: Sequence[tuple[str, str]] = (),
+) -> ScoredSentence | None:
+    """Among the ``CANDIDATES`` strongest sentences (``ranked``, best first), those that cover the
+    question's focus and have the kind of answer it asks for; of these the one whose strength,
+    weighed by how much of the focus it covers, is highest. None when no sentence answers.
+    ``sources``: (document title, passage text) per source."""
+    answering = [
+        s
+        for s in ranked[:CANDIDATES]
+        if answers_question(
+            question, s, scored.weights, min_focus, sources[s.source] if s.source < len(sources) else ("", "")
+        )
+    ]
+    return max(
+        answering,
+        key=lambda s: scored.strength(s) * (0.5 + 0.5 * focus_coverage(question, s, scored.weights)),
+        default=None,
+    )
