@@ -65,6 +65,8 @@ async def open_container(settings: Settings, embedding_backend, **adapters: obje
 
 async def close_container(container: Container) -> None:
     """Close what the test owns; the session-wide embedder and LLM stay open."""
+    if container.reindexer is not None:
+        await container.reindexer.aclose()
     await container.jobs.aclose()
     await container.fetcher.aclose()
     await container.store.close()

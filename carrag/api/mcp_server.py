@@ -1,7 +1,7 @@
 """The MCP server (official ``mcp`` SDK, v2 ``MCPServer``): the agent tools over MCP.
 
-Tools: ``search_documents(query, top_k=5, source=None, collections=None)``, ``list_sources(collection=None)``
-and ``list_collections()``, all answered by
+Tools: ``search_documents(query, top_k=None, source=None, collections=None, <filters>)``,
+``list_sources(collection=None)`` and ``list_collections()``, all answered by
 `carrag.services.agent_tools` (the `/search` code path). Two transports:
 
 - streamable HTTP, mounted in the API at ``/mcp`` (stateless, JSON responses; behind API_KEYS like
@@ -27,6 +27,7 @@ from carrag.services import agent_tools
 from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.container import Container
 from carrag.services.errors import CarragError
+from carrag.services.requests import MetadataFilters
 from carrag.services.settings import Settings
 
 PRINCIPAL_STATE = "carrag_principal"
@@ -45,20 +46,40 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
 
     @server.tool(structured_output=False)
     async def search_documents(
-        query: str, ctx: Context, top_k: int = 5, source: str | None = None, collections: list[str] | None = None
+        query: str,
+        ctx: Context,
+        top_k: int | None = None,
+        source: str | None = None,
+        collections: list[str] | None = None,
+        tags: list[str] | None = None,
+        tag_prefix: list[str] | None = None,
+        metadata: dict[str, str | int | float | bool] | None = None,
+        source_type: list[str] | None = None,
+        created_after: str | None = None,
+        created_before: str | None = None,
+        filename: str | None = None,
     ) -> str:
         """Search the ingested documents and return the best passages, best first.
 
         Each passage starts with a header: [Source: <source id> | Score: <score> | Page: <n>].
+        Every filter given must hold.
 
         Args:
             query: What to look for, in natural language or keywords.
-            top_k: How many passages to return (default 5).
+            top_k: How many passages to return (default: the server's DEFAULT_TOP_K).
             source: Only search this source: an exact source id (see list_sources) or a glob
                 such as "*.md" or "manuals/*".
             collections: The collections (knowledge bases) to search, by name (see list_collections);
                 default: the "default" collection.
+            tags: Only documents with any of these tags.
+            tag_prefix: Only documents with a tag starting with any of these ("team-").
+            metadata: Only documents whose metadata has every one of these key/value pairs.
+            source_type: Only documents of any of these types ("pdf", "text"; see list_sources).
+            created_after: Only documents created at or after this ISO 8601 date or time.
+            created_before: Only documents created before this ISO 8601 date or time.
+            filename: Only documents whose file name matches this glob ("*.pdf").
         """
+        filters = MetadataFilters(tag_prefix, metadata, source_type, created_after, created_before, filename)
         try:
             return await agent_tools.search_documents(
                 container().search,
@@ -67,6 +88,8 @@ def build_mcp_server(container: Callable[[], Container]) -> MCPServer:
                 top_k,
                 source,
                 collections,
+                tags=tags,
+                filters=filters,
                 principal=principal_of(ctx),
             )
         except CarragError as exc:

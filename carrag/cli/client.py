@@ -24,9 +24,17 @@ import httpx
 
 from carrag.api.errors import status_for
 from carrag.api.schemas.collections import CollectionDeleted, CollectionListOut, CollectionOut
-from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, ResetResponse
+from carrag.api.schemas.documents import (
+    ChunkPageOut,
+    DeletedSourceOut,
+    DeleteResponse,
+    DocumentOut,
+    DocumentPageOut,
+    ResetResponse,
+)
+from carrag.api.schemas.health import HealthOut
 from carrag.api.schemas.ingest import IngestResponse
-from carrag.api.schemas.jobs import JobOut
+from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload, stream_payload
 from carrag.services.errors import CarragError, PayloadTooLarge
 from carrag.services.settings import Settings
@@ -58,6 +66,7 @@ class IngestSettings:
     tags: list[str] = field(default_factory=list)
     chunking: ChunkingStrategy | None = None
     force: bool = False
+    metadata: dict[str, str] = field(default_factory=dict)
     collection: str | None = None  # None: default
 
 
@@ -74,11 +83,21 @@ class CarragClient(Protocol):
 
     async def get_document(self, document_id: str) -> DocumentOut: ...
 
+    async def find_documents(
+        self, reference: str, *, limit: int = 10, collection: str | None = None
+    ) -> DocumentPageOut: ...
+
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut: ...
 
     async def delete_document(self, document_id: str) -> DeleteResponse: ...
 
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut: ...
+
     async def reset(self) -> ResetResponse: ...
+
+    async def health(self) -> HealthOut: ...
+
+    async def list_jobs(self, *, limit: int = 50) -> JobListOut: ...
 
     async def search(self, request: SearchRequest) -> SearchResponse: ...
 
@@ -161,6 +180,7 @@ class LocalClient:
                     source_id=source_id,
                     chunking=options.chunking,
                     force=options.force,
+                    metadata=options.metadata,
                     collection=options.collection,
                 ),
                 _ObserverAdapter(on_progress),
@@ -173,7 +193,11 @@ class LocalClient:
             result = await container.ingestion.ingest_url(
                 url,
                 container.requests.ingest(
-                    tags=options.tags, chunking=options.chunking, force=options.force, collection=options.collection
+                    tags=options.tags,
+                    chunking=options.chunking,
+                    force=options.force,
+                    metadata=options.metadata,
+                    collection=options.collection,
                 ),
                 _ObserverAdapter(on_progress),
             )
@@ -193,6 +217,14 @@ class LocalClient:
         async with self._errors():
             return DocumentOut.model_validate(await (await self.container()).documents.get(document_id))
 
+    async def find_documents(
+        self, reference: str, *, limit: int = 10, collection: str | None = None
+    ) -> DocumentPageOut:
+        async with self._errors():
+            documents = (await self.container()).documents
+            found = await documents.find(reference, limit=limit, collections=[collection] if collection else None)
+            return DocumentPageOut.model_validate(found)
+
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
         async with self._errors():
             documents = (await self.container()).documents
@@ -202,9 +234,27 @@ class LocalClient:
         async with self._errors():
             return DeleteResponse.model_validate(await (await self.container()).documents.delete(document_id))
 
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
+        async with self._errors():
+            documents = (await self.container()).documents
+            deleted = await documents.delete_by_source(source_id, [collection] if collection else None)
+            return DeletedSourceOut.model_validate(deleted)
+
     async def reset(self) -> ResetResponse:
         async with self._errors():
             return ResetResponse.model_validate(await (await self.container()).documents.reset())
+
+    async def health(self) -> HealthOut:
+        from carrag.api.routes.health import health_report
+
+        async with self._errors():
+            return health_report(await (await self.container()).health())
+
+    async def list_jobs(self, *, limit: int = 50) -> JobListOut:
+        """The jobs recorded in the store (servers' async ingests; local ingests run without jobs)."""
+        async with self._errors():
+            jobs = (await self.container()).jobs
+            return JobListOut.model_validate({"items": await jobs.recent(limit), "total": await jobs.total()})
 
     async def search(self, request: SearchRequest) -> SearchResponse:
         async with self._errors():
@@ -264,7 +314,7 @@ class HttpClient:
         except httpx.HTTPError as error:
             raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
         if response.status_code >= 400:
-            raise ClientError(_detail(response), response.status_code, fatal=response.status_code in (401, 403))
+            raise http_error(response)
         return response
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
@@ -300,13 +350,15 @@ class HttpClient:
         form = {"source_id": source_id, "tags": ",".join(options.tags), "force": str(options.force).lower()}
         if options.chunking:
             form["chunking"] = options.chunking
+        if options.metadata:
+            form["metadata"] = json.dumps(options.metadata)
         if options.collection:
             form["collection"] = options.collection
         with path.open("rb") as handle:
             return await self._ingest("/ingest/file", on_progress, data=form, files={"file": (path.name, handle)})
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
-        body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force}
+        body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force, "metadata": options.metadata}
         if options.chunking:
             body["chunking"] = options.chunking
         if options.collection:
@@ -326,6 +378,14 @@ class HttpClient:
     async def get_document(self, document_id: str) -> DocumentOut:
         return DocumentOut.model_validate(await self._json("GET", f"/documents/{_segment(document_id)}"))
 
+    async def find_documents(
+        self, reference: str, *, limit: int = 10, collection: str | None = None
+    ) -> DocumentPageOut:
+        params: dict[str, Any] = {"ref": reference, "limit": limit}
+        if collection:
+            params["collection"] = collection
+        return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
+
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
         path = f"/documents/{_segment(document_id)}/chunks"
         return ChunkPageOut.model_validate(await self._json("GET", path, params={"offset": offset, "limit": limit}))
@@ -333,8 +393,18 @@ class HttpClient:
     async def delete_document(self, document_id: str) -> DeleteResponse:
         return DeleteResponse.model_validate(await self._json("DELETE", f"/documents/{_segment(document_id)}"))
 
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
+        params = {"source_id": source_id, **({"collection": collection} if collection else {})}
+        return DeletedSourceOut.model_validate(await self._json("DELETE", "/documents", params=params))
+
     async def reset(self) -> ResetResponse:
         return ResetResponse.model_validate(await self._json("POST", "/admin/reset", json={"confirm": True}))
+
+    async def health(self) -> HealthOut:
+        return HealthOut.model_validate(await self._json("GET", "/health"))
+
+    async def list_jobs(self, *, limit: int = 50) -> JobListOut:
+        return JobListOut.model_validate(await self._json("GET", "/jobs", params={"limit": limit}))
 
     async def list_collections(self) -> CollectionListOut:
         return CollectionListOut.model_validate(await self._json("GET", "/collections"))
@@ -361,8 +431,7 @@ class HttpClient:
             async with aconnect_sse(self._http, "POST", "/query/stream", json=body) as source:
                 if source.response.status_code >= 400:
                     await source.response.aread()
-                    status = source.response.status_code
-                    raise ClientError(_detail(source.response), status, fatal=status in (401, 403))
+                    raise http_error(source.response)
                 async for event in source.aiter_sse():
                     if event.event in ("sources", "token", "done", "error"):
                         yield (event.event, stream_payload(event.event, json.loads(event.data)))
@@ -371,6 +440,20 @@ class HttpClient:
 
     async def aclose(self) -> None:
         await self._http.aclose()
+
+
+AUTH_HINT = "pass a key with --api-key or set CARRAG_API_KEY (the server's API_KEYS)"
+
+
+def http_error(response: httpx.Response) -> ClientError:
+    """The server's error as a ClientError; a refused or missing key (401/403) says how to give one."""
+    status = response.status_code
+    detail = _detail(response)
+    if status == 401:
+        detail = f"{detail} (HTTP 401): {AUTH_HINT}"
+    elif status == 403:
+        detail = f"{detail} (HTTP 403): this key may not do that; {AUTH_HINT}"
+    return ClientError(detail, status, fatal=status in (401, 403))
 
 
 def _segment(value: str) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+
+from carrag.cli.output import Column, print_json, print_rows, short_id
 
 collections_app = typer.Typer(
     help="List, create, rename and delete collections (knowledge bases).", no_args_is_help=True
@@ -25,12 +25,6 @@ ApiKey = Annotated[
 AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
 
 
-def _print_json(value: object) -> None:
-    import json
-
-    typer.echo(json.dumps(to_jsonable_python(value), indent=2, ensure_ascii=False))
-
-
 @collections_app.command("list")
 def collections_list(as_json: AsJson = False, url: Url = None, api_key: ApiKey = None) -> None:
     """Every collection with its document count (`default` always exists)."""
@@ -38,16 +32,19 @@ def collections_list(as_json: AsJson = False, url: Url = None, api_key: ApiKey =
 
     listing = run_with_client(url, api_key, lambda client: client.list_collections())
     if as_json:
-        _print_json(listing)
+        print_json(listing)
         return
-    table = Table(title=f"{len(listing.items)} collections")
-    table.add_column("name", overflow="fold")
-    table.add_column("documents", justify="right")
-    table.add_column("created")
-    for collection in listing.items:
-        created = collection.created_at[:19].replace("T", " ")
-        table.add_row(escape(collection.name), str(collection.document_count), escape(created))
-    console.print(table)
+    columns = [
+        Column("collection_id", on_terminal=short_id, terminal_header="id"),
+        Column("name", flexible=True),
+        Column("documents", justify="right"),
+        Column("created", on_terminal=lambda stamp: stamp[:19].replace("T", " ")),
+    ]
+    rows = [
+        [collection.collection_id, collection.name, str(collection.document_count), collection.created_at]
+        for collection in listing.items
+    ]
+    print_rows(columns, rows, title=f"{len(listing.items)} collections")
 
 
 @collections_app.command("create")

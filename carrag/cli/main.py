@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic_core import to_jsonable_python
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -37,7 +36,15 @@ from rich.table import Table
 from carrag import extras
 from carrag.api.schemas.documents import ChunkPageOut, DocumentOut
 from carrag.api.schemas.ingest import IngestResponse
-from carrag.api.schemas.query import QueryRequest, SearchRequest, Source, StreamDone, StreamError, StreamToken
+from carrag.api.schemas.query import (
+    QueryRequest,
+    QueryResponse,
+    SearchRequest,
+    Source,
+    StreamDone,
+    StreamError,
+    StreamToken,
+)
 from carrag.cli.client import (
     CarragClient,
     ClientError,
@@ -48,7 +55,20 @@ from carrag.cli.client import (
     all_documents,
 )
 from carrag.cli.collections import collections_app
+from carrag.cli.filters import (
+    CreatedAfter,
+    CreatedBefore,
+    FileName,
+    Meta,
+    MetaFilter,
+    SourceType,
+    TagPrefix,
+    filter_fields,
+    metadata_option,
+)
 from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
+from carrag.cli.output import Column, one_line, print_fields, print_json, print_note, print_rows, short_id
+from carrag.cli.references import AMBIGUOUS_EXIT_CODE, AmbiguousReference, print_candidates, resolve_document
 from carrag.extras import MissingExtra
 from carrag.services.requests import split_tags
 from carrag.services.settings import Settings, get_settings
@@ -70,11 +90,13 @@ Url = Annotated[
 ApiKey = Annotated[
     str | None, typer.Option("--api-key", envvar="CARRAG_API_KEY", help="Bearer key for a server with API_KEYS.")
 ]
-TopK = Annotated[int, typer.Option("--top-k", "-k", min=1, max=100, help="Passages to retrieve.")]
+TopK = Annotated[
+    int | None, typer.Option("--top-k", "-k", min=1, max=100, help="Passages to retrieve (default: DEFAULT_TOP_K).")
+]
 Tags = Annotated[str | None, typer.Option("--tags", help="Comma-separated tags: only documents with any of them.")]
 SourceFilter = Annotated[str | None, typer.Option("--source", help="Only this source id, or a glob (`*.md`).")]
 Rerank = Annotated[bool | None, typer.Option("--rerank/--no-rerank", help="Override RERANK_ENABLED.")]
-AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print the API's JSON (the same shape as over HTTP).")]
 CollectionOption = Annotated[
     str | None, typer.Option("--collection", "-c", help="The collection (knowledge base); default: `default`.")
 ]
@@ -127,6 +149,9 @@ def run_with_client(url: str | None, api_key: str | None, work: Callable[[Carrag
 
     try:
         return asyncio.run(main())
+    except AmbiguousReference as error:
+        print_candidates(error)
+        raise typer.Exit(AMBIGUOUS_EXIT_CODE) from None
     except ClientError as error:
         errors.print(f"[red]error:[/red] {escape(error.detail)}")
         raise typer.Exit(1) from None
@@ -134,14 +159,16 @@ def run_with_client(url: str | None, api_key: str | None, work: Callable[[Carrag
 
 def question_fields(
     question: str,
-    top_k: int,
+    top_k: int | None,
     tags: str | None,
     source: str | None,
     rerank: bool | None,
     collections: list[str] | None = None,
 ) -> dict[str, Any]:
     """The fields a query or search request sets (the rest keep the API's defaults)."""
-    fields: dict[str, Any] = {"question": question, "top_k": top_k}
+    fields: dict[str, Any] = {"question": question}
+    if top_k is not None:
+        fields["top_k"] = top_k
     if collections:
         fields["collections"] = collections
     if split_tags(tags):
@@ -151,11 +178,6 @@ def question_fields(
     if rerank is not None:
         fields["rerank"] = rerank
     return fields
-
-
-def one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def pages_label(pages: list[int] | None, page: int | None = None) -> str:
@@ -172,15 +194,12 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def print_json(value: Any) -> None:
-    typer.echo(json.dumps(to_jsonable_python(value), indent=2, ensure_ascii=False))
-
-
 # --- ingest -------------------------------------------------------------------------------------------
 @app.command()
 def ingest(
     sources: Annotated[list[str], typer.Argument(help='Files, globs (quote them: "docs/**/*.md"), directories, URLs.')],
     tags: Annotated[str | None, typer.Option("--tags", help="Comma-separated tags for every source.")] = None,
+    meta: Meta = None,
     chunking: Annotated[ChunkingStrategy | None, typer.Option("--chunking", help="Chunking strategy.")] = None,
     force: Annotated[
         bool,
@@ -200,7 +219,9 @@ def ingest(
     from carrag.services.parsers import SUPPORTED_EXTENSIONS
 
     resolved = resolve_sources(sources, Path.cwd(), SUPPORTED_EXTENSIONS)
-    options = IngestSettings(tags=split_tags(tags), chunking=chunking, force=force, collection=collection)
+    options = IngestSettings(
+        tags=split_tags(tags), chunking=chunking, force=force, metadata=metadata_option(meta), collection=collection
+    )
     failed = run_with_client(url, api_key, lambda client: ingest_all(client, resolved, options, prune))
     if failed:
         raise typer.Exit(1)
@@ -295,7 +316,7 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
 @app.command()
 def query(
     question: Annotated[str, typer.Argument(help="The question.")],
-    top_k: TopK = 5,
+    top_k: TopK = None,
     tags: Tags = None,
     source: SourceFilter = None,
     rerank: Rerank = None,
@@ -303,14 +324,25 @@ def query(
         str | None,
         typer.Option("--answer-mode", help="generate, extract or auto (default: ANSWER_MODE).", show_default=False),
     ] = None,
+    as_json: AsJson = False,
+    meta: MetaFilter = None,
+    tag_prefix: TagPrefix = None,
+    source_type: SourceType = None,
+    created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None,
+    filename: FileName = None,
     collection: CollectionsOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Ask a question: the answer streams in, then its sources are listed."""
+    filters = filter_fields(meta, tag_prefix, source_type, created_after, created_before, filename)
     request = QueryRequest.model_validate(
-        {**question_fields(question, top_k, tags, source, rerank, collection), "answer_mode": answer_mode}
+        {**question_fields(question, top_k, tags, source, rerank, collection), **filters, "answer_mode": answer_mode}
     )
+    if as_json:
+        print_json(run_with_client(url, api_key, lambda client: collect_answer(client, request)))
+        return
 
     async def work(client: CarragClient) -> bool:
         sources: list[Source] = []
@@ -333,6 +365,23 @@ def query(
 
     if not run_with_client(url, api_key, work):
         raise typer.Exit(1)
+
+
+async def collect_answer(client: CarragClient, request: QueryRequest) -> QueryResponse:
+    """The streamed answer gathered into POST /query's JSON shape."""
+    sources: list[Source] = []
+    streamed = ""
+    async for _, data in client.stream_query(request):
+        if isinstance(data, list):
+            sources = data
+        elif isinstance(data, StreamToken):
+            streamed += data.text
+        elif isinstance(data, StreamError):
+            raise ClientError(data.detail)
+        else:
+            fields = {name: getattr(data, name) for name in QueryResponse.model_fields if hasattr(data, name)}
+            return QueryResponse.model_validate({**fields, "answer": data.answer or streamed, "sources": sources})
+    raise ClientError("the answer stream ended without a result")
 
 
 def print_answer_check(done: StreamDone, streamed: str) -> None:
@@ -362,39 +411,53 @@ def print_sources(sources: list[Source]) -> None:
 @app.command()
 def search(
     question: Annotated[str, typer.Argument(help="What to look for.")],
-    top_k: TopK = 5,
+    top_k: TopK = None,
     tags: Tags = None,
     source: SourceFilter = None,
     rerank: Rerank = None,
     mode: Annotated[SearchMode, typer.Option("--mode", help="Retrieval legs to use.")] = SearchMode.HYBRID,
     explain: Annotated[bool, typer.Option("--explain", help="Show BM25 and kNN ranks and the RRF score.")] = False,
+    meta: MetaFilter = None,
+    tag_prefix: TagPrefix = None,
+    source_type: SourceType = None,
+    created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None,
+    filename: FileName = None,
     as_json: AsJson = False,
     collection: CollectionsOption = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Search without generating an answer; a table of the best passages."""
-    request = SearchRequest(
-        **question_fields(question, top_k, tags, source, rerank, collection), mode=mode, explain=explain
+    filters = filter_fields(meta, tag_prefix, source_type, created_after, created_before, filename)
+    request = SearchRequest.model_validate(
+        {
+            **question_fields(question, top_k, tags, source, rerank, collection),
+            **filters,
+            "mode": mode,
+            "explain": explain,
+        }
     )
     outcome = run_with_client(url, api_key, lambda client: client.search(request))
     if as_json:
         print_json(outcome)
         return
     if not outcome.results:
-        console.print(escape(outcome.message or "No results."))
+        print_note(outcome.message or "No results.")
         return
-    table = Table(title=f"{len(outcome.results)} results" + (" (reranked)" if outcome.reranked else ""))
-    table.add_column("#", justify="right")
-    table.add_column("score", justify="right")
-    table.add_column("source", overflow="fold")
-    table.add_column("page")
+    columns = [
+        Column("#", justify="right"),
+        Column("score", justify="right"),
+        Column("document_id", on_terminal=short_id, terminal_header="id"),
+        Column("source", width=24),
+        Column("page", width=10),
+    ]
     if explain:
-        for name in ("bm25", "knn", "rrf"):
-            table.add_column(name, justify="right")
-    table.add_column("text", ratio=1)
+        columns += [Column(name, justify="right") for name in ("bm25", "knn", "rrf")]
+    columns.append(Column("text", flexible=True))
+    rows = []
     for number, hit in enumerate(outcome.results, start=1):
-        row = [str(number), f"{hit.score:.3f}", hit.source_id, pages_label(hit.pages, hit.page)]
+        row = [str(number), f"{hit.score:.3f}", hit.document_id, hit.source_id, pages_label(hit.pages, hit.page)]
         if explain:
             details = hit.explain
             rrf = details.rrf_score if details else None
@@ -403,11 +466,11 @@ def search(
                 _rank(details.knn_rank if details else None),
                 f"{rrf:.4f}" if rrf is not None else "-",
             ]
-        row.append(one_line(hit.text, 160))
-        table.add_row(*(escape(cell) for cell in row))
-    console.print(table)
+        row.append(one_line(hit.text))
+        rows.append(row)
+    print_rows(columns, rows, title=f"{len(outcome.results)} results" + (" (reranked)" if outcome.reranked else ""))
     if outcome.rerank_note:
-        console.print(f"[dim]{escape(outcome.rerank_note)}[/dim]")
+        print_note(outcome.rerank_note)
 
 
 def _rank(value: int | None) -> str:
@@ -437,37 +500,40 @@ def documents_list(
         print_json(page)
         return
     if not page.items:
-        console.print("No documents." if not page.total else f"No documents at offset {offset} (of {page.total}).")
+        print_note("No documents." if not page.total else f"No documents at offset {offset} (of {page.total}).")
         return
-    table = Table(title=f"Documents {offset + 1}–{offset + len(page.items)} of {page.total}")
-    table.add_column("document_id", overflow="fold", no_wrap=True)
-    table.add_column("source", overflow="fold")
-    table.add_column("type")
-    table.add_column("chunks", justify="right")
-    table.add_column("tags", overflow="fold")
-    table.add_column("created")
-    for document in page.items:
-        table.add_row(
-            *(
-                escape(cell)
-                for cell in (
-                    document.document_id,
-                    document.source_id,
-                    document.source_type,
-                    str(document.chunk_count),
-                    ", ".join(document.tags),
-                    document.created_at[:19].replace("T", " "),
-                )
-            )
-        )
-    console.print(table)
+    columns = [
+        Column("document_id", on_terminal=short_id, terminal_header="id"),
+        Column("collection", width=10),
+        Column("source", flexible=True),
+        Column("type", width=6),
+        Column("chunks", justify="right"),
+        Column("tags", width=12),
+        Column("created", on_terminal=lambda stamp: stamp[:10]),
+    ]
+    rows = [
+        [
+            document.document_id,
+            document.collection or "",
+            document.source_id,
+            document.source_type,
+            str(document.chunk_count),
+            ",".join(document.tags),
+            document.created_at,
+        ]
+        for document in page.items
+    ]
+    print_rows(columns, rows, title=f"Documents {offset + 1}–{offset + len(page.items)} of {page.total}")
 
 
 @documents_app.command("show")
 def documents_show(
-    document_id: Annotated[str, typer.Argument(help="The document's id.")],
+    reference: Annotated[str, typer.Argument(help="The document's id, id prefix, source id or file name.")],
     chunks: Annotated[int, typer.Option("--chunks", min=0, max=1000, help="How many chunks to list.")] = 20,
     full: Annotated[bool, typer.Option("--full", help="Print each chunk's whole text.")] = False,
+    collection: Annotated[
+        str | None, typer.Option("--collection", "-c", help="Look only in this collection (default: all).")
+    ] = None,
     as_json: AsJson = False,
     url: Url = None,
     api_key: ApiKey = None,
@@ -475,17 +541,15 @@ def documents_show(
     """A document's metadata and its chunks, with their pages."""
 
     async def work(client: CarragClient) -> tuple[DocumentOut, ChunkPageOut | None]:
-        document = await client.get_document(document_id)
-        listed = await client.get_chunks(document_id, limit=chunks) if chunks else None
+        document = await resolve_document(client, reference, collection)
+        listed = await client.get_chunks(document.document_id, limit=chunks) if chunks else None
         return document, listed
 
     document, listed = run_with_client(url, api_key, work)
     if as_json:
         print_json({"document": document, "chunks": listed})
         return
-    details = Table.grid(padding=(0, 2))
-    details.add_column(style="bold")
-    details.add_column(overflow="fold")
+    fields = []
     for key in (
         "document_id",
         "filename",
@@ -498,45 +562,133 @@ def documents_show(
         "created_at",
     ):
         value = getattr(document, key)
-        details.add_row(
-            key, escape(", ".join(value) if isinstance(value, list) else str(value if value is not None else "-"))
-        )
-    for key, value in document.metadata.items():
-        details.add_row(
-            f"metadata.{key}",
-            escape(json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)),
-        )
-    console.print(details)
+        fields.append((key, ", ".join(value) if isinstance(value, list) else str(value if value is not None else "-")))
+    for prefix, metadata in (("metadata", document.metadata), ("system", document.system_metadata)):
+        for key, value in metadata.items():
+            shown = json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)
+            fields.append((f"{prefix}.{key}", shown))
+    print_fields(fields)
     if not listed:
         return
-    table = Table(title=f"Chunks 1–{len(listed.items)} of {listed.total}")
-    table.add_column("#", justify="right")
-    table.add_column("page")
-    table.add_column("chars", no_wrap=True)
-    table.add_column("text", ratio=1)
-    for chunk in listed.items:
-        text = chunk.text if full else one_line(chunk.text, 160)
-        table.add_row(
-            str(chunk.chunk_index),
-            pages_label(chunk.pages),
-            f"{chunk.char_start}–{chunk.char_end}",
-            escape(text),
-        )
-    console.print(table)
+    if not console.is_terminal:
+        typer.echo("")
+    columns = [Column("#", justify="right"), Column("page", width=12), Column("chars"), Column("text", flexible=True)]
+    rows = [
+        [str(chunk.chunk_index), pages_label(chunk.pages), f"{chunk.char_start}–{chunk.char_end}", chunk.text]
+        for chunk in listed.items
+    ]
+    title = f"Chunks 1–{len(listed.items)} of {listed.total}"
+    if full and console.is_terminal:
+        table = Table(title=title)
+        for column in ("#", "page", "chars"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("text", ratio=1)
+        for row in rows:
+            table.add_row(*(escape(cell) for cell in row))
+        console.print(table)
+    else:
+        print_rows(columns, rows, title=title)
 
 
 @documents_app.command("delete")
 def documents_delete(
-    document_id: Annotated[str, typer.Argument(help="The document's id.")],
+    reference: Annotated[
+        str | None, typer.Argument(help="The document's id, id prefix, source id or file name.")
+    ] = None,
+    source: Annotated[
+        str | None, typer.Option("--source", help="Delete the document stored under this source id instead.")
+    ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    collection: Annotated[
+        str | None,
+        typer.Option("--collection", "-c", help="Look only in this collection (default: all; with --source: default)."),
+    ] = None,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
     """Delete a document and all its chunks."""
-    if not yes and not typer.confirm(f"Delete document {document_id} and all its chunks?"):
+    if source is not None:
+        if reference is not None:
+            raise typer.BadParameter("give a document or --source, not both", param_hint="--source")
+        delete_by_source(source, collection, yes, url, api_key)
+        return
+    if reference is None:
+        raise typer.BadParameter("give a document (id, id prefix, source id or file name) or --source")
+
+    async def work(client: CarragClient) -> str | None:
+        document = await resolve_document(client, reference, collection)
+        question = f"Delete document {document.document_id} ({document.source_id}) and all its chunks?"
+        if not yes and not typer.confirm(question):
+            return None
+        await client.delete_document(document.document_id)
+        return f"Deleted {document.document_id} ({document.source_id})."
+
+    done = run_with_client(url, api_key, work)
+    if done is None:
         raise typer.Exit(1)
-    run_with_client(url, api_key, lambda client: client.delete_document(document_id))
-    console.print(f"Deleted {escape(document_id)}.")
+    typer.echo(done)
+
+
+@app.command()
+def health(as_json: AsJson = False, url: Url = None, api_key: ApiKey = None) -> None:
+    """Each component's state (store, embedder, LLM, reranker); exit 1 when the store or embedder is unavailable."""
+    report = run_with_client(url, api_key, lambda client: client.health())
+    if as_json:
+        print_json(report)
+    else:
+        rows = [
+            [name, component.status, component.backend, component.model or "-", component.detail or ""]
+            for name, component in report.components.items()
+        ]
+        columns = [Column("component"), Column("status"), Column("backend"), Column("model", width=24)]
+        print_rows([*columns, Column("detail", flexible=True)], rows, title=f"Carrag {report.version}: {report.status}")
+    if report.status == "unavailable":
+        raise typer.Exit(1)
+
+
+@app.command()
+def jobs(
+    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="Most recent jobs to list.")] = 50,
+    as_json: AsJson = False,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Recent ingest jobs, newest first: a server's async ingests, as recorded in its store."""
+    listed = run_with_client(url, api_key, lambda client: client.list_jobs(limit=limit))
+    if as_json:
+        print_json(listed)
+        return
+    if not listed.items:
+        print_note("No jobs.")
+        return
+    columns = [
+        Column("job_id", on_terminal=short_id, terminal_header="job"),
+        Column("state", width=9),
+        Column("progress", justify="right"),
+        Column("source", flexible=True),
+        Column("document_id", on_terminal=short_id, terminal_header="id"),
+        Column("created", on_terminal=lambda stamp: stamp[11:19]),
+    ]
+    rows = [
+        [
+            job.job_id,
+            job.state,
+            f"{job.progress.done}/{job.progress.total}" if job.progress.total else "",
+            job.source,
+            job.result.document_id if job.result else "",
+            job.created_at,
+        ]
+        for job in listed.items
+    ]
+    print_rows(columns, rows, title=f"Jobs: {len(listed.items)} of {listed.total}")
+
+
+def delete_by_source(source_id: str, collection: str | None, yes: bool, url: str | None, api_key: str | None) -> None:
+    if not yes and not typer.confirm(f"Delete the document with source id {source_id} and all its chunks?"):
+        raise typer.Exit(1)
+    deleted = run_with_client(url, api_key, lambda client: client.delete_by_source(source_id, collection))
+    for document in deleted.documents:
+        console.print(f"Deleted {escape(document.document_id)} ({escape(document.filename)}).")
 
 
 @app.command()
@@ -672,8 +824,9 @@ def reindex(
         bool, typer.Option("--keep-old", help="Keep the previous index after the alias has moved.")
     ] = False,
 ) -> None:
-    """Re-embed every document (STORE=elasticsearch) with the configured model into a new index and
-    move the alias to it; searches keep working throughout, writes pause for the final catch-up."""
+    """Re-embed every document with the configured model. SQLite: new vectors beside the old ones,
+    swapped in by one transaction at the end (interrupt and re-run: it continues). Elasticsearch: a
+    new index, then the alias moves (writes pause for the final catch-up)."""
     from carrag.cli.reindex import run_reindex
 
     run_reindex(Settings(), keep_old)

@@ -1,4 +1,9 @@
-"""`carrag reindex`: re-embed the Elasticsearch index into a new generation and swap its alias."""
+"""`carrag reindex`: re-embed every document with the configured model.
+
+SQLite: the new vectors are built beside the old ones with a progress bar and swapped in at the end
+(interrupt it and run it again: it continues). Elasticsearch: a new index generation, then the
+alias swap. `carrag/services/reindexing.py` does the work; ``POST /admin/reindex`` runs the same.
+"""
 
 from __future__ import annotations
 
@@ -7,40 +12,52 @@ import asyncio
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from carrag.services.errors import CarragError
+from carrag.services.reindexing import ReindexStatus
 from carrag.services.settings import Settings
 
 console = Console()
 
 
 def run_reindex(settings: Settings, keep_old: bool) -> None:
-    if settings.store != "elasticsearch":
-        console.print("carrag reindex works on STORE=elasticsearch (a SQLite store is re-ingested with --force).")
-        raise typer.Exit(2)
     try:
-        result = asyncio.run(_reindex(settings, keep_old))
+        status = asyncio.run(_reindex(settings, keep_old))
     except CarragError as exc:
         console.print(f"[red]error:[/red] {escape(exc.message)}")
+        if settings.store == "sqlite" and "already open in another Carrag process" in exc.message:
+            console.print("While the server runs, start the reindex there: POST /admin/reindex (docs/api.md).")
         raise typer.Exit(1) from exc
+    except KeyboardInterrupt:
+        console.print("Interrupted: the vectors embedded so far are kept; run `carrag reindex` again to continue.")
+        raise typer.Exit(130) from None
     console.print(
-        f"Reindexed {result.documents} documents ({result.chunks} chunks, {result.caught_up} caught up after "
-        f"blocking writes) from {result.old_index} into {result.new_index}; "
-        + ("old index deleted." if result.old_deleted else f"old index {result.old_index} kept.")
+        f"Reindexed with {escape(status.model or '?')}: {status.done} {status.unit} in {status.seconds:.0f} s"
+        + (f"; {escape(status.detail)}" if status.detail else "")
     )
 
 
-async def _reindex(settings: Settings, keep_old: bool):
+async def _reindex(settings: Settings, keep_old: bool) -> ReindexStatus:
     from carrag.services.container import build_container
-    from carrag.services.stores.elasticsearch.reindex import reindex
+    from carrag.services.reindexing import Reindexer
 
     container = await build_container(settings.model_copy(update={"llm": "none", "tagger": "off"}))
     try:
-        return await reindex(
-            container.store,  # type: ignore[arg-type]
-            container.embedder,
-            keep_old=keep_old,
-            report=lambda line: console.print(escape(line)),
-        )
+        reindexer = container.reindexer or Reindexer(container.store, container.embedder)
+        with Progress(
+            TextColumn("re-embedding"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[unit]}"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        ) as bar:
+            unit = "chunks" if container.store.backend == "sqlite" else "documents"
+            task = bar.add_task("reindex", total=None, unit=unit)
+            return await reindexer.run(
+                lambda done, total: bar.update(task, completed=done, total=total), keep_old=keep_old
+            )
     finally:
-        await container.store.close()
+        await container.aclose()

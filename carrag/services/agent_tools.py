@@ -16,7 +16,7 @@ from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.collections import CollectionService
 from carrag.services.documents import DocumentService
 from carrag.services.models import DEFAULT_COLLECTION
-from carrag.services.requests import RequestFactory
+from carrag.services.requests import MetadataFilters, RequestFactory
 from carrag.services.retrieval.search import EMPTY_INDEX_MESSAGE, SearchHit, SearchService
 
 PASSAGE_SEPARATOR = "\n\n---\n\n"
@@ -43,15 +43,20 @@ async def search_documents(
     search: SearchService,
     requests: RequestFactory,
     query: str,
-    top_k: int = 5,
+    top_k: int | None = None,
     source: str | None = None,
     collections: list[str] | None = None,
     *,
+    tags: list[str] | None = None,
+    filters: MetadataFilters | None = None,
     principal: Principal = FULL_ACCESS,
 ) -> str:
     """Hybrid search (BM25 + kNN, fused, reranked, expanded) formatted for an agent to read;
-    ``collections``: the collections searched (none: ``default``; each must be in ``principal``'s scope)."""
-    request = requests.search(query, top_k=top_k, source=source, collections=collections, principal=principal)
+    ``top_k`` None: DEFAULT_TOP_K; ``collections``: the collections searched (none: ``default``; each
+    must be in ``principal``'s scope)."""
+    request = requests.search(
+        query, top_k=top_k, source=source, collections=collections, tags=tags, filters=filters, principal=principal
+    )
     source = request.filters.source
     outcome = await search.search(request)
     if not outcome.hits:

@@ -29,6 +29,7 @@ from carrag.services.jobs import JobManager
 from carrag.services.llms.base import LLM
 from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.models import ComponentHealth
+from carrag.services.reindexing import Reindexer
 from carrag.services.requests import RequestFactory
 from carrag.services.rerankers.base import Reranker
 from carrag.services.rerankers.flashrank import FlashrankReranker
@@ -104,6 +105,19 @@ def build_embedding_backend(settings: Settings) -> EmbeddingBackend:
 
             return OllamaEmbedder(
                 settings.ollama_base_url, settings.ollama_embed_model, timeout=settings.ollama_timeout
+            )
+        if settings.embedder == "openai":
+            from carrag.services.embedders.openai_compatible import OpenAICompatibleEmbedder
+
+            return OpenAICompatibleEmbedder(
+                settings.embeddings_base_url,
+                settings.embeddings_model,
+                revealed(settings.embeddings_api_key),
+                dimensions=settings.embeddings_dimensions,
+                max_inputs=settings.embed_batch_size,
+                timeout=settings.embed_timeout,
+                retries=settings.embed_retries,
+                backoff=settings.embed_retry_backoff,
             )
         from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
 
@@ -188,6 +202,7 @@ class Container:
     jobs: JobManager
     telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
+    reindexer: Reindexer | None = None  # `carrag reindex` / POST /admin/reindex
 
     @property
     def collections(self) -> CollectionService:
@@ -201,6 +216,8 @@ class Container:
         return {"store": store, "embedder": embedder, "llm": llm, "reranker": reranker}
 
     async def aclose(self) -> None:
+        if self.reindexer is not None:
+            await self.reindexer.aclose()  # committed batches stay: the next run continues from them
         for close in (self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close):
             try:
                 await close()
@@ -276,4 +293,5 @@ async def build_container(
         ),
         telemetry=telemetry,
         startup_errors=startup_errors,
+        reindexer=Reindexer(store, embedder),
     )

@@ -4,13 +4,15 @@ and the CLI share."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from carrag.services.access import FULL_ACCESS, Principal, can_read_collection_id, readable_collection_ids
 from carrag.services.collections import CollectionService
 from carrag.services.errors import NotFound
-from carrag.services.models import DocumentRecord
-from carrag.services.requests import normalise_tags
+from carrag.services.models import DEFAULT_COLLECTION, DocumentRecord
+from carrag.services.requests import normalise_tags, user_metadata
 from carrag.services.stores.base import ChunkListing, Store
 
 logger = logging.getLogger(__name__)
@@ -37,6 +39,16 @@ class ChunkList:
 class DeletedDocument:
     document_id: str
     deleted: bool = True
+
+
+@dataclass(slots=True)
+class DeletedSource:
+    source_id: str
+    documents: list[DocumentRecord]  # what was deleted
+
+    @property
+    def deleted(self) -> int:
+        return len(self.documents)
 
 
 @dataclass(slots=True)
@@ -79,6 +91,34 @@ class DocumentService:
         await self.collections.name_documents(page.items)
         return DocumentList(page.items, page.total, offset, limit)
 
+    async def find(
+        self,
+        reference: str,
+        *,
+        limit: int = 10,
+        collections: list[str] | None = None,
+        principal: Principal = FULL_ACCESS,
+    ) -> DocumentList:
+        """The documents a user's reference names (`carrag documents show <ref>`, ``GET /documents?ref=``):
+        an exact id names one document; else an exact source id names its documents (one per collection);
+        else every document whose id starts with it or whose file name (last segment of the source id) it
+        is. ``collections`` (names; unknown → NotFound, outside ``principal``'s scope → Forbidden) restricts
+        it; none: every collection ``principal`` may read (a document elsewhere is never named). One item
+        means the reference is unambiguous; several are the candidates to choose from."""
+        reference = reference.strip()
+        collection_ids = await self._listed_collection_ids(collections, principal)
+        if collection_ids == ():
+            return DocumentList([], 0, 0, limit)
+        page = await self.store.find_documents(reference, limit=limit, collection_ids=collection_ids or ())
+        await self.collections.name_documents(page.items)
+        exact_id = [record for record in page.items if record.document_id == reference]
+        if exact_id:
+            return DocumentList(exact_id, 1, 0, limit)
+        exact_source = [record for record in page.items if record.source_id == reference]
+        if exact_source:
+            return DocumentList(exact_source, len(exact_source), 0, limit)
+        return DocumentList(page.items, page.total, 0, limit)
+
     async def chunks(
         self, document_id: str, *, offset: int = 0, limit: int = 100, principal: Principal = FULL_ACCESS
     ) -> ChunkList:
@@ -93,15 +133,18 @@ class DocumentService:
         *,
         tags: list[str] | None = None,
         title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
         principal: Principal = FULL_ACCESS,
     ) -> DocumentRecord:
-        """Replace a document's tags and/or set its title, in place (same id, no re-embedding), or
-        NotFound (404). Tags are normalised as at ingest; None leaves a field as it is."""
+        """Replace a document's tags, set its title and/or replace its user metadata, in place (same
+        id, no re-embedding), or NotFound (404). Tags are normalised and metadata checked as at
+        ingest; None leaves a field as it is. The system metadata is never touched."""
         await self._check_change(document_id, principal)
         record = await self.store.update_metadata(
             document_id,
             tags=normalise_tags(tags) if tags is not None else None,
             title=title.strip() if title is not None else None,
+            user_metadata=user_metadata(metadata) if metadata is not None else None,
         )
         if record is None:
             raise NotFound(f"No document with id {document_id}.")
@@ -115,6 +158,27 @@ class DocumentService:
         if not await self.store.delete_document(document_id):
             raise NotFound(f"No document with id {document_id}.")
         return DeletedDocument(document_id)
+
+    async def delete_by_source(
+        self, source_id: str, collections: Sequence[str] | None = None, principal: Principal = FULL_ACCESS
+    ) -> DeletedSource:
+        """Delete the document stored under ``source_id`` (exact) in each of the collections (names;
+        none: ``default``; an unknown one is NotFound), or NotFound (404) when there is none. 403
+        when ``principal`` may not write to one of the collections."""
+        names = list(collections or [DEFAULT_COLLECTION])
+        for name in names:
+            principal.check_write(name)
+        source_id = source_id.strip()
+        deleted: list[DocumentRecord] = []
+        for collection in await self.collections.resolve(names):
+            record = await self.store.find_by_source(source_id, collection.collection_id) if source_id else None
+            if record is not None and await self.store.delete_document(record.document_id):
+                deleted.append(record)
+        await self.collections.name_documents(deleted)
+        if not deleted:
+            raise NotFound(f"No document with source id {source_id!r}.")
+        logger.info("documents deleted by source id", extra={"source_id": source_id, "documents": len(deleted)})
+        return DeletedSource(source_id, deleted)
 
     async def _check_change(self, document_id: str, principal: Principal) -> None:
         """NotFound (404) for a document ``principal`` may not see, Forbidden (403) for one it may only read."""

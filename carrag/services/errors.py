@@ -54,7 +54,8 @@ class EmbeddingModelMismatch(Conflict):
             f"The store was built with embedding model {stored}, but the configured embedder is "
             f"{current}. Vectors from different models cannot be compared. Either configure the "
             "original model again, or empty the store and re-ingest with the new one: `carrag reset` "
-            "(CLI) or POST /admin/reset (API), then ingest again."
+            "(CLI) or POST /admin/reset (API), then ingest again; or keep the documents and re-embed "
+            "them: `carrag reindex` or POST /admin/reindex."
         )
         self.stored = stored
         self.current = current
@@ -79,6 +80,11 @@ class DependencyUnavailable(CarragError):
     def __init__(self, component: str, message: str) -> None:
         super().__init__(f"{component} unavailable: {message}")
         self.component = component
+
+
+class NotRetryable(DependencyUnavailable):
+    """The component failed in a way the same request will meet again (a refused key, an unknown
+    model, a rejected request, or the adapter has already retried): callers that retry give up (503)."""
 
 
 class IngestCancelled(CarragError):

@@ -320,8 +320,14 @@ class IngestionService:
         if existing is not None and existing.content_hash == digest and not options.force:
             status = IngestStatus.UNCHANGED
             merged = merge_tags(existing.tags, user_tags)
-            if merged != existing.tags:  # new tags for the same content: added in place, nothing re-embedded
-                updated = await self.store.update_metadata(existing.document_id, tags=merged)
+            metadata = {**existing.user_metadata, **options.metadata}
+            if merged != existing.tags or metadata != existing.user_metadata:
+                # new tags or metadata for the same content: added in place, nothing re-embedded
+                updated = await self.store.update_metadata(
+                    existing.document_id,
+                    tags=merged if merged != existing.tags else None,
+                    user_metadata=metadata if metadata != existing.user_metadata else None,
+                )
                 if updated is not None:
                     existing, status = updated, IngestStatus.UPDATED
             self._report(status, timings)
@@ -399,6 +405,7 @@ class IngestionService:
             created_at=datetime.now(UTC).isoformat(),
             title=parsed.title,
             external_id=options.external_id,
+            user_metadata=dict(options.metadata),
             collection_id=collection.collection_id,
         )
         replaced = await self.store.write_document(record, chunks, vectors, identity)

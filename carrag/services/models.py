@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from carrag.services.errors import EmbeddingModelMismatch
 from carrag.services.vocabulary import HealthStatus
+
+MetadataValue = str | int | float | bool
+
+
+def metadata_value(value: MetadataValue) -> str:
+    """A user metadata value as both stores index and filters compare it: JSON's spelling of
+    numbers and booleans (``2024``, ``1.5``, ``true``), strings as they are. So ``year=2024``
+    from the CLI matches ``{"year": 2024}`` from JSON."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def metadata_pairs(metadata: dict[str, MetadataValue]) -> list[str]:
+    """``key=value`` terms of user metadata (keys never contain ``=``), as indexed for filters."""
+    return [f"{key}={metadata_value(value)}" for key, value in metadata.items()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +70,9 @@ class DocumentRecord:
     created_at: str  # ISO 8601, UTC
     title: str | None = None
     external_id: str | None = None
+    # The user's own metadata (scalar values; ingest, PATCH): `metadata` above is what Carrag
+    # recorded (parser, chunking), so replacing one never touches the other.
+    user_metadata: dict[str, MetadataValue] = field(default_factory=dict)
     collection_id: str = "default"  # the collection (knowledge base) it belongs to
     # its name, filled by the services for display (`CollectionService.name_documents`); stores ignore it
     collection_name: str | None = field(default=None, compare=False)
@@ -96,6 +114,12 @@ class SearchFilters:
     tags: tuple[str, ...] = ()  # a chunk matches when its document has ANY of these tags
     source: str | None = None  # exact source id, or a glob (`*`, `?`, `[...]`)
     document_ids: tuple[str, ...] = ()
+    tag_prefixes: tuple[str, ...] = ()  # ... ANY tag starting with one of these
+    metadata: tuple[tuple[str, str], ...] = ()  # (key, canonical value): ALL must match (`metadata_value`)
+    source_types: tuple[str, ...] = ()  # ANY of these source types
+    created_after: str | None = None  # ISO 8601, UTC (`created_at >= created_after`)
+    created_before: str | None = None  # ISO 8601, UTC (`created_at < created_before`)
+    filename_glob: str | None = None  # GLOB on the file name (case-sensitive)
     # the collections searched (ids); empty means every collection (the services always fill it)
     collection_ids: tuple[str, ...] = ()
 

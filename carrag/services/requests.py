@@ -8,13 +8,18 @@ tags and source filters are written once. The services take these types and trus
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
 
 from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.answers.modes import AnswerMode
 from carrag.services.errors import InvalidInput
-from carrag.services.models import DEFAULT_COLLECTION, ChatMessage, SearchFilters
+from carrag.services.models import DEFAULT_COLLECTION, ChatMessage, MetadataValue, SearchFilters, metadata_value
 from carrag.services.settings import Settings
 from carrag.services.vocabulary import ChunkingStrategy, SearchMode
 
@@ -63,6 +68,7 @@ class IngestCommand:
     force: bool = False
     external_id: str | None = None
     title: str | None = None
+    metadata: dict[str, MetadataValue] = field(default_factory=dict)  # the user's (`user_metadata`)
     collections: tuple[str, ...] = (DEFAULT_COLLECTION,)  # exactly one: the collection ingested into
 
     @property
@@ -95,6 +101,87 @@ def search_filters(tags: Iterable[str] | None = None, source: str | None = None)
     return SearchFilters(tags=tuple(normalise_tags(tags)), source=(source or "").strip() or None)
 
 
+@dataclass(frozen=True, slots=True)
+class MetadataFilters:
+    """The document filters beyond tags and source (`SearchFilters`), as a caller gives them."""
+
+    tag_prefixes: Iterable[str] | None = None  # documents with a tag starting with any of these
+    metadata: Mapping[str, Any] | None = None  # user metadata key = value, all must match
+    source_types: Iterable[str] | None = None  # any of these source types
+    created_after: str | datetime | None = None  # ISO 8601 (naive: UTC); created at or after
+    created_before: str | datetime | None = None  # ... strictly before
+    filename: str | None = None  # file name glob (`*`, `?`, `[...]`, case-sensitive)
+
+    def apply(self, filters: SearchFilters) -> SearchFilters:
+        after = iso_timestamp(self.created_after, "created_after")
+        before = iso_timestamp(self.created_before, "created_before")
+        return dataclasses.replace(
+            filters,
+            tag_prefixes=tuple(normalise_tags(self.tag_prefixes)),
+            metadata=tuple(sorted((key, metadata_value(value)) for key, value in user_metadata(self.metadata).items())),
+            source_types=tuple(dict.fromkeys(t.strip().lower() for t in self.source_types or [] if t.strip())),
+            created_after=after,
+            created_before=before,
+            filename_glob=(self.filename or "").strip() or None,
+        )
+
+
+METADATA_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
+MAX_METADATA_KEYS = 50
+MAX_METADATA_VALUE_CHARS = 1000
+
+
+def user_metadata(raw: Mapping[str, Any] | None) -> dict[str, MetadataValue]:
+    """User metadata checked: at most 50 keys of 1–64 letters, digits, ``_ . : -`` (starting with a
+    letter or digit), each value a string (≤ 1000 characters), number or boolean. InvalidInput otherwise."""
+    raw = raw or {}
+    if not isinstance(raw, Mapping):
+        raise InvalidInput("metadata must be a JSON object of key/value pairs.")
+    if len(raw) > MAX_METADATA_KEYS:
+        raise InvalidInput(f"metadata has {len(raw)} keys; the limit is {MAX_METADATA_KEYS}.")
+    checked: dict[str, MetadataValue] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not METADATA_KEY.fullmatch(key):
+            raise InvalidInput(
+                f"metadata key {key!r} is not allowed: 1-64 letters, digits, '_', '.', ':' or '-', "
+                "starting with a letter or digit."
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidInput(f"metadata value of {key!r} must be a finite number.")
+        if not isinstance(value, str | int | float | bool):
+            raise InvalidInput(f"metadata value of {key!r} must be a string, number or boolean.")
+        if isinstance(value, str) and len(value) > MAX_METADATA_VALUE_CHARS:
+            raise InvalidInput(f"metadata value of {key!r} is longer than {MAX_METADATA_VALUE_CHARS} characters.")
+        checked[key] = value
+    return checked
+
+
+def parse_metadata_pairs(pairs: Iterable[str] | None) -> dict[str, str]:
+    """``key=value`` strings (the CLI's repeated ``--meta``) as a dict; values stay strings."""
+    parsed: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise InvalidInput(f"metadata {pair!r} must be key=value.")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def iso_timestamp(value: str | datetime | None, name: str) -> str | None:
+    """An ISO 8601 date or date-time as UTC ISO 8601 text (a naive one is taken as UTC); InvalidInput
+    when it is not one."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise InvalidInput(f"{name} must be an ISO 8601 date or date-time; got {value!r}.") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat()
+
+
 class RequestFactory:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -109,6 +196,7 @@ class RequestFactory:
         rerank: bool | None = None,
         mode: SearchMode = SearchMode.HYBRID,
         explain: bool = False,
+        filters: MetadataFilters | None = None,
         principal: Principal = FULL_ACCESS,
         collection: str | None = None,
         collections: Iterable[str] | None = None,
@@ -116,10 +204,13 @@ class RequestFactory:
         """A validated search; 403 (Forbidden) when ``principal`` may not read a collection it searches."""
         names = collection_names(collection, collections)
         principal.check_read(names)  # each collection searched, before whether it exists (no probing)
+        restrictions = search_filters(tags, source)
+        if filters is not None:
+            restrictions = filters.apply(restrictions)
         return SearchQuery(
             self._question(question),
             self._top_k(top_k),
-            search_filters(tags, source),
+            restrictions,
             rerank,
             mode,
             explain,
@@ -137,6 +228,7 @@ class RequestFactory:
         force: bool = False,
         external_id: str | None = None,
         title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
         principal: Principal = FULL_ACCESS,
         collection: str | None = None,
     ) -> IngestCommand:
@@ -158,6 +250,7 @@ class RequestFactory:
             force=force,
             external_id=external_id,
             title=title,
+            metadata=user_metadata(metadata),
             collections=names,
         )
 

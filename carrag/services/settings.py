@@ -154,7 +154,11 @@ class Settings(BaseSettings):
     tagging_timeout: float = Field(60.0, gt=0, description="Seconds before LLM tagging gives up.")
 
     # --- embeddings ------------------------------------------------------------------------------
-    embedder: Literal["local", "ollama"] = Field("local", description="Embedding backend.")
+    embedder: Literal["local", "ollama", "openai"] = Field(
+        "local",
+        description="Embedding backend: `local` (packaged MiniLM), `ollama`, or `openai` (any OpenAI-compatible "
+        "`/embeddings` endpoint, configured by the EMBEDDINGS_* settings, separate from the LLM's).",
+    )
     local_embedding_model_path: Path | None = Field(
         None, description="ONNX model file for the local embedder (default: the packaged MiniLM)."
     )
@@ -169,6 +173,20 @@ class Settings(BaseSettings):
     embed_retry_backoff: float = Field(0.5, ge=0, description="First retry delay (doubles each time).")
     embed_cache_size: int = Field(
         10_000, ge=0, description="Embeddings kept in the in-memory LRU cache (0 disables it)."
+    )
+
+    # --- hosted embeddings (EMBEDDER=openai) -------------------------------------------------------
+    embeddings_base_url: str = Field(
+        "https://api.openai.com/v1",
+        description="Base URL of the OpenAI-compatible embeddings server (EMBEDDER=openai); `/embeddings` is "
+        "appended. Any other URL than OpenAI's is part of the recorded model identity.",
+    )
+    embeddings_api_key: SecretStr | None = Field(
+        None, description="Bearer key for the embeddings server (not OPENAI_API_KEY, which is the LLM's)."
+    )
+    embeddings_model: str = Field("text-embedding-3-small", description="Embedding model on that server.")
+    embeddings_dimensions: int | None = Field(
+        None, ge=1, le=8192, description="Ask for vectors of this length (models that support `dimensions`)."
     )
 
     # --- Ollama / OpenAI-compatible servers --------------------------------------------------------
@@ -437,7 +455,21 @@ EMBEDDER=ollama OLLAMA_BASE_URL=http://localhost:11434
 LLM=ollama
 ```
 
-Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`) makes the existing vectors
+Hosted embeddings (any OpenAI-compatible `/embeddings`: OpenAI, vLLM, llama.cpp's server, LM Studio)
+have their own URL, key and model, apart from the LLM's `OPENAI_*`:
+
+```bash
+EMBEDDER=openai EMBEDDINGS_MODEL=text-embedding-3-small
+EMBEDDINGS_BASE_URL=https://api.openai.com/v1 EMBEDDINGS_API_KEY=sk-...
+EMBEDDINGS_DIMENSIONS=512  # optional: shorter vectors, for models that support it
+```
+
+The store records the model as `openai:<model>` (plus a hash of the URL for any other server than
+OpenAI's) with the vectors' dimension. Rate limits (429) and server errors are retried with backoff,
+honouring `Retry-After`; a refused key (401/403) or an unknown model (404) fails at once, naming the
+setting to check.
+
+Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`, `EMBEDDINGS_MODEL`) makes the existing vectors
 incomparable: ingestion and queries are refused with a message naming both models until the store
 is emptied (`carrag reset`, or `POST /admin/reset`) and the documents ingested again.
 

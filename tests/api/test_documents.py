@@ -29,7 +29,7 @@ async def test_list_page_filter_inspect_delete(client: httpx.AsyncClient, contai
     assert {d["document_id"] for d in shared["items"]} == {a["document_id"], b["document_id"]}
 
     detail = (await client.get(f"/documents/{a['document_id']}")).json()
-    assert detail["chunk_count"] == a["chunk_count"] and detail["metadata"]["line_count"] == 1
+    assert detail["chunk_count"] == a["chunk_count"] and detail["system_metadata"]["line_count"] == 1
     assert detail["source_type"] == "text" and len(detail["content_hash"]) == 64
 
     response = await client.delete(f"/documents/{a['document_id']}")
@@ -93,3 +93,25 @@ async def test_patch_unknown_document_is_404_and_bad_bodies_are_422(client: http
     path = f"/documents/{document['document_id']}"
     for body in ({}, {"tags": "not-a-list"}, {"title": "   "}, {"title": ""}, {"tags": ["x"] * 51}):
         assert (await client.patch(path, json=body)).status_code == 422, body
+
+
+async def test_ref_resolves_an_id_prefix_source_id_or_file_name(client: httpx.AsyncClient) -> None:
+    first = await ingest(client, "brakes.txt", "Bleed the brakes every two years. " * 20)
+    response = await client.post(
+        "/ingest/file",
+        files={"file": ("brakes.txt", b"Brake pads wear out after 50,000 km. " * 20)},
+        data={"source_id": "garage/brakes.txt"},
+    )
+    second = response.json()
+
+    async def resolved(ref: str) -> list[str]:
+        answer = await client.get("/documents", params={"ref": ref})
+        assert answer.status_code == 200, answer.text
+        return [d["document_id"] for d in answer.json()["items"]]
+
+    assert await resolved(first["document_id"][:8]) == [first["document_id"]]
+    assert await resolved(second["document_id"]) == [second["document_id"]]
+    assert await resolved("brakes.txt") == [first["document_id"]], "an exact source id wins over a file name"
+    assert await resolved("garage/brakes.txt") == [second["document_id"]]
+    assert await resolved("nothing.txt") == []
+    assert (await client.get("/documents", params={"ref": ""})).status_code == 422

@@ -99,8 +99,8 @@ async def test_every_format_end_to_end(
 
     document = (await client.get(f"/documents/{body['document_id']}")).json()
     assert document["source_type"] == source_type
-    assert metadata.items() <= document["metadata"].items()
-    assert document["metadata"]["chunking"] == {"strategy": "paragraph", "chunk_size": 200, "chunk_overlap": 40}
+    assert metadata.items() <= document["system_metadata"].items()
+    assert document["system_metadata"]["chunking"] == {"strategy": "paragraph", "chunk_size": 200, "chunk_overlap": 40}
 
     parsed = parse_file(path.read_bytes(), filename)
     chunks = await chunks_of(client, body["document_id"])
@@ -156,7 +156,7 @@ async def test_each_strategy_on_a_pdf_keeps_pages(client: httpx.AsyncClient, man
         assert chunk["pages"] == expected
     assert {p for c in chunks for p in c["pages"]} == {1, 3, 4}
     document = (await client.get(f"/documents/{document_id}")).json()
-    assert document["metadata"]["chunking"]["strategy"] == strategy
+    assert document["system_metadata"]["chunking"]["strategy"] == strategy
 
 
 @pytest.fixture
@@ -177,8 +177,8 @@ async def test_settings_choose_the_strategy_and_pdf_mode(
     assert response.status_code == 200, response.text
     document_id = response.json()["document_id"]
     document = (await configured_client.get(f"/documents/{document_id}")).json()
-    assert document["metadata"]["chunking"]["strategy"] == "sentence"
-    assert document["metadata"]["pdf_mode"] == "markdown"
+    assert document["system_metadata"]["chunking"]["strategy"] == "sentence"
+    assert document["system_metadata"]["pdf_mode"] == "markdown"
     chunks = await chunks_of(configured_client, document_id)
     parsed = parse_file(manual_pdf, "manual.pdf", pdf_mode="markdown")
     assert_offsets(parsed.text, chunks)
@@ -219,8 +219,8 @@ async def test_source_files_are_code_chunked_by_default(client: httpx.AsyncClien
     )
     assert response.status_code == 200, response.text
     document = (await client.get(f"/documents/{response.json()['document_id']}")).json()
-    assert document["source_type"] == "code" and document["metadata"]["language"] == "python"
-    assert document["metadata"]["chunking"]["strategy"] == "code"
+    assert document["source_type"] == "code" and document["system_metadata"]["language"] == "python"
+    assert document["system_metadata"]["chunking"]["strategy"] == "code"
     chunks = await chunks_of(client, document["document_id"])
     assert [c["text"].splitlines()[0] for c in chunks] == ["import math", "def to_bar(psi):", "class Gauge:"]
     assert [c["section"] for c in chunks] == [None, "def to_bar", "class Gauge"]

@@ -47,7 +47,19 @@ def text_of(result) -> str:  # type: ignore[no-untyped-def]
 async def check_tools(client: Client) -> None:
     tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == {"search_documents", "list_sources", "list_collections"}
-    assert set(tools["search_documents"].input_schema["properties"]) == {"query", "top_k", "source", "collections"}
+    assert set(tools["search_documents"].input_schema["properties"]) == {
+        "query",
+        "top_k",
+        "source",
+        "collections",
+        "tags",
+        "tag_prefix",
+        "metadata",
+        "source_type",
+        "created_after",
+        "created_before",
+        "filename",
+    }
     assert tools["search_documents"].input_schema["required"] == ["query"]
 
     found = await client.call_tool("search_documents", {"query": "How often is the brake fluid replaced?", "top_k": 2})
@@ -60,6 +72,17 @@ async def check_tools(client: Client) -> None:
     assert {line.split(" | ")[0] for line in only.splitlines() if line.startswith("[Source: ")} == {
         "[Source: manuals/tire_pressure.txt"
     }
+
+    by_name = text_of(
+        await client.call_tool("search_documents", {"query": "oil", "filename": "*tire_*.txt", "top_k": 5})
+    )
+    assert {line.split(" | ")[0] for line in by_name.splitlines() if line.startswith("[Source: ")} == {
+        "[Source: manuals/tire_pressure.txt"
+    }
+    nothing = {"query": "oil", "metadata": {"team": "a"}, "source_type": ["text"], "created_after": "2000-01-01"}
+    assert "[Source: " not in text_of(await client.call_tool("search_documents", nothing))
+    bad_date = await client.call_tool("search_documents", {"query": "oil", "created_before": "yesterday"})
+    assert bad_date.is_error and "created_before must be an ISO 8601" in text_of(bad_date)
 
     listed = text_of(await client.call_tool("list_sources", {}))
     assert listed.splitlines()[1:] == [f"- manuals/{name} (text)" for name in SOURCES]
@@ -112,6 +135,7 @@ async def test_stdio_via_carrag_mcp(tmp_path: Path, embedding_backend) -> None:
             "DATA_DIR": str(tmp_path),
             "LOG_LEVEL": "WARNING",
             "RERANK_ENABLED": "false",
+            "DEFAULT_TOP_K": "1",
         }
     )
     server = StdioServerParameters(
@@ -119,3 +143,5 @@ async def test_stdio_via_carrag_mcp(tmp_path: Path, embedding_backend) -> None:
     )
     async with Client(server, read_timeout_seconds=120) as client:
         await check_tools(client)
+        default = text_of(await client.call_tool("search_documents", {"query": "oil change and tire pressure"}))
+        assert default.count("[Source: ") == 1, "no top_k: DEFAULT_TOP_K"

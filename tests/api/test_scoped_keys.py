@@ -28,7 +28,15 @@ from carrag.api.main import create_app
 from carrag.services.container import Container
 from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
-from tests.conftest import FIXTURES, close_container, make_settings, open_container
+from tests.conftest import (
+    ES_TEST_REFRESH_INTERVAL,
+    FIXTURES,
+    close_container,
+    drop_es_index,
+    es_index_name,
+    make_settings,
+    open_container,
+)
 from tests.live_server import LiveServer
 from tests.security.test_auth_and_cors import endpoints, is_public
 
@@ -92,8 +100,10 @@ MUTATING: dict[tuple[str, str], Build] = {
     ("POST", "/ingest/url"): fetch,
     ("PATCH", "/documents/{document_id}"): document(json={"tags": ["changed"]}),
     ("DELETE", "/documents/{document_id}"): document(),
+    ("DELETE", "/documents"): fixed("/documents?source_id=manuals/brakes.txt"),
     ("DELETE", "/jobs/{job_id}"): job(),
     ("POST", "/admin/reset"): fixed("/admin/reset", json={"confirm": True}),
+    ("POST", "/admin/reindex"): fixed("/admin/reindex"),
     ("POST", "/collections"): fixed("/collections", json={"name": "team-b"}),
     ("PATCH", "/collections/{name}"): fixed("/collections/team-a", json={"name": "team-a-renamed"}),
     ("DELETE", "/collections/{name}"): fixed("/collections/team-a"),
@@ -108,6 +118,7 @@ NAMES_A_COLLECTION: dict[tuple[str, str], Build] = {
     ("POST", "/ingest/url"): fetch,
     ("GET", "/collections/{name}"): fixed("/collections/default"),
     ("GET", "/documents"): fixed("/documents?collection=default"),
+    ("DELETE", "/documents"): fixed("/documents?source_id=manuals/brakes.txt"),
 }
 # Routes about one document or job: 404 when its collection is outside the key's scope.
 ONE_DOCUMENT_OR_JOB: dict[tuple[str, str], Build] = {
@@ -122,7 +133,8 @@ ONE_DOCUMENT_OR_JOB: dict[tuple[str, str], Build] = {
 LISTINGS = {("GET", "/documents"), ("GET", "/jobs"), ("GET", "/collections"), ("GET", "/v1/models")}
 # Administration: a key limited in any way gets 403.
 ADMIN = {("POST", "/admin/reset"), ("POST", "/collections"), ("PATCH", "/collections/{name}")}
-ADMIN |= {("DELETE", "/collections/{name}")}
+ADMIN |= {("DELETE", "/collections/{name}"), ("POST", "/admin/reindex"), ("GET", "/admin/reindex")}
+ADMIN_READS: dict[tuple[str, str], Build] = {("GET", "/admin/reindex"): fixed("/admin/reindex")}
 # /mcp: one ASGI endpoint for every method; its tools check the key's scope (test_mcp_tools_respect_the_scope).
 MCP = {("GET", "/mcp"), ("POST", "/mcp"), ("DELETE", "/mcp")}
 # Nothing in them belongs to a collection: any valid key.
@@ -217,10 +229,11 @@ async def test_a_document_or_job_outside_the_scope_does_not_exist(world: World, 
 
 @pytest.mark.parametrize("route", sorted(ADMIN))
 async def test_admin_needs_full_access(world: World, route: tuple[str, str]) -> None:
+    build = ADMIN_READS.get(route) or MUTATING[route]
     for key, reason in ((TEAM, "access to every collection"), (READER, "read-only"), (TEAM_READER, "read-only")):
-        forbidden(await world.call(key, route, MUTATING[route]), reason)
-    response = await world.call(FULL, route, MUTATING[route])
-    assert response.status_code in (200, 201), response.text[:300]
+        forbidden(await world.call(key, route, build), reason)
+    response = await world.call(FULL, route, build)
+    assert response.status_code in (200, 201, 202), response.text[:300]
     if route == ("POST", "/admin/reset"):
         assert response.json()["documents_deleted"] == 3
 
@@ -297,8 +310,10 @@ async def test_a_key_not_in_api_key_scopes_keeps_full_access(world: World, route
         ("POST", "/ingest/url"): 400,  # refused by the fetcher (a loopback address), not by the key
         ("PATCH", "/documents/{document_id}"): 200,
         ("DELETE", "/documents/{document_id}"): 200,
+        ("DELETE", "/documents"): 200,
         ("DELETE", "/jobs/{job_id}"): 409,  # already finished
         ("POST", "/admin/reset"): 200,
+        ("POST", "/admin/reindex"): 202,
         ("POST", "/collections"): 201,
         ("PATCH", "/collections/{name}"): 200,
         ("DELETE", "/collections/{name}"): 200,
@@ -362,3 +377,71 @@ async def test_the_access_log_names_the_key_used_never_the_key(world: World, cap
     expected = ["key-" + hashlib.sha256(key.encode()).hexdigest()[:10] for key in (FULL, TEAM)]
     assert [getattr(record, "key_id", None) for record in lines] == expected
     assert not any(key in caplog.text for key in (FULL, TEAM))
+
+
+async def test_resolving_a_reference_names_only_documents_the_key_may_see(world: World) -> None:
+    """``GET /documents?ref=`` (what `carrag documents show <ref>` asks) never names a document outside the scope."""
+    headers = {"Authorization": f"Bearer {TEAM}"}
+    for reference in (world.document_id, world.document_id[:8], "manuals/brakes.txt", "brakes.txt"):
+        everything = await world.client.get(
+            "/documents", params={"ref": reference}, headers={"Authorization": f"Bearer {FULL}"}
+        )
+        assert [d["document_id"] for d in everything.json()["items"]] == [world.document_id], reference
+        scoped = await world.client.get("/documents", params={"ref": reference}, headers=headers)
+        assert scoped.status_code == 200 and scoped.json()["items"] == [], reference
+    mine = await world.client.get("/documents", params={"ref": world.team_document_id[:8]}, headers=headers)
+    assert [d["document_id"] for d in mine.json()["items"]] == [world.team_document_id]
+    outside = await world.client.get(
+        "/documents", params={"ref": "brakes.txt", "collection": "default"}, headers=headers
+    )
+    forbidden(outside, "collection 'default'")
+
+
+@pytest.mark.elasticsearch
+async def test_scopes_on_elasticsearch(tmp_path: Path, es_url: str, embedding_backend) -> None:
+    """The same rules on the Elasticsearch store: its collection filters, and job records kept in its index."""
+    settings = keyed_settings(tmp_path).model_copy(
+        update={
+            "store": "elasticsearch",
+            "elasticsearch_url": es_url,
+            "elasticsearch_index": es_index_name("carrag_scoped"),
+            "elasticsearch_refresh_interval": ES_TEST_REFRESH_INTERVAL,
+        }
+    )
+    container = await open_container(settings, embedding_backend)
+    app = create_app(container=container)
+
+    def as_key(key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://carrag.test") as client:
+            assert (await client.post("/collections", json={"name": "team-a"}, headers=as_key(FULL))).status_code == 201
+            brakes = {"file": ("brakes.txt", (FIXTURES / "corpus" / "brakes.txt").read_bytes(), "text/plain")}
+            tires = {"file": ("tires.txt", (FIXTURES / "corpus" / "tire_pressure.txt").read_bytes(), "text/plain")}
+            default_job = await client.post("/ingest/file?async=true", files=brakes, headers=as_key(FULL))
+            assert default_job.status_code == 202, default_job.text
+            job_id = default_job.json()["job_id"]
+            while not (await container.jobs.get(job_id)).finished:
+                await asyncio.sleep(0.05)
+            default_doc = (await container.jobs.get(job_id)).result.document_id  # type: ignore[union-attr]
+            team = await client.post("/ingest/file", files=tires, data={"collection": "team-a"}, headers=as_key(TEAM))
+            assert team.status_code == 200, team.text
+            team_doc = team.json()["document_id"]
+
+            listed = (await client.get("/documents", headers=as_key(TEAM))).json()
+            assert [item["document_id"] for item in listed["items"]] == [team_doc]
+            assert (await client.get("/documents", headers=as_key(FULL))).json()["total"] == 2
+            assert (await client.get(f"/documents/{default_doc}", headers=as_key(TEAM))).status_code == 404
+            assert (await client.get(f"/jobs/{job_id}", headers=as_key(TEAM))).status_code == 404
+            assert (await client.get("/jobs", headers=as_key(TEAM))).json()["total"] == 0
+            question = {"question": "tyre pressure brake fluid", "rerank": False}
+            forbidden(await client.post("/search", json=question, headers=as_key(TEAM)), "collection 'default'")
+            found = await client.post("/search", json={**question, "collection": "team-a"}, headers=as_key(TEAM))
+            assert {hit["document_id"] for hit in found.json()["results"]} == {team_doc}
+            patch = await client.patch(f"/documents/{team_doc}", json={"tags": ["x"]}, headers=as_key(TEAM_READER))
+            forbidden(patch, "read-only")
+    finally:
+        if not container.startup_errors:
+            await drop_es_index(container.store.client, settings.elasticsearch_index)  # type: ignore[attr-defined]
+        await close_container(container)

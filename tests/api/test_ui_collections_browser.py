@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from carrag.bench.browser import ask, open_page, upload_through_ui, wait_for_jobs
+from carrag.bench.browser import ask, enter_api_key, open_page, upload_through_ui, wait_for_jobs
 from carrag.bench.server import server_process
 from tests.api.test_ui_browser import MANUAL, SPLIT_SMALL_DOCUMENTS, browser  # noqa: F401
 
@@ -76,4 +76,25 @@ def test_the_picked_collection_is_where_the_ui_works(browser, tmp_path: Path) ->
         page.reload()
         page.wait_for_function("document.querySelector('#collection-picker').value === 'default'")
         assert page.evaluate("localStorage.getItem('carrag.collection')") is None
+        assert page.errors == []
+
+
+def test_a_key_scoped_to_one_collection_gets_it_picked(browser, tmp_path: Path) -> None:  # noqa: F811
+    """With a key that may not read `default` (API_KEY_SCOPES), the picker offers only the key's
+    collections and picks one of them, so the screens do not ask for `default` and get 403."""
+    scopes = json.dumps({"team-a-key": {"collections": ["team-a"], "read_only": True}})
+    with server_process(
+        tmp_path / "data", LLM="none", API_KEYS="admin-key,team-a-key", API_KEY_SCOPES=scopes
+    ) as server:
+        api = httpx.Client(base_url=server.url, timeout=60, headers={"Authorization": "Bearer admin-key"})
+        assert api.post("/collections", json={"name": "team-a"}).status_code == 201
+        page = open_page(browser, server)
+        enter_api_key(page, "team-a-key")
+        page.wait_for_function("document.querySelector('#collection-picker').value === 'team-a'")
+        options = page.eval_on_selector_all("#collection-picker option", "nodes => nodes.map(n => n.value)")
+        assert options == ["team-a"]
+        assert page.evaluate("localStorage.getItem('carrag.collection')") == "team-a"
+        page.click("nav.tabs >> text=Documents")
+        page.wait_for_selector("#doc-rows")
+        assert "403" not in page.inner_text("body") and "may not read" not in page.inner_text("body")
         assert page.errors == []

@@ -136,10 +136,10 @@ def test_query_search_and_documents(workdir: Path, local_env) -> None:
 
     table = carrag(local_env, "search", "oil filter FL-500S", "--explain", "--top-k", "3")
     assert table.exit_code == 0, table.output
-    header = next(line for line in table.stdout.splitlines() if "score" in line)
-    assert all(column in header for column in ("source", "page", "bm25", "knn", "rrf", "text"))
-    first_row = next(line for line in table.stdout.splitlines() if line.startswith("│ 1 "))
-    assert "manual.pdf" in first_row and "p. 1" in first_row
+    header, first_row = table.stdout.splitlines()[:2]  # not a terminal: tab-separated, header first
+    assert header.split("\t") == ["#", "score", "document_id", "source", "page", "bm25", "knn", "rrf", "text"]
+    cells = first_row.split("\t")
+    assert cells[0] == "1" and len(cells[2]) == 36 and cells[3:5] == ["manual.pdf", "p. 1"], "full ids in plain output"
     as_json = json.loads(carrag(local_env, "search", "oil filter FL-500S", "--json", "--explain").stdout)
     assert as_json["results"][0]["explain"]["bm25_rank"] == 1
 
@@ -148,15 +148,44 @@ def test_query_search_and_documents(workdir: Path, local_env) -> None:
     assert listing.exit_code == 0 and manual["document_id"] in listing.stdout and "guide.md" not in listing.stdout
     shown = carrag(local_env, "documents", "show", manual["document_id"], "--full")
     assert shown.exit_code == 0, shown.output
-    assert re.search(r"^source_id +manual\.pdf", shown.stdout, re.M) and "metadata.total_pages" in shown.stdout
-    assert "Chunks 1–3 of 3" in shown.stdout and "pp. 3–4" in shown.stdout and "FL-500S" in shown.stdout
+    assert re.search(r"^source_id\tmanual\.pdf$", shown.stdout, re.M) and "system.total_pages" in shown.stdout
+    assert re.search(r"^2\tpp\. 3–4\t", shown.stdout, re.M) and "FL-500S" in shown.stdout
 
     refused = carrag(local_env, "documents", "delete", manual["document_id"], input="n\n")
     assert refused.exit_code == 1 and "manual.pdf" in stored(local_env)
     deleted = carrag(local_env, "documents", "delete", manual["document_id"], "--yes")
-    assert deleted.exit_code == 0 and f"Deleted {manual['document_id']}." in deleted.stdout
+    assert deleted.exit_code == 0 and f"Deleted {manual['document_id']} (manual.pdf)." in deleted.stdout
     gone = carrag(local_env, "documents", "show", manual["document_id"])
-    assert gone.exit_code == 1 and f"No document with id {manual['document_id']}" in gone.stderr
+    assert gone.exit_code == 1 and f"No document matches '{manual['document_id']}'" in gone.stderr
+
+
+def test_reindex_re_embeds_a_store_built_by_another_model(workdir: Path, local_env, tmp_path: Path) -> None:
+    class OtherModel:
+        provider, model, identity, dimension = "test", "other", "test:other", 8
+
+        async def embed(self, texts, kind):
+            return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
+
+    async def build_store_with_other_model() -> None:
+        settings = Settings(_env_file=None, data_dir=tmp_path / "data", per_host_delay=0)
+        container = await build_container(settings, embedding_backend=OtherModel(), llm=ExtractiveLLM("tests"))
+        for name in ("old.txt", "older.txt"):
+            await container.ingestion.ingest_text(
+                f"The {name} snapshot retention is ninety days.", name, IngestCommand()
+            )
+        await container.fetcher.aclose()
+        await container.store.close()
+
+    asyncio.run(build_store_with_other_model())
+    assert carrag(local_env, "query", "snapshot retention").exit_code == 1, "the other model's vectors are refused"
+
+    result = carrag(local_env, "reindex")
+    assert result.exit_code == 0, result.output
+    output = " ".join(result.output.split())
+    assert "re-embedding" in output and "2/2 chunks" in output, output
+    assert "Reindexed with local:all-MiniLM-L6-v2 (384-d): 2 chunks" in output, output
+    assert set(stored(local_env)) == {"old.txt", "older.txt"}, "every document kept"
+    assert carrag(local_env, "ingest", "docs/guide.md").exit_code == 0, "the store now takes the configured model"
 
 
 def test_reset_recovers_from_an_embedding_model_change(workdir: Path, local_env, tmp_path: Path) -> None:
@@ -205,6 +234,7 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
 
     no_key = carrag(local_env, "documents", "list", "--url", server.url)
     assert no_key.exit_code == 1 and "API key" in no_key.stderr
+    assert "--api-key" in no_key.stderr and "CARRAG_API_KEY" in no_key.stderr, "a refused key says how to give one"
 
     (workdir / "blank.md").write_text("   \n\n  \n")
     ingested = carrag(remote, "ingest", "docs/**/*.md", "manual.pdf", "blank.md", web_page, "--tags", "remote")
@@ -216,6 +246,14 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     assert {job["source"]: job["state"] for job in jobs}["blank.md"] == "failed"
     documents = stored(remote)
     assert set(documents) == {"docs/guide.md", "docs/sub/faq.md", "manual.pdf", web_page}
+    listed_jobs = carrag(remote, "jobs", "--json")
+    assert listed_jobs.exit_code == 0 and {job["source"] for job in json.loads(listed_jobs.stdout)["items"]} >= {
+        "guide.md",
+        "blank.md",
+    }
+    plain_jobs = carrag(remote, "jobs").stdout.splitlines()
+    assert plain_jobs[0].split("\t") == ["job_id", "state", "progress", "source", "document_id", "created"]
+    assert any(line.split("\t")[1:2] == ["failed"] and "blank.md" in line for line in plain_jobs)
 
     (workdir / "docs" / "sub" / "faq.md").unlink()
     pruned = carrag(remote, "ingest", "docs/**/*.md", "manual.pdf", "--prune")
@@ -236,7 +274,7 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     assert shown.exit_code == 0 and "thirty days" in shown.stdout
     assert carrag(remote, "documents", "delete", guide, "--yes").exit_code == 0
     missing = carrag(remote, "documents", "delete", guide, "--yes")
-    assert missing.exit_code == 1 and "No document with id" in missing.stderr
+    assert missing.exit_code == 1 and "No document matches" in missing.stderr
 
     reset = carrag(remote, "reset", "--yes")
     assert reset.exit_code == 0 and "Store reset: 2 documents deleted." in reset.output, reset.output

@@ -1,18 +1,25 @@
 """POST /admin/reset: empty the store (every document, chunk and the recorded embedding model).
+POST /admin/reindex: re-embed every document with the configured model, in the background;
+GET /admin/reindex: its progress.
 
-The way out after a change of embedding model (the store refuses the new model's vectors with 409
-until then); the CLI's ``carrag reset`` does the same. Behind API_KEYS like every other route;
-only a key with full access (not limited by API_KEY_SCOPES) may use it.
+Reset is the quick way out after a change of embedding model (the store refuses the new model's
+vectors with 409 until then); reindex keeps the documents and swaps the new vectors in at the end
+(`carrag/services/reindexing.py`). The CLI's ``carrag reset`` and ``carrag reindex`` do the same.
+Behind API_KEYS like every other route; only a key with full access (not limited by
+API_KEY_SCOPES) may use them.
 """
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
-from carrag.api.deps import DocumentsDep, PrincipalDep
+from carrag.api.deps import ContainerDep, DocumentsDep, PrincipalDep
+from carrag.api.schemas.admin import ReindexStatusOut
 from carrag.api.schemas.documents import ResetRequest, ResetResponse
+from carrag.services.container import Container
 from carrag.services.documents import StoreReset
 from carrag.services.errors import InvalidInput
+from carrag.services.reindexing import Reindexer, ReindexStatus
 
 router = APIRouter(prefix="/admin", tags=["admin"])
 
@@ -22,3 +29,31 @@ async def reset(documents: DocumentsDep, principal: PrincipalDep, body: ResetReq
     if not body.confirm:
         raise InvalidInput('Resetting deletes every document; send {"confirm": true} to go ahead.')
     return await documents.reset(principal)
+
+
+def _reindexer(container: Container) -> Reindexer:
+    if container.reindexer is None:
+        container.reindexer = Reindexer(container.store, container.embedder)
+    return container.reindexer
+
+
+@router.post(
+    "/reindex",
+    response_model=ReindexStatusOut,
+    status_code=202,
+    summary="Re-embed every document with the configured model (in the background)",
+    responses={200: {"description": "A reindex is already running: its progress."}},
+)
+async def start_reindex(container: ContainerDep, principal: PrincipalDep, response: Response) -> ReindexStatus:
+    principal.check_full_access("Re-embedding the store")
+    reindexer = _reindexer(container)
+    if reindexer.running:
+        response.status_code = 200
+        return reindexer.status
+    return reindexer.start()
+
+
+@router.get("/reindex", response_model=ReindexStatusOut, summary="Progress of the current or last reindex")
+async def reindex_status(container: ContainerDep, principal: PrincipalDep) -> ReindexStatus:
+    principal.check_full_access("Reading the reindex progress")
+    return _reindexer(container).status

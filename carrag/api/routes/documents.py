@@ -7,8 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from carrag.api.deps import DocumentsDep, PrincipalDep
-from carrag.api.schemas.documents import ChunkPageOut, DeleteResponse, DocumentOut, DocumentPageOut, DocumentPatch
-from carrag.services.documents import ChunkList, DeletedDocument, DocumentList
+from carrag.api.schemas.documents import (
+    ChunkPageOut,
+    DeletedSourceOut,
+    DeleteResponse,
+    DocumentOut,
+    DocumentPageOut,
+    DocumentPatch,
+)
+from carrag.services.documents import ChunkList, DeletedDocument, DeletedSource, DocumentList
 from carrag.services.models import DocumentRecord
 
 router = APIRouter(prefix="/documents", tags=["documents"])
@@ -25,7 +32,19 @@ async def list_documents(
         list[str] | None,
         Query(max_length=100, description="Only documents of this collection (repeat for several); absent: all."),
     ] = None,
+    ref: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=2000,
+            description="Resolve a reference instead of listing: an exact id, an id prefix, a source id or a "
+            "file name. An exact id or source id wins; otherwise every match, newest first (`offset` and "
+            "`tag` do not apply).",
+        ),
+    ] = None,
 ) -> DocumentList:
+    if ref is not None:
+        return await documents.find(ref, limit=limit, collections=collection, principal=principal)
     return await documents.page(offset=offset, limit=limit, tag=tag, collections=collection, principal=principal)
 
 
@@ -51,7 +70,22 @@ async def get_chunks(
 async def patch_document(
     documents: DocumentsDep, principal: PrincipalDep, document_id: str, patch: DocumentPatch
 ) -> DocumentRecord:
-    return await documents.update_metadata(document_id, tags=patch.tags, title=patch.title, principal=principal)
+    return await documents.update_metadata(
+        document_id, tags=patch.tags, title=patch.title, metadata=patch.metadata, principal=principal
+    )
+
+
+@router.delete("", response_model=DeletedSourceOut, summary="Delete the document stored under a source id")
+async def delete_by_source(
+    documents: DocumentsDep,
+    principal: PrincipalDep,
+    source_id: Annotated[str, Query(min_length=1, max_length=2048, description="The exact source id.")],
+    collection: Annotated[
+        list[str] | None,
+        Query(max_length=100, description="In this collection (repeat for several); absent: `default`."),
+    ] = None,
+) -> DeletedSource:
+    return await documents.delete_by_source(source_id, collection, principal)
 
 
 @router.delete("/{document_id}", response_model=DeleteResponse, summary="Delete a document and all its chunks")

@@ -7,13 +7,18 @@ from fastapi import APIRouter
 from carrag import __version__
 from carrag.api.deps import ContainerDep
 from carrag.api.schemas.health import HealthOut
+from carrag.services.models import ComponentHealth
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=HealthOut, summary="Component status (never needs an API key)")
 async def health(container: ContainerDep) -> HealthOut:
-    components = await container.health()
+    return health_report(await container.health())
+
+
+def health_report(components: dict[str, ComponentHealth]) -> HealthOut:
+    """Overall: unavailable without a store or embedder, degraded when anything else is not ok."""
     states = {c.status for c in components.values()}
     if components["store"].status == "unavailable" or components["embedder"].status == "unavailable":
         overall = "unavailable"

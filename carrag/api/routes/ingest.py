@@ -6,13 +6,17 @@ answer is 202 with the job id at once; GET /jobs/{id} follows it.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import TypeAdapter, ValidationError
 
 from carrag.api.deps import CollectionsDep, IngestionDep, PrincipalDep, RequestsDep, SettingsDep
 from carrag.api.routes.jobs import JobsDep, status_url
+from carrag.api.schemas.base import UserMetadata
 from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
 from carrag.api.schemas.jobs import JobAccepted
 from carrag.services.errors import EmptyDocument, InvalidInput, PayloadTooLarge
@@ -31,6 +35,17 @@ AsyncFlag = Annotated[
 ASYNC_RESPONSES: dict[int | str, dict[str, object]] = {
     202: {"model": JobAccepted, "description": "With ?async=true: queued as an ingest job."}
 }
+
+
+def form_metadata(raw: str | None) -> dict[str, Any]:
+    """The ``metadata`` form field (JSON text) as a checked dict; 422 when it is not an object of scalars."""
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        return TypeAdapter(UserMetadata).validate_json(raw)
+    except ValidationError as exc:
+        errors = [{**error, "loc": ("body", "metadata", *error["loc"])} for error in exc.errors(include_url=False)]
+        raise RequestValidationError(jsonable_encoder(errors)) from None
 
 
 def accepted(job: Job) -> JSONResponse:
@@ -55,6 +70,10 @@ async def ingest_file(
     force: Annotated[
         bool, Form(description="Re-ingest even when this source id already holds the same content.")
     ] = False,
+    metadata: Annotated[
+        str | None,
+        Form(max_length=100_000, description='User metadata as JSON text: an object of scalar values, {"team": "a"}'),
+    ] = None,
     collection: Annotated[
         str | None, Form(max_length=64, description="The collection to ingest into (default: `default`).")
     ] = None,
@@ -76,6 +95,7 @@ async def ingest_file(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
         force=force,
+        metadata=form_metadata(metadata),
         principal=principal,
         collection=collection,
     )
@@ -102,6 +122,7 @@ async def ingest_url(
         chunk_size=body.chunk_size,
         chunk_overlap=body.chunk_overlap,
         force=body.force,
+        metadata=body.metadata,
         principal=principal,
         collection=body.collection,
     )

@@ -10,7 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, AliasPath, BaseModel, BeforeValidator, ConfigDict
+from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, BeforeValidator, ConfigDict, StrictBool
+
+from carrag.services.errors import InvalidInput
+from carrag.services.requests import user_metadata
 
 
 class Schema(BaseModel):
@@ -29,3 +32,15 @@ def read_from(owner: str, name: str) -> AliasChoices:
     """Validate a field from JSON by its own name, or from a domain object's ``owner.name``
     (a search hit's ``chunk.document_id``, a listing's ``chunk.text``)."""
     return AliasChoices(name, AliasPath(owner, name))
+
+
+def _checked_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return user_metadata(value)
+    except InvalidInput as exc:
+        raise ValueError(exc.message) from None
+
+
+# StrictBool first: JSON true stays a boolean (and 1 an integer) instead of being coerced
+UserMetadata = Annotated[dict[str, StrictBool | int | float | str], AfterValidator(_checked_metadata)]
+"""User metadata on the wire (ingest, PATCH, search filters): a JSON object of scalar values (422 otherwise)."""

@@ -4,7 +4,8 @@ from typing import Any
 
 from pydantic import AliasChoices, Field, model_validator
 
-from carrag.api.schemas.base import Schema, read_from
+from carrag.api.schemas.base import Schema, UserMetadata, read_from
+from carrag.services.models import MetadataValue
 
 
 class DocumentOut(Schema):
@@ -14,7 +15,16 @@ class DocumentOut(Schema):
     source_type: str
     chunk_count: int
     tags: list[str]
-    metadata: dict[str, Any]
+    metadata: dict[str, MetadataValue] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("user_metadata", "metadata"),
+        description="The user's own metadata (ingest `metadata`, PATCH); search filters match it.",
+    )
+    system_metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("system_metadata", "metadata"),
+        description="What Carrag recorded (parser, chunking); a PATCH never changes it.",
+    )
     content_hash: str
     created_at: str
     title: str | None = None
@@ -33,11 +43,14 @@ class DocumentPatch(Schema):
         None, max_length=50, description="Replace the tags (trimmed, lower case, repeats dropped)."
     )
     title: str | None = Field(None, min_length=1, max_length=1000, description="Set the title.")
+    metadata: UserMetadata | None = Field(
+        None, description="Replace the user metadata: a JSON object of string, number or boolean values."
+    )
 
     @model_validator(mode="after")
     def _something_to_change(self) -> DocumentPatch:
-        if self.tags is None and self.title is None:
-            raise ValueError("give tags, title or both")
+        if self.tags is None and self.title is None and self.metadata is None:
+            raise ValueError("give tags, title, metadata or several")
         if self.title is not None and not self.title.strip():
             raise ValueError("title must not be blank")
         return self
@@ -71,6 +84,12 @@ class ChunkPageOut(Schema):
 class DeleteResponse(Schema):
     document_id: str
     deleted: bool
+
+
+class DeletedSourceOut(Schema):
+    source_id: str
+    deleted: int = Field(description="How many documents were deleted.")
+    documents: list[DocumentOut] = Field(description="The deleted documents as they were.")
 
 
 class ResetRequest(Schema):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from carrag.api.schemas.base import Schema
+from carrag.api.schemas.base import Schema, UserMetadata
 from carrag.services.vocabulary import ChunkingStrategy, IngestStatus
 
 
@@ -14,6 +14,9 @@ class IngestUrlRequest(Schema):
     chunk_size: int | None = Field(None, ge=50, le=20000)
     chunk_overlap: int | None = Field(None, ge=0, le=10000)
     force: bool = Field(False, description="Re-ingest even when this source id already holds the same content.")
+    metadata: UserMetadata = Field(
+        default_factory=dict, description="The user's own metadata: a JSON object of string, number or boolean values."
+    )
     collection: str | None = Field(
         None, max_length=64, description="The collection (knowledge base) to ingest into; absent: `default`."
     )
@@ -26,7 +29,8 @@ class IngestResponse(Schema):
     tags: list[str] = Field(description="Generated tags first, then the caller's; trimmed, lower case.")
     status: IngestStatus = Field(
         description="`unchanged`: this source id already holds the same content; nothing was re-embedded. "
-        "`updated`: the same content with tags it did not have; they were added in place, nothing re-embedded. "
+        "`updated`: the same content with tags or metadata it did not have; they were added in place, nothing "
+        "re-embedded. "
         "`duplicate`: another source id already holds the same text (ALLOW_DUPLICATES is off); nothing was "
         "stored and `document_id`/`source_id` name that document."
     )

@@ -1,14 +1,18 @@
 from __future__ import annotations
 
-from typing import Any, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, AliasPath, Field, TypeAdapter, field_validator, model_validator
+from pydantic import AliasChoices, AliasPath, Field, StringConstraints, TypeAdapter, field_validator, model_validator
 
-from carrag.api.schemas.base import Schema, read_from
+from carrag.api.schemas.base import Schema, UserMetadata, read_from
 from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.models import ChatMessage
-from carrag.services.requests import AnswerQuery, RequestFactory, SearchQuery
+from carrag.services.requests import AnswerQuery, MetadataFilters, RequestFactory, SearchQuery
 from carrag.services.vocabulary import SearchMode
+
+ShortText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+OneOrMore = ShortText | Annotated[list[ShortText], Field(max_length=50)]
 
 
 class HistoryMessage(Schema):
@@ -18,10 +22,20 @@ class HistoryMessage(Schema):
 
 class _QuestionBase(Schema):
     question: str = Field(..., min_length=1, max_length=20000)
-    top_k: int = Field(5, ge=1, le=100)
+    top_k: int | None = Field(None, ge=1, le=100, description="Passages to return (default: DEFAULT_TOP_K).")
     tags: list[str] | None = Field(None, max_length=50, description="Only documents with any of these tags.")
     source: str | None = Field(None, max_length=2048, description="Exact source id or glob (`*.md`).")
     rerank: bool | None = Field(None, description="Override RERANK_ENABLED for this request.")
+    tag_prefix: OneOrMore | None = Field(
+        None, description="Only documents with a tag starting with this (or any of these): `team-` matches `team-a`."
+    )
+    metadata: UserMetadata | None = Field(
+        None, description="Only documents whose user metadata has every one of these key/value pairs."
+    )
+    source_type: OneOrMore | None = Field(None, description="Only documents of this type (or any of these): `pdf`.")
+    created_after: datetime | None = Field(None, description="Only documents created at or after (ISO 8601).")
+    created_before: datetime | None = Field(None, description="Only documents created before (ISO 8601).")
+    filename: str | None = Field(None, max_length=1024, description="Only file names matching this glob (`*.pdf`).")
     collection: str | None = Field(
         None, max_length=64, description="Search this collection (knowledge base); absent: `default`."
     )
@@ -41,6 +55,16 @@ class _QuestionBase(Schema):
         if not value.strip():
             raise ValueError("question must not be blank")
         return value
+
+    def metadata_filters(self) -> MetadataFilters:
+        return MetadataFilters(
+            tag_prefixes=[self.tag_prefix] if isinstance(self.tag_prefix, str) else self.tag_prefix,
+            metadata=self.metadata,
+            source_types=[self.source_type] if isinstance(self.source_type, str) else self.source_type,
+            created_after=self.created_after,
+            created_before=self.created_before,
+            filename=self.filename,
+        )
 
 
 AnswerModeName = Literal["generate", "extract", "auto"]
@@ -71,6 +95,7 @@ class QueryRequest(_QuestionBase, AnswerOptions):
             tags=self.tags,
             source=self.source,
             rerank=self.rerank,
+            filters=self.metadata_filters(),
             collection=self.collection,
             collections=self.collections,
             principal=principal,
@@ -92,6 +117,7 @@ class SearchRequest(_QuestionBase):
             rerank=self.rerank,
             mode=self.mode,
             explain=self.explain,
+            filters=self.metadata_filters(),
             principal=principal,
             collection=self.collection,
             collections=self.collections,

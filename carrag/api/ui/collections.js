@@ -17,7 +17,8 @@ function remember(name) {
   else localStorage.removeItem(STORAGE);
 }
 
-/** Fill the picker from GET /collections; a remembered collection that is gone falls back to default. */
+/** Fill the picker from GET /collections; a remembered collection that is gone falls back to default, or
+ * to the first one listed when the API key may not read default (a key scoped by API_KEY_SCOPES). */
 export async function loadCollections() {
   const picker = $("#collection-picker");
   let items = [];
@@ -26,7 +27,10 @@ export async function loadCollections() {
   } catch {
     items = [{ name: currentCollection(), document_count: null }];
   }
-  if (!items.some((item) => item.name === currentCollection())) remember(DEFAULT);
+  if (!items.some((item) => item.name === currentCollection())) {
+    const defaultListed = items.length === 0 || items.some((item) => item.name === DEFAULT);
+    remember(defaultListed ? DEFAULT : items[0].name);
+  }
   const chosen = currentCollection();
   replaceChildren(
     picker,

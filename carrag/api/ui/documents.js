@@ -1,6 +1,7 @@
 // The Documents screens: a paged, tag-filtered list; one document with its chunks; delete.
 
 import { getJson, request } from "./api.js";
+import { editDocument } from "./document_edit.js";
 import { currentCollection } from "./collections.js";
 import { $, formatDate, h, pagesLabel, replaceChildren, tagList } from "./dom.js";
 
@@ -122,7 +123,7 @@ export async function showDocument(documentId, params, navigate) {
     return;
   }
   $("#document-title").textContent = doc.title || doc.filename;
-  const metadata = doc.metadata || {};
+  const metadata = doc.system_metadata || {}; // what Carrag recorded; doc.metadata is the user's own
   const rows = [
     ["File", doc.filename],
     ["Collection", doc.collection || "default"],
@@ -134,6 +135,7 @@ export async function showDocument(documentId, params, navigate) {
     ["Document id", h("code", {}, doc.document_id)],
     ["Content hash", h("code", {}, doc.content_hash.slice(0, 16) + "…")],
   ];
+  for (const [key, value] of Object.entries(doc.metadata || {})) rows.push([`metadata: ${key}`, String(value)]);
   for (const [key, value] of Object.entries(metadata)) {
     if (["filename", "source_type"].includes(key)) continue;
     rows.push([key.replaceAll("_", " "), typeof value === "object" ? JSON.stringify(value) : String(value)]);
@@ -143,6 +145,7 @@ export async function showDocument(documentId, params, navigate) {
   $("#document-delete").onclick = async () => {
     if (await deleteDocument(doc)) navigate("#/documents");
   };
+  editDocument(doc, () => showDocument(documentId, params, navigate));
 
   let loaded = 0;
   const loadMore = async (limit) => {

@@ -13,7 +13,7 @@ TextKind = Literal["document", "query"]
 
 
 class EmbeddingBackend(Protocol):
-    provider: str  # "local", "ollama"
+    provider: str  # "local", "ollama", "openai"
     model: str
 
     @property

@@ -21,7 +21,7 @@ from typing import cast
 import numpy as np
 
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
-from carrag.services.errors import DependencyUnavailable, UpstreamError
+from carrag.services.errors import DependencyUnavailable, NotRetryable, UpstreamError
 from carrag.services.models import ComponentHealth, EmbeddingIdentity
 from carrag.services.telemetry import NullTelemetry, Telemetry
 
@@ -114,7 +114,7 @@ class EmbeddingService:
             try:
                 vectors = await asyncio.wait_for(self.backend.embed(texts, kind), self.timeout)
             except (DependencyUnavailable, UpstreamError, TimeoutError) as exc:
-                if attempt == self.retries:
+                if attempt == self.retries or isinstance(exc, NotRetryable):
                     if isinstance(exc, TimeoutError):
                         raise DependencyUnavailable("embedder", f"no answer within {self.timeout:.0f}s") from exc
                     raise

@@ -19,6 +19,7 @@ from carrag.services.models import (
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
+    MetadataValue,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
@@ -76,10 +77,17 @@ class Store(Protocol):
     async def delete_document(self, document_id: str) -> bool: ...
 
     async def update_metadata(
-        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        user_metadata: dict[str, MetadataValue] | None = None,
     ) -> DocumentRecord | None:
-        """Replace the tags and/or set the title (None leaves a field as it is) of a document and of
-        its chunks, in place: same id, same vectors, no new version. None if there is no such document."""
+        """Replace the tags, set the title and/or replace the user metadata (None leaves a field as
+        it is) of a document and of its chunks, in place: same id, same vectors, no new version.
+        The system metadata (`DocumentRecord.metadata`) is never changed. None if there is no such
+        document."""
 
     async def wipe(self) -> None:
         """Remove every document, chunk and the recorded embedding identity."""
@@ -98,6 +106,12 @@ class Store(Protocol):
         self, *, offset: int, limit: int, tag: str | None = None, collection_ids: Sequence[str] = ()
     ) -> DocumentPage:
         """Newest first; only the given collections (ids) unless empty."""
+
+    async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
+        """Documents a user's ``reference`` may name, at most ``limit`` (``total`` counts them all):
+        its id (or an id starting with it), its source id, or its file name (the last path segment of
+        its source id, case-sensitive). Exact id matches come first, then exact source id matches, then
+        the rest, newest first. Only the given collections (ids) unless empty."""
 
     async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
         """(source_id, source_type) of every document (of the given collections unless empty)."""

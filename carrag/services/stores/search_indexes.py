@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -208,26 +208,28 @@ class SearchIndexes:
         ).fetchall()
         seqs = np.fromiter((c[0] for c in changes), dtype=np.int64, count=len(changes))
         rowids = np.fromiter((c[1] for c in changes), dtype=np.int64, count=len(changes))
-        touched_all = np.unique(rowids)
-        rows: list[tuple[Any, ...]] = []
-        for offset in range(0, touched_all.size, LOOKUP_BATCH):
-            part = touched_all[offset : offset + LOOKUP_BATCH].tolist()
-            marks = ",".join("?" * len(part))
-            rows.extend(
-                connection.execute(f"SELECT id, heading, text, embedding FROM chunks WHERE id IN ({marks})", part)
-            )
+        del changes
         dimension = self._dimension(connection)
         if include_lexical and self.lexical_seq < head:
             touched = np.unique(rowids[seqs > self.lexical_seq])
-            wanted = set(touched.tolist())
-            self.lexical.replace(touched.tolist(), ((r[0], indexed_text(r[1], r[2])) for r in rows if r[0] in wanted))
+            for offset in range(0, touched.size, LOOKUP_BATCH):  # streamed: a backlog can be large
+                part = touched[offset : offset + LOOKUP_BATCH].tolist()
+                marks = ",".join("?" * len(part))
+                rows = connection.execute(f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part)
+                self.lexical.replace(part, ((r[0], indexed_text(r[1], r[2])) for r in rows))
             self.lexical.commit()
             self._save_lexical_state(epoch, head)
         if self.vectors.applied_seq < head:
             touched = np.unique(rowids[seqs > self.vectors.applied_seq])
-            wanted = set(touched.tolist())
-            live_ids, matrix = _vectors_of([r for r in rows if r[0] in wanted], dimension)
-            self.vectors.apply(head, touched, live_ids, matrix, dimension)
+            if touched.size + self.vectors.backlog > self.vectors.compaction_threshold:
+                # more than a compaction's worth: into the graph now, not into the float32 delta
+                everything = np.union1d(touched, self.vectors.pending_rowids())
+                self.vectors.merge(epoch, head, everything, dimension, _batches(connection, everything, dimension))
+            else:
+                batches = list(_batches(connection, touched, dimension))
+                live_ids = np.concatenate([b[0] for b in batches]) if batches else np.empty(0, np.int64)
+                matrix = np.vstack([b[1] for b in batches]) if batches else np.empty((0, dimension), np.float32)
+                self.vectors.apply(head, touched, live_ids, matrix, dimension)
 
     def durable_seq(self) -> int:
         """The change-log position both indexes have saved on disk: every change up to it is in
@@ -243,6 +245,17 @@ class SearchIndexes:
             self.epoch = None
             self.lexical_seq = -1
         release_freed_memory()  # the exact delta and the readers' buffers
+
+
+def _batches(
+    connection: sqlite3.Connection, rowids: np.ndarray, dimension: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The current vectors of ``rowids`` (those that still exist), a few thousand at a time."""
+    for offset in range(0, rowids.size, LOOKUP_BATCH):
+        part = rowids[offset : offset + LOOKUP_BATCH].tolist()
+        marks = ",".join("?" * len(part))
+        rows = connection.execute(f"SELECT id, heading, text, embedding FROM chunks WHERE id IN ({marks})", part)
+        yield _vectors_of(rows.fetchall(), dimension)
 
 
 def _vectors_of(rows: list[sqlite3.Row] | list[tuple], dimension: int) -> tuple[np.ndarray, np.ndarray]:

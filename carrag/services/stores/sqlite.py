@@ -39,15 +39,18 @@ from carrag.services.models import (
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
+    MetadataValue,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
     chunk_heading,
+    metadata_pairs,
 )
 from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vectors
 from carrag.services.stores.fts_query import fts_match_expression, query_terms
 from carrag.services.stores.process_lock import ProcessLock
 from carrag.services.stores.search_indexes import SearchIndexes
+from carrag.services.stores.sqlite_collections import COLLECTION_SCHEMA, documents_table, migrate_to_collections
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -87,6 +90,12 @@ CREATE TABLE IF NOT EXISTS document_tags (
     PRIMARY KEY (tag, document_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS document_tags_document ON document_tags(document_id);
+CREATE TABLE IF NOT EXISTS document_metadata (
+    pair        TEXT NOT NULL,  -- `key=value` (`metadata_pairs`), what metadata filters match
+    document_id TEXT NOT NULL REFERENCES documents(document_id) ON DELETE CASCADE,
+    PRIMARY KEY (pair, document_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS document_metadata_document ON document_metadata(document_id);
 CREATE TABLE IF NOT EXISTS chunks (
     id          INTEGER PRIMARY KEY,
     chunk_id    TEXT NOT NULL UNIQUE,
@@ -121,61 +130,15 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunk_changes_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunk_changes(chunk_rowid) VALUES (old.id);
 END;
+-- `carrag reindex`: the next model's vectors, built beside the live ones (sqlite_reindex.py)
+CREATE TABLE IF NOT EXISTS reindex_vectors (
+    chunk_rowid INTEGER PRIMARY KEY,
+    embedding   BLOB NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS reindex_vectors_delete AFTER DELETE ON chunks BEGIN
+    DELETE FROM reindex_vectors WHERE chunk_rowid = old.id;
+END;
 """
-
-# After the migration below (a store from before collections has no documents.collection_id yet).
-COLLECTION_SCHEMA = """
-CREATE INDEX IF NOT EXISTS documents_collection_created ON documents(collection_id, created_at);
-"""
-
-# The documents table before collections: ``source_id`` unique across the store.
-_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS = (
-    "document_id, source_id, filename, source_type, content_hash, chunk_count, tags, metadata, title,"
-    " external_id, created_at"
-)
-
-
-def migrate_to_collections(connection: sqlite3.Connection, created_at: str) -> bool:
-    """Give a store from before collections its ``default`` collection and move every document into it.
-
-    The documents table is rebuilt (SQLite cannot drop the old UNIQUE(source_id) in place) with
-    foreign keys off, so the rebuild deletes no chunk or tag, in one transaction; the foreign keys are
-    checked before it commits. Returns whether anything was migrated."""
-    connection.execute(
-        "INSERT OR IGNORE INTO collections(collection_id, name, created_at) VALUES (?, ?, ?)",
-        (DEFAULT_COLLECTION, DEFAULT_COLLECTION, created_at),
-    )
-    columns = {row[1] for row in connection.execute("PRAGMA table_info(documents)")}
-    if "collection_id" in columns:
-        return False
-    connection.execute("PRAGMA foreign_keys = OFF")
-    try:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
-            table = SCHEMA[SCHEMA.index("CREATE TABLE IF NOT EXISTS documents (") :]
-            table = table[: table.index(");") + 2].replace("IF NOT EXISTS documents (", "documents_migrated (")
-            connection.execute(table)
-            connection.execute(
-                f"INSERT INTO documents_migrated({_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS}, collection_id)"
-                f" SELECT {_DOCUMENT_COLUMNS_BEFORE_COLLECTIONS}, ? FROM documents",
-                (DEFAULT_COLLECTION,),
-            )
-            connection.execute("DROP TABLE documents")
-            connection.execute("ALTER TABLE documents_migrated RENAME TO documents")
-            connection.execute("CREATE INDEX IF NOT EXISTS documents_created ON documents(created_at)")
-            connection.execute("CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash)")
-            broken = connection.execute("PRAGMA foreign_key_check").fetchall()
-            if broken:
-                raise sqlite3.IntegrityError(f"moving documents into collections broke {len(broken)} references")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
-        connection.execute("COMMIT")
-    finally:
-        connection.execute("PRAGMA foreign_keys = ON")
-    logger.info("moved the store's documents into the default collection", extra={"path": "sqlite"})
-    return True
-
 
 # BM25 column weights: chunk text, then its heading (document title / section path). Equal weights
 # score the heading as if it were part of the chunk, like BM25 over "title + text" (on SciFact
@@ -186,6 +149,18 @@ _CHUNK_COLUMNS = """
     c.id, c.document_id, c.chunk_index, c.text, c.char_start, c.char_end, c.pages, c.section,
     d.filename, d.source_id, d.tags, d.title, d.external_id, d.collection_id
 """
+
+
+# Columns added after the first release, created on open in a store that lacks them.
+ADDED_COLUMNS = {"documents": {"user_metadata": "TEXT NOT NULL DEFAULT '{}'"}}
+
+
+def _add_missing_columns(connection: sqlite3.Connection) -> None:
+    for table, columns in ADDED_COLUMNS.items():
+        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        for name, declaration in columns.items():
+            if name not in present:
+                connection.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
 
 def _row_to_chunk(row: sqlite3.Row) -> StoredChunk:
@@ -219,6 +194,7 @@ def _row_to_document(row: sqlite3.Row) -> DocumentRecord:
         created_at=row["created_at"],
         title=row["title"],
         external_id=row["external_id"],
+        user_metadata=json.loads(row["user_metadata"]),
         collection_id=row["collection_id"],
     )
 
@@ -253,7 +229,42 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
         marks = ",".join("?" * len(filters.collection_ids))
         clauses.append(f"d.collection_id IN ({marks})")
         params.extend(filters.collection_ids)
+    _add_metadata_filters(filters, clauses, params)
     return (" AND ".join(clauses), params)
+
+
+def _add_metadata_filters(filters: SearchFilters, clauses: list[str], params: list[Any]) -> None:
+    """Tag prefixes, user metadata, source types, creation time and file name (`SearchFilters`)."""
+    if filters.tag_prefixes:
+        # a range on the (tag, document_id) key: UTF-8 order is code point order, so every tag that
+        # starts with the prefix sorts between it and the prefix followed by the largest code point
+        ranges = " OR ".join("(tag >= ? AND tag < ?)" for _ in filters.tag_prefixes)
+        clauses.append(f"d.document_id IN (SELECT document_id FROM document_tags WHERE {ranges})")
+        for prefix in filters.tag_prefixes:
+            params.extend((prefix, prefix + chr(0x10FFFF)))
+    for key, value in filters.metadata:
+        clauses.append("d.document_id IN (SELECT document_id FROM document_metadata WHERE pair = ?)")
+        params.append(f"{key}={value}")
+    if filters.source_types:
+        clauses.append(f"d.source_type IN ({','.join('?' * len(filters.source_types))})")
+        params.extend(filters.source_types)
+    if filters.created_after is not None:
+        clauses.append("julianday(d.created_at) >= julianday(?)")
+        params.append(filters.created_after)
+    if filters.created_before is not None:
+        clauses.append("julianday(d.created_at) < julianday(?)")
+        params.append(filters.created_before)
+    if filters.filename_glob is not None:
+        clauses.append("d.filename GLOB ?")
+        params.append(filters.filename_glob)
+
+
+def _index_user_metadata(connection: sqlite3.Connection, document_id: str, metadata: dict[str, Any]) -> None:
+    connection.execute("DELETE FROM document_metadata WHERE document_id = ?", (document_id,))
+    connection.executemany(
+        "INSERT OR IGNORE INTO document_metadata(pair, document_id) VALUES (?, ?)",
+        [(pair, document_id) for pair in metadata_pairs(metadata)],
+    )
 
 
 def integrity_problems(connection: sqlite3.Connection) -> list[str]:
@@ -390,7 +401,8 @@ class SqliteStore:
                 raise DependencyUnavailable("store", f"SQLite refused WAL mode (got {mode})")
             connection.executescript(SCHEMA)
             connection.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_epoch', ?)", (uuid.uuid4().hex,))
-            migrate_to_collections(connection, datetime.now(UTC).isoformat())
+            migrate_to_collections(connection, documents_table(SCHEMA), datetime.now(UTC).isoformat())
+            _add_missing_columns(connection)  # after the rebuild of the documents table above
             connection.executescript(COLLECTION_SCHEMA)
             self._collection_ids = frozenset(r[0] for r in connection.execute("SELECT collection_id FROM collections"))
 
@@ -558,7 +570,8 @@ class SqliteStore:
             connection.execute("DELETE FROM documents WHERE document_id = ?", (replaced[0],))
         connection.execute(
             "INSERT INTO documents(document_id, source_id, filename, source_type, content_hash, chunk_count,"
-            " tags, metadata, title, external_id, created_at, collection_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            " tags, metadata, title, external_id, created_at, collection_id, user_metadata)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 document.document_id,
                 document.source_id,
@@ -572,12 +585,14 @@ class SqliteStore:
                 document.external_id,
                 document.created_at,
                 document.collection_id,
+                json.dumps(document.user_metadata),
             ),
         )
         connection.executemany(
             "INSERT OR IGNORE INTO document_tags(tag, document_id) VALUES (?, ?)",
             [(tag, document.document_id) for tag in document.tags],
         )
+        _index_user_metadata(connection, document.document_id, document.user_metadata)
         connection.executemany(
             "INSERT INTO chunks(chunk_id, document_id, chunk_index, text, heading, char_start, char_end,"
             " pages, section, embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -606,7 +621,12 @@ class SqliteStore:
         return await self._write(delete)
 
     async def update_metadata(
-        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        user_metadata: dict[str, MetadataValue] | None = None,
     ) -> DocumentRecord | None:
         def update(connection: sqlite3.Connection) -> DocumentRecord | None:
             row = connection.execute("SELECT * FROM documents WHERE document_id = ?", (document_id,)).fetchone()
@@ -624,6 +644,12 @@ class SqliteStore:
             if title is not None:
                 connection.execute("UPDATE documents SET title = ? WHERE document_id = ?", (title, document_id))
                 self._retitle_chunks(connection, document_id, title)
+            if user_metadata is not None:
+                connection.execute(
+                    "UPDATE documents SET user_metadata = ? WHERE document_id = ?",
+                    (json.dumps(user_metadata), document_id),
+                )
+                _index_user_metadata(connection, document_id, user_metadata)
             return _row_to_document(
                 connection.execute("SELECT * FROM documents WHERE document_id = ?", (document_id,)).fetchone()
             )
@@ -658,7 +684,11 @@ class SqliteStore:
             connection.execute("DELETE FROM chunks")
             connection.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
             connection.execute("DELETE FROM chunk_changes")
-            connection.execute("DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')")
+            connection.execute("DELETE FROM reindex_vectors")
+            connection.execute(
+                "DELETE FROM meta WHERE key IN ('embedding_model', 'embedding_dimension', 'reindex_model',"
+                " 'reindex_dimension')"
+            )
             # a new epoch: the indexes beside the file start again instead of replaying every delete
             connection.execute("UPDATE meta SET value = ? WHERE key = 'index_epoch'", (uuid.uuid4().hex,))
 
@@ -715,6 +745,28 @@ class SqliteStore:
             return DocumentPage([_row_to_document(r) for r in rows], total)
 
         return await self._read(page)
+
+    async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
+        def find(connection: sqlite3.Connection) -> DocumentPage:
+            # an id prefix as a range (the primary key's index); a file name as the source id's last segment
+            where = (
+                "((document_id >= :ref AND document_id < :ref || char(1114111)) OR source_id = :ref"
+                " OR substr(source_id, -length(:ref) - 1) = '/' || :ref)"
+            )
+            params: dict[str, Any] = {"ref": reference, "limit": limit}
+            if collection_ids:
+                names = [f":collection{i}" for i in range(len(collection_ids))]
+                where += f" AND collection_id IN ({','.join(names)})"
+                params.update({name[1:]: value for name, value in zip(names, collection_ids, strict=True)})
+            total = connection.execute(f"SELECT count(*) FROM documents WHERE {where}", params).fetchone()[0]
+            rows = connection.execute(
+                f"SELECT * FROM documents WHERE {where} ORDER BY document_id = :ref DESC, source_id = :ref DESC,"
+                " created_at DESC, document_id LIMIT :limit",
+                params,
+            ).fetchall()
+            return DocumentPage([_row_to_document(r) for r in rows], total)
+
+        return await self._read(find)
 
     async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
         where = f" WHERE collection_id IN ({','.join('?' * len(collection_ids))})" if collection_ids else ""

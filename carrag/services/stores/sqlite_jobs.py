@@ -73,8 +73,8 @@ class SqliteJobRepository:
         return self._connection
 
     async def _run(self, function: Callable[[sqlite3.Connection], T]) -> T:
-        if self.unavailable is not None:
-            raise DependencyUnavailable("store", self.unavailable)
+        if self.unavailable is not None:  # the store's own error, already "store unavailable: …"
+            raise DependencyUnavailable("store", self.unavailable.removeprefix("store unavailable: "))
         loop = asyncio.get_running_loop()
         try:
             # Shielded: a cancelled caller never leaves the statement half-run on the thread.

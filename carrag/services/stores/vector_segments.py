@@ -203,6 +203,43 @@ class VectorSegments:
         self._save_state(epoch, seq, name)
         self._remove_old_files(name)
 
+    def merge(
+        self,
+        epoch: str,
+        seq: int,
+        touched: np.ndarray,
+        dimension: int,
+        batches: Iterable[tuple[np.ndarray, np.ndarray]],
+    ) -> None:
+        """A large backlog goes straight into a new main segment (the graph loaded whole, the
+        ``touched`` rowids dropped from it, ``batches`` of their current vectors added) instead of
+        the float32 delta: memory stays one graph, never graph + a delta the size of the backlog."""
+        self.wait_for_compaction()
+        with self._lock:
+            main_file = self.main_file
+        if not dimension:
+            return
+        index = Index.restore(str(self.directory / main_file)) if main_file else _new_index(dimension)
+        assert index is not None
+        if touched.size:
+            present = touched[np.asarray(index.contains(touched), dtype=bool)]
+            if present.size:
+                index.remove(present)
+        for rowids, matrix in batches:
+            if rowids.size:
+                index.add(rowids, normalised(matrix), threads=2)
+        name = self._write_main(index, seq) if len(index) else None
+        del index
+        view = Index.restore(str(self.directory / name), view=True) if name else None
+        with self._lock:
+            self.dimension = dimension
+            self.main, self.main_file, self.main_seq, self.applied_seq = view, name, seq, seq
+            self._delta = _Delta.empty(dimension)
+            self._tombstones = {}
+        self._save_state(epoch, seq, name)
+        self._remove_old_files(name)
+        release_freed_memory()
+
     def apply(self, seq: int, touched: np.ndarray, rowids: np.ndarray, matrix: np.ndarray, dimension: int) -> None:
         """Changes up to ``seq``: every ``touched`` rowid is forgotten, then ``rowids`` (the touched
         rows that exist at ``seq``) hold ``matrix``."""
@@ -240,9 +277,20 @@ class VectorSegments:
         main_size = len(self.main) if self.main is not None else 0
         return max(MIN_COMPACTION, main_size // 20)
 
+    @property
+    def backlog(self) -> int:
+        """Rows the delta and the tombstones stand for (what a compaction would fold in)."""
+        return self._delta.live_count + len(self._tombstones)
+
+    def pending_rowids(self) -> np.ndarray:
+        """The rowids whose main-segment entry the delta or a tombstone overrides."""
+        with self._lock:
+            delta = self._delta
+            live = delta.rowids[: delta.size][delta.live[: delta.size]]
+            return np.union1d(live, np.fromiter(self._tombstones, dtype=np.int64, count=len(self._tombstones)))
+
     def needs_compaction(self) -> bool:
-        backlog = self._delta.live_count + len(self._tombstones)
-        return backlog >= self.compaction_threshold and self._compaction is None
+        return self.backlog >= self.compaction_threshold and self._compaction is None
 
     def start_compaction(self, epoch: str) -> None:
         with self._lock:

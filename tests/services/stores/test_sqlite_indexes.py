@@ -205,6 +205,33 @@ async def test_compaction_moves_the_delta_into_the_graph_and_results_stay_exact(
     await store.close()
 
 
+async def test_a_backlog_past_a_compaction_goes_into_the_graph_not_the_float32_delta(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(vector_segments, "MIN_COMPACTION", 10)
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(60, 9)
+    await store.write_document(record("first", "first.txt", chunks=1), chunks_of("w"), matrix[:1], IDENTITY)
+    await store.sync_indexes()
+    assert store.indexes.vectors.backlog == 1, "a small backlog waits in the delta"
+    await store.close()
+    store = SqliteStore(path)
+    store._schedule_index_sync = lambda: None  # type: ignore[method-assign]  # catch up only when asked
+    await store.open()
+    await store.write_documents(
+        [(record(f"d{n}", f"{n}.txt", chunks=1), chunks_of(f"w{n}"), matrix[n : n + 1]) for n in range(1, 40)], IDENTITY
+    )
+    await store.delete_document("d5")
+    await store.sync_indexes()
+    segments = store.indexes.vectors
+    assert segments.backlog == 0 and segments.main is not None and len(segments.main) == 39
+    assert segments.main_seq == segments.applied_seq
+    for n in (0, 7, 39):
+        found = (await store.vector_search(matrix[n], 1, NO_FILTER))[0].chunk.document_id
+        assert found == ("first" if n == 0 else f"d{n}")
+    assert "d5" not in [h.chunk.document_id for h in await store.vector_search(matrix[5], 40, NO_FILTER)]
+    await store.close()
+
+
 def change_log(path: Path) -> tuple[int, int, int]:
     connection = sqlite3.connect(path)
     try:

@@ -405,6 +405,27 @@ async def test_listing_is_newest_first_with_paging_and_tag_filter(store: Store) 
     assert [s for s, _ in await store.list_sources()] == [f"s{n}.txt" for n in range(7)]
 
 
+async def test_find_documents_by_id_prefix_source_id_or_file_name(store: Store) -> None:
+    await write(store, record("ab12-0001", "docs/guide.md", minutes=1), ["one"])
+    await write(store, record("ab12-0002", "guide.md", minutes=2), ["two"])
+    await write(store, record("cd34-0003", "notes/ab12", minutes=3), ["three"])
+    await write(store, record("ef56-0004", "docs/100%_*done?.md", minutes=4), ["four"])
+
+    async def found(reference: str, limit: int = 10) -> tuple[list[str], int]:
+        page = await store.find_documents(reference, limit=limit)
+        return [d.document_id for d in page.items], page.total
+
+    # exact id first, then exact source id, then the rest newest first
+    assert await found("ab12-0001") == (["ab12-0001"], 1)
+    assert await found("guide.md") == (["ab12-0002", "ab12-0001"], 2), "source id, then file name"
+    assert await found("ab12") == (["cd34-0003", "ab12-0002", "ab12-0001"], 3), "file name and id prefix"
+    assert await found("ab12", limit=1) == (["cd34-0003"], 3)
+    assert await found("100%_*done?.md") == (["ef56-0004"], 1), "no LIKE or wildcard syntax"
+    assert await found("100%") == ([], 0) and await found("*") == ([], 0) and await found("uide.md") == ([], 0)
+    assert await found("GUIDE.md") == ([], 0), "case-sensitive"
+    assert await found("docs/guide.md") == (["ab12-0001"], 1)
+
+
 async def test_same_timestamp_orders_by_document_id(store: Store) -> None:
     for document_id in ("c", "a", "b"):
         await write(store, record(document_id, f"{document_id}.txt", minutes=0), ["same time"])

@@ -160,3 +160,18 @@ async def test_wipe_keeps_the_collections_empty(store: Store) -> None:
         "id-a": ("team-a", 0),
     }
     await write(store, in_collection(record("b", "b.txt"), "id-a"), ["words"], seed=unit_vectors(1, 0).size)
+
+
+async def test_find_documents_is_scoped_to_the_given_collections(store: Store) -> None:
+    await store.create_collection(Collection("id-a", "team-a", CREATED))
+    await write(store, record("ab-default", "docs/guide.md", minutes=1), ["default guide"])
+    await write(store, in_collection(record("ab-team-a", "docs/guide.md", minutes=2), "id-a"), ["team guide"])
+
+    async def found(reference: str, collection_ids: tuple[str, ...] = ()) -> list[str]:
+        page = await store.find_documents(reference, limit=10, collection_ids=collection_ids)
+        return [d.document_id for d in page.items]
+
+    assert await found("guide.md") == ["ab-team-a", "ab-default"], "the same file in two collections: both"
+    assert await found("docs/guide.md", ("id-a",)) == ["ab-team-a"]
+    assert await found("ab", (DEFAULT_COLLECTION,)) == ["ab-default"]
+    assert await found("ab-team-a", (DEFAULT_COLLECTION,)) == [], "a document outside the collections is not found"

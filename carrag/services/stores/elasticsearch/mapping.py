@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from carrag.services.models import DEFAULT_COLLECTION, Chunk, DocumentRecord, StoredChunk, chunk_heading
+from carrag.services.models import DEFAULT_COLLECTION, Chunk, DocumentRecord, StoredChunk, chunk_heading, metadata_pairs
 
 SCHEMA_VERSION = 2
 HNSW_OPTIONS = {"type": "hnsw", "m": 16, "ef_construction": 100}
@@ -37,7 +37,9 @@ BASE_PROPERTIES: dict[str, Any] = {
     "document_id": {"type": "keyword"},
     "source_id": {"type": "keyword"},
     "source_type": {"type": "keyword"},
-    "filename": _STORED_ONLY,
+    # stored as it was; the `glob` sub-field (added later, so indexed for documents written or
+    # reindexed since) is what file name filters match
+    "filename": {**_STORED_ONLY, "fields": {"glob": {"type": "keyword"}}},
     "title": _STORED_ONLY,
     "external_id": {"type": "keyword"},
     "content_hash": {"type": "keyword"},
@@ -53,6 +55,8 @@ BASE_PROPERTIES: dict[str, Any] = {
     "metadata": {"type": "object", "enabled": False},
     "created_at": {"type": "date_nanos"},
     "written_at": {"type": "date"},  # version records: when the version's chunks were written
+    "user_metadata": {"type": "object", "enabled": False},  # source records: the user's own metadata
+    "metadata_pairs": {"type": "keyword"},  # chunks and source records: `key=value` of the user metadata
     "collection_id": {"type": "keyword"},
     "collection_name": {"type": "keyword"},  # collection records
 }
@@ -139,6 +143,8 @@ def source_record(document: DocumentRecord, chunk_count: int) -> dict[str, Any]:
         # the same JSON round trip as the SQLite store: anything unusual becomes its str()
         "metadata": json.loads(json.dumps(document.metadata, default=str)),
         "created_at": document.created_at,
+        "user_metadata": dict(document.user_metadata),
+        "metadata_pairs": metadata_pairs(document.user_metadata),
         "collection_id": document.collection_id,
     }
 
@@ -173,6 +179,7 @@ def chunk_source(document: DocumentRecord, chunk: Chunk, vector: np.ndarray) -> 
         "section": chunk.section,
         "embedding": vector.tolist(),
         "created_at": document.created_at,
+        "metadata_pairs": metadata_pairs(document.user_metadata),
         "collection_id": document.collection_id,
     }
 
@@ -208,5 +215,6 @@ def to_document(source: dict[str, Any]) -> DocumentRecord:
         created_at=source["created_at"],
         title=source.get("title"),
         external_id=source.get("external_id"),
+        user_metadata=source.get("user_metadata") or {},
         collection_id=source.get("collection_id") or DEFAULT_COLLECTION,
     )

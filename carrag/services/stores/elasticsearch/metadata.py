@@ -1,4 +1,4 @@
-"""Changing a live document's tags and title in place, without writing a new version.
+"""Changing a live document's tags, title and user metadata in place, without writing a new version.
 
 The chunks of the live version are updated by id (ids are derived, no search needed) with a
 partial update and ``refresh=wait_for``, then the source record is rewritten conditionally
@@ -17,21 +17,26 @@ from elasticsearch import ApiError
 
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.ids import chunk_id
-from carrag.services.models import DocumentRecord, chunk_heading
+from carrag.services.models import DocumentRecord, MetadataValue, chunk_heading, metadata_pairs
 from carrag.services.stores.elasticsearch.connection import api_status, bulk_failure
 from carrag.services.stores.elasticsearch.mapping import document_key, source_record, source_record_id
 from carrag.services.stores.elasticsearch.versions import BULK_MAX_OPS, FLIP_ATTEMPTS, Versions
 
 
 async def update_metadata(
-    versions: Versions, document_id: str, *, tags: list[str] | None, title: str | None
+    versions: Versions,
+    document_id: str,
+    *,
+    tags: list[str] | None,
+    title: str | None,
+    user_metadata: dict[str, MetadataValue] | None = None,
 ) -> DocumentRecord | None:
-    """Set the live ``document_id``'s tags and/or title (None leaves a field as it is) on its
-    chunks and its source record. None if the document is not live."""
+    """Set the live ``document_id``'s tags, title and/or user metadata (None leaves a field as it
+    is) on its chunks and its source record. None if the document is not live."""
     current = await versions.live_document(document_id)
     if current is None:
         return None
-    await _update_chunks(versions, current, tags=tags, title=title)
+    await _update_chunks(versions, current, tags=tags, title=title, user_metadata=user_metadata)
     for _ in range(FLIP_ATTEMPTS):
         state = await versions.source_state(document_key(current))
         if state is None or state.document.document_id != document_id:
@@ -40,6 +45,7 @@ async def update_metadata(
             state.document,
             tags=list(tags) if tags is not None else state.document.tags,
             title=title if title is not None else state.document.title,
+            user_metadata=dict(user_metadata) if user_metadata is not None else state.document.user_metadata,
         )
         try:
             with versions.connection.errors("updating a document", versions.alias):
@@ -65,7 +71,12 @@ async def update_metadata(
 
 
 async def _update_chunks(
-    versions: Versions, document: DocumentRecord, *, tags: list[str] | None, title: str | None
+    versions: Versions,
+    document: DocumentRecord,
+    *,
+    tags: list[str] | None,
+    title: str | None,
+    user_metadata: dict[str, MetadataValue] | None,
 ) -> None:
     """Partial updates of every chunk of the version, ``BULK_MAX_OPS`` at a time. A new title also
     changes each chunk's ``heading`` (``chunk_heading(title, section)``), so the sections are read
@@ -75,6 +86,8 @@ async def _update_chunks(
         changes["tags"] = list(tags)
     if title is not None:
         changes["title"] = title
+    if user_metadata is not None:
+        changes["metadata_pairs"] = metadata_pairs(user_metadata)
     if not changes:
         return
     ids = [chunk_id(document.document_id, index) for index in range(document.chunk_count)]

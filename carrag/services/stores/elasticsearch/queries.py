@@ -105,8 +105,35 @@ def filter_clauses(filters: SearchFilters | ExcludingVersions) -> list[dict[str,
             clauses.append({"term": {"source_id": filters.source}})
     if filters.document_ids:
         clauses.append({"terms": {"document_id": list(filters.document_ids)}})
+    clauses.extend(metadata_clauses(filters))
     if filters.collection_ids:
         clauses.append(collection_clause(filters.collection_ids))
+    return clauses
+
+
+def metadata_clauses(filters: SearchFilters) -> list[dict[str, Any]]:
+    """Tag prefixes, user metadata, source types, creation time and file name (`SearchFilters`)."""
+    clauses: list[dict[str, Any]] = []
+    if filters.tag_prefixes:
+        prefixes = [{"prefix": {"tags.keyword": prefix}} for prefix in filters.tag_prefixes]
+        clauses.append({"bool": {"should": prefixes, "minimum_should_match": 1}})
+    clauses.extend({"term": {"metadata_pairs": f"{key}={value}"}} for key, value in filters.metadata)
+    if filters.source_types:
+        clauses.append({"terms": {"source_type": list(filters.source_types)}})
+    created: dict[str, str] = {}
+    if filters.created_after is not None:
+        created["gte"] = filters.created_after
+    if filters.created_before is not None:
+        created["lt"] = filters.created_before
+    if created:
+        clauses.append({"range": {"created_at": created}})
+    if filters.filename_glob is not None:
+        pattern = glob_to_regexp(filters.filename_glob)
+        clauses.append(
+            {"regexp": {"filename.glob": {"value": pattern, "flags": "NONE"}}}
+            if pattern is not None
+            else {"bool": {"must_not": {"match_all": {}}}}
+        )
     return clauses
 
 

@@ -37,6 +37,7 @@ logger = logging.getLogger(__name__)
 
 PAGE = 500
 Report = Callable[[str], None]
+Progress = Callable[[int, int], None]  # documents copied, documents to copy
 
 
 @dataclass(slots=True)
@@ -50,7 +51,12 @@ class ReindexResult:
 
 
 async def reindex(
-    store: ElasticsearchStore, embedder: EmbeddingService, *, keep_old: bool = False, report: Report = print
+    store: ElasticsearchStore,
+    embedder: EmbeddingService,
+    *,
+    keep_old: bool = False,
+    report: Report = print,
+    progress: Progress | None = None,
 ) -> ReindexResult:
     client = store.client
     layout = store.layout
@@ -71,7 +77,7 @@ async def reindex(
     await store.collections.copy_to(new)
     try:
         copied: dict[str, str] = {}
-        chunks = await _copy_sources(store, old, target, embedder, identity, copied, None, report)
+        chunks = await _copy_sources(store, old, target, embedder, identity, copied, None, report, progress)
         report(f"copied {len(copied)} documents ({chunks} chunks); blocking writes to {old} to catch up")
         await client.indices.add_block(index=old, block="write")
         changed = await _copy_sources(store, old, target, embedder, identity, copied, copied, report)
@@ -123,10 +129,12 @@ async def _copy_sources(
     copied: dict[str, str],
     only_changed: dict[str, str] | None,
     report: Report,
+    progress: Progress | None = None,
 ) -> int:
     """Copy (re-embedding) each source record of ``old`` whose live version is not in ``copied`` yet."""
     total = 0
-    for record, _ in await _source_records(store, old):
+    records = await _source_records(store, old)
+    for record, _ in records:
         if only_changed is not None and only_changed.get(document_key(record)) == record.document_id:
             continue
         hits = await store.client.search(
@@ -161,6 +169,8 @@ async def _copy_sources(
             raise outcome
         copied[document_key(record)] = record.document_id
         total += len(chunks)
+        if progress:
+            progress(len(copied), len(records))
         if len(copied) % 100 == 0:
             report(f"… {len(copied)} documents")
     return total

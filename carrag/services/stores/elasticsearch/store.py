@@ -26,6 +26,7 @@ from carrag.services.models import (
     ComponentHealth,
     DocumentRecord,
     EmbeddingIdentity,
+    MetadataValue,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
@@ -276,12 +277,19 @@ class ElasticsearchStore:
         )
 
     async def update_metadata(
-        self, document_id: str, *, tags: list[str] | None = None, title: str | None = None
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None = None,
+        title: str | None = None,
+        user_metadata: dict[str, MetadataValue] | None = None,
     ) -> DocumentRecord | None:
         return await asyncio.shield(
             self._guarded(
                 "updating a document",
-                lambda: update_metadata(self.versions, document_id, tags=tags, title=title),
+                lambda: update_metadata(
+                    self.versions, document_id, tags=tags, title=title, user_metadata=user_metadata
+                ),
                 None,
             )
         )
@@ -340,6 +348,34 @@ class ElasticsearchStore:
             {"bool": {"filter": filters}},
             [{"created_at": "desc"}, {"document_id": "asc"}],
             offset=offset,
+            limit=limit,
+        )
+        return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
+
+    async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
+        def ranked(query: dict[str, Any], boost: float) -> dict[str, Any]:
+            return {"constant_score": {"filter": query, "boost": boost}}
+
+        filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
+        if collection_ids:
+            filters.append(collection_clause(collection_ids))
+        query = {
+            "bool": {
+                "filter": filters,
+                "should": [
+                    ranked({"term": {"document_id": reference}}, 100),
+                    ranked({"term": {"source_id": reference}}, 10),
+                    ranked({"prefix": {"document_id": reference}}, 1),
+                    ranked({"wildcard": {"source_id": {"value": "*/" + _escape_wildcard(reference)}}}, 1),
+                ],
+                "minimum_should_match": 1,
+            }
+        }
+        hits, total = await self._walk(
+            "finding documents",
+            query,
+            ["_score", {"created_at": "desc"}, {"document_id": "asc"}],
+            offset=0,
             limit=limit,
         )
         return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
@@ -488,3 +524,7 @@ def _settle(item: PendingWrite, outcome: Any) -> None:
         future.set_exception(outcome)
     else:
         future.set_result(outcome)
+
+
+def _escape_wildcard(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")

@@ -1,0 +1,157 @@
+"""`carrag reindex` on the embedded store: the configured model's vectors are built beside the live
+ones, then swapped in by one transaction (issue 14, item 5).
+
+- ``reindex_vectors(chunk_rowid, embedding)`` holds the next model's vector of each chunk already
+  re-embedded; ``meta.reindex_model`` / ``reindex_dimension`` name that model. A run for another
+  model starts the table again; a run for the same one continues where the last stopped (each
+  batch is committed with its vectors, so a killed run loses at most the batch it was embedding).
+- Searches keep using ``chunks.embedding`` and the indexes built from it until the swap. Chunks
+  written meanwhile are picked up by the next pass (their rowids are higher), and a deleted chunk
+  takes its new vector with it (trigger), so a reused rowid can never inherit a stale one.
+- The swap is one write transaction: it checks that every chunk has its new vector (otherwise
+  nothing changes and another pass follows), copies them into ``chunks.embedding``, records the new
+  model as the store's, empties the side table and renews ``index_epoch`` so the search indexes
+  beside the file are rebuilt from the new vectors (the old graph file is removed by that rebuild).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from carrag.services.models import Chunk, EmbeddingIdentity
+from carrag.services.stores.sqlite import SqliteStore
+
+
+@dataclass(slots=True)
+class PendingChunk:
+    """A chunk still waiting for its new vector, with what its embedding input needs."""
+
+    rowid: int
+    chunk_id: str  # with the rowid: the same chunk (a rowid freed by a delete can be given again)
+    chunk: Chunk
+    title: str | None
+
+
+@dataclass(slots=True)
+class ReindexCounts:
+    done: int  # chunks with their new vector
+    total: int  # chunks in the store
+
+
+class SqliteReindex:
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def _target(connection: sqlite3.Connection) -> EmbeddingIdentity | None:
+        rows = dict(
+            connection.execute(
+                "SELECT key, value FROM meta WHERE key IN ('reindex_model', 'reindex_dimension')"
+            ).fetchall()
+        )
+        if "reindex_dimension" not in rows:
+            return None
+        return EmbeddingIdentity(rows.get("reindex_model", ""), int(rows["reindex_dimension"]))
+
+    async def begin(self, target: EmbeddingIdentity) -> ReindexCounts:
+        """Make ``reindex_vectors`` belong to ``target``: kept when it already does (resume), emptied
+        when it held another model's vectors."""
+
+        def begin(connection: sqlite3.Connection) -> None:
+            if self._target(connection) != target:
+                connection.execute("DELETE FROM reindex_vectors")
+                connection.executemany(
+                    "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    [("reindex_model", target.model), ("reindex_dimension", str(target.dimension))],
+                )
+
+        await self.store._write(begin)
+        return await self.counts()
+
+    async def target(self) -> EmbeddingIdentity | None:
+        """The model of an unfinished reindex (None: none under way)."""
+        return await self.store._read(self._target)
+
+    async def counts(self) -> ReindexCounts:
+        def counts(connection: sqlite3.Connection) -> ReindexCounts:
+            done = connection.execute("SELECT count(*) FROM reindex_vectors").fetchone()[0]
+            total = connection.execute("SELECT count(*) FROM chunks").fetchone()[0]
+            return ReindexCounts(int(done), int(total))
+
+        return await self.store._read(counts)
+
+    async def pending(self, after: int, limit: int) -> list[PendingChunk]:
+        """Up to ``limit`` chunks past rowid ``after`` that have no new vector yet, in rowid order."""
+
+        def pending(connection: sqlite3.Connection) -> list[PendingChunk]:
+            rows = connection.execute(
+                "SELECT c.id, c.chunk_index, c.text, c.char_start, c.char_end, c.pages, c.section, d.title, c.chunk_id"
+                " FROM chunks c JOIN documents d ON d.document_id = c.document_id"
+                " WHERE c.id > ? AND NOT EXISTS (SELECT 1 FROM reindex_vectors r WHERE r.chunk_rowid = c.id)"
+                " ORDER BY c.id LIMIT ?",
+                (after, limit),
+            ).fetchall()
+            return [
+                PendingChunk(
+                    int(row[0]),
+                    row[8],
+                    Chunk(row[1], row[2], row[3], row[4], json.loads(row[5] or "[]"), row[6]),
+                    row[7],
+                )
+                for row in rows
+            ]
+
+        return await self.store._read(pending)
+
+    async def save(self, target: EmbeddingIdentity, chunks: list[PendingChunk], matrix: np.ndarray) -> None:
+        """One batch of new vectors, committed together (a chunk deleted meanwhile is skipped, also
+        when its rowid already went to a new chunk)."""
+        matrix = np.asarray(matrix, dtype=np.float32)
+        if matrix.shape != (len(chunks), target.dimension):
+            raise ValueError(f"expected {len(chunks)} vectors of dimension {target.dimension}, got {matrix.shape}")
+
+        def save(connection: sqlite3.Connection) -> None:
+            if self._target(connection) != target:
+                raise RuntimeError("the store was reset or another reindex started meanwhile")
+            connection.executemany(
+                "INSERT OR REPLACE INTO reindex_vectors(chunk_rowid, embedding)"
+                " SELECT id, ? FROM chunks WHERE id = ? AND chunk_id = ?",
+                [(matrix[i].tobytes(), chunk.rowid, chunk.chunk_id) for i, chunk in enumerate(chunks)],
+            )
+
+        await self.store._write(save)
+
+    async def swap(self, target: EmbeddingIdentity) -> bool:
+        """Put the new vectors live in one transaction; False (nothing changed) when some chunk
+        still lacks its new vector."""
+
+        def swap(connection: sqlite3.Connection) -> bool:
+            if self._target(connection) != target:
+                raise RuntimeError("the store was reset or another reindex started meanwhile")
+            missing = connection.execute(
+                "SELECT 1 FROM chunks c WHERE NOT EXISTS"
+                " (SELECT 1 FROM reindex_vectors r WHERE r.chunk_rowid = c.id) LIMIT 1"
+            ).fetchone()
+            if missing is not None:
+                return False
+            connection.execute(
+                "UPDATE chunks SET embedding = (SELECT r.embedding FROM reindex_vectors r WHERE r.chunk_rowid = chunks.id)"
+            )
+            connection.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [
+                    ("embedding_model", target.model),
+                    ("embedding_dimension", str(target.dimension)),
+                    ("index_epoch", uuid.uuid4().hex),  # the indexes beside the file rebuild from the new vectors
+                ],
+            )
+            connection.execute("DELETE FROM meta WHERE key IN ('reindex_model', 'reindex_dimension')")
+            connection.execute("DELETE FROM reindex_vectors")
+            return True
+
+        return await self.store._write(swap)
