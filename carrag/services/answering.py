@@ -292,7 +292,10 @@ class AnswerService:
                 else str(exc.message)
             )
             timings["generate"] = _ms(generation_started)
-            if mode == "auto":  # the extractive answer needs no LLM: a slow or failing model is no reason to fail
+            # The extractive answer needs no LLM: a model too slow for LLM_TIMEOUT (an overloaded machine) is no
+            # reason to fail an auto request. A failing LLM (model not found, server down) stays an error the
+            # operator sees.
+            if mode == "auto" and isinstance(exc, TimeoutError):
                 yield self._extract(
                     scored, requested, f"generation failed: {detail}", request.question, _sources(outcome.hits)
                 )
