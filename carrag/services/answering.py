@@ -285,13 +285,19 @@ class AnswerService:
                             yield AnswerEvent("token", delta)
                         if looping:
                             break  # closing the stream stops the generation
-        except TimeoutError:
-            yield AnswerEvent(
-                "error", {"detail": f"generation exceeded {self.settings.llm_timeout:.0f}s (LLM_TIMEOUT)"}
+        except (TimeoutError, CarragError) as exc:
+            detail = (
+                f"generation exceeded {self.settings.llm_timeout:.0f}s (LLM_TIMEOUT)"
+                if isinstance(exc, TimeoutError)
+                else str(exc.message)
             )
-            return
-        except CarragError as exc:
-            yield AnswerEvent("error", exc.message)
+            timings["generate"] = _ms(generation_started)
+            if mode == "auto":  # the extractive answer needs no LLM: a slow or failing model is no reason to fail
+                yield self._extract(
+                    scored, requested, f"generation failed: {detail}", request.question, _sources(outcome.hits)
+                )
+                return
+            yield AnswerEvent("error", {"detail": detail} if isinstance(exc, TimeoutError) else exc.message)
             return
         timings["generate"] = _ms(generation_started)
         if first_token_ms is not None:
