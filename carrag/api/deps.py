@@ -1,4 +1,7 @@
-"""FastAPI dependencies, as ``Annotated`` aliases the routes declare (full-stack-fastapi-template style)."""
+"""FastAPI dependencies, as ``Annotated`` aliases the routes declare (full-stack-fastapi-template style).
+
+Every dependency is ``async def``: FastAPI runs a plain ``def`` dependency in its worker-thread pool,
+and a thread hop per getter cost /search several milliseconds on a busy host (issue 12, h12perf)."""
 
 from __future__ import annotations
 
@@ -20,38 +23,38 @@ from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings
 
 
-def get_container(request: Request) -> Container:
+async def get_container(request: Request) -> Container:
     return request.app.state.container
 
 
 ContainerDep = Annotated[Container, Depends(get_container)]
 
 
-def get_settings(container: ContainerDep) -> Settings:
+async def get_settings(container: ContainerDep) -> Settings:
     return container.settings
 
 
-def get_documents(container: ContainerDep) -> DocumentService:
+async def get_documents(container: ContainerDep) -> DocumentService:
     return container.documents
 
 
-def get_ingestion(container: ContainerDep) -> IngestionService:
+async def get_ingestion(container: ContainerDep) -> IngestionService:
     return container.ingestion
 
 
-def get_search(container: ContainerDep) -> SearchService:
+async def get_search(container: ContainerDep) -> SearchService:
     return container.search
 
 
-def get_answers(container: ContainerDep) -> AnswerService:
+async def get_answers(container: ContainerDep) -> AnswerService:
     return container.answers
 
 
-def get_requests(container: ContainerDep) -> RequestFactory:
+async def get_requests(container: ContainerDep) -> RequestFactory:
     return container.requests
 
 
-def get_collections(container: ContainerDep) -> CollectionService:
+async def get_collections(container: ContainerDep) -> CollectionService:
     return container.collections
 
 
