@@ -3,7 +3,11 @@ everything that holds state (stores, containers, apps) is fresh per test, in a t
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -17,6 +21,14 @@ from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.settings import Settings
 
 FIXTURES = Path(__file__).parent / "fixtures"
+
+# DATA_DIR defaults to a per-user directory (settings.default_data_dir: $XDG_DATA_HOME/carrag). No test
+# may write there: every Settings built without an explicit data_dir, in this process or in the
+# subprocesses tests start (which inherit the environment), lands in this throw-away directory instead.
+ISOLATED_DATA_HOME = Path(tempfile.mkdtemp(prefix="carrag-test-data-home-"))
+os.environ["XDG_DATA_HOME"] = str(ISOLATED_DATA_HOME)
+os.environ.pop("DATA_DIR", None)
+atexit.register(shutil.rmtree, ISOLATED_DATA_HOME, ignore_errors=True)
 
 
 def make_settings(tmp_path: Path, **overrides: object) -> Settings:
@@ -134,7 +146,8 @@ async def drop_es_index(client, name: str) -> None:
         concrete = list((await client.indices.get_alias(name=name)).keys())
     except NotFoundError:
         concrete = [name]
-    await client.indices.delete(index=",".join(concrete), ignore_unavailable=True)
+    # the kept originals' index beside the alias (carrag/services/stores/elasticsearch/originals.py)
+    await client.indices.delete(index=",".join([*concrete, f"{name}-originals"]), ignore_unavailable=True)
 
 
 def es_index_name(prefix: str = "carrag_test") -> str:

@@ -17,8 +17,8 @@ import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import quote
+from typing import Any, BinaryIO, Protocol
+from urllib.parse import quote, unquote
 
 import httpx
 
@@ -44,6 +44,8 @@ from carrag.services.vocabulary import FINISHED_JOB_STATES, ChunkingStrategy
 ProgressCallback = Callable[[str, int, int], None]
 # ("sources", [Source]) | ("token", StreamToken) | ("done", StreamDone) | ("error", StreamError)
 StreamEvent = tuple[str, StreamPayload]
+# `download_original`: the original's file name → where its bytes go
+OpenDestination = Callable[[str], BinaryIO]
 
 JOB_POLL_SECONDS = 0.25
 
@@ -95,6 +97,7 @@ class CarragClient(Protocol):
 
     async def reset(self) -> ResetResponse: ...
 
+    async def download_original(self, document_id: str, open_destination: OpenDestination) -> tuple[str, int]: ...
     async def health(self) -> HealthOut: ...
 
     async def list_jobs(self, *, limit: int = 50) -> JobListOut: ...
@@ -248,7 +251,8 @@ class LocalClient:
         from carrag.api.routes.health import health_report
 
         async with self._errors():
-            return health_report(await (await self.container()).health())
+            container = await self.container()
+            return health_report(await container.health(), container.settings)
 
     async def list_jobs(self, *, limit: int = 50) -> JobListOut:
         """The jobs recorded in the store (servers' async ingests; local ingests run without jobs)."""
@@ -270,6 +274,15 @@ class LocalClient:
                     yield (event.kind, stream_payload(event.kind, event.data))
             finally:
                 await events.aclose()
+
+    async def download_original(self, document_id: str, open_destination: OpenDestination) -> tuple[str, int]:
+        """Write a document's kept original to ``open_destination(its file name)``; (file name, bytes)."""
+        async with self._errors():
+            original = await (await self.container()).documents.original(document_id)
+            destination = open_destination(original.filename)
+            async for piece in original.pieces:
+                destination.write(piece)
+            return original.filename, original.size
 
     async def list_collections(self) -> CollectionListOut:
         async with self._errors():
@@ -438,6 +451,24 @@ class HttpClient:
         except httpx.HTTPError as error:
             raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
 
+    async def download_original(self, document_id: str, open_destination: OpenDestination) -> tuple[str, int]:
+        """GET /documents/{id}/file, streamed to ``open_destination(its file name)``; (file name, bytes)."""
+        try:
+            async with self._http.stream("GET", f"/documents/{_segment(document_id)}/file") as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    status = response.status_code
+                    raise ClientError(_detail(response), status, fatal=status in (401, 403))
+                filename = disposition_filename(response.headers.get("content-disposition", "")) or document_id
+                destination = open_destination(filename)
+                written = 0
+                async for piece in response.aiter_bytes():
+                    destination.write(piece)
+                    written += len(piece)
+                return filename, written
+        except httpx.HTTPError as error:
+            raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
+
     async def aclose(self) -> None:
         await self._http.aclose()
 
@@ -458,6 +489,18 @@ def http_error(response: httpx.Response) -> ClientError:
 
 def _segment(value: str) -> str:
     return quote(value, safe="")
+
+
+def disposition_filename(header: str) -> str | None:
+    """The file name of a Content-Disposition header (``filename*=UTF-8''…`` first, then ``filename=``)."""
+    parts = [part.strip() for part in header.split(";")]
+    for part in parts:
+        if part.lower().startswith("filename*=") and "''" in part:
+            return unquote(part.split("''", 1)[1])
+    for part in parts:
+        if part.lower().startswith("filename="):
+            return part.split("=", 1)[1].strip('"')
+    return None
 
 
 def _detail(response: httpx.Response) -> str:

@@ -14,12 +14,14 @@ import itertools
 import json
 import logging
 import math
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, BinaryIO, TypeVar
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (
@@ -691,6 +693,48 @@ def delete_by_source(source_id: str, collection: str | None, yes: bool, url: str
         console.print(f"Deleted {escape(document.document_id)} ({escape(document.filename)}).")
 
 
+@documents_app.command("download")
+def documents_download(
+    reference: Annotated[str, typer.Argument(help="The document's id, id prefix, source id or file name.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write here (`-` for stdout); default: the original's file name here."),
+    ] = None,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Save a document's original file (as uploaded or fetched)."""
+    opened: list[tuple[Path, BinaryIO]] = []
+
+    def open_destination(filename: str) -> BinaryIO:
+        if output is not None and str(output) == "-":
+            return sys.stdout.buffer
+        # the server's name, never a path: a name like ../x stays in the working directory
+        path = output or Path(Path(filename.replace("\\", "/")).name or "original")
+        try:
+            handle = path.open("wb" if output is not None else "xb")  # the default name never overwrites
+        except FileExistsError:
+            raise ClientError(f"{path} exists; choose another name with -o") from None
+        opened.append((path, handle))
+        return handle
+
+    async def work(client: CarragClient) -> tuple[str, int]:
+        document = await resolve_document(client, reference)
+        return await client.download_original(document.document_id, open_destination)
+
+    try:
+        filename, size = run_with_client(url, api_key, work)
+    except BaseException:
+        for path, handle in opened:  # nothing half-written is left behind
+            handle.close()
+            path.unlink(missing_ok=True)
+        raise
+    for _, handle in opened:
+        handle.close()
+    if opened:
+        errors.print(f"Saved {escape(filename)} ({size:,} bytes) to {escape(str(opened[0][0]))}.")
+
+
 @app.command()
 def reset(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
@@ -844,7 +888,22 @@ def mcp() -> None:
     asyncio.run(run_stdio(settings))
 
 
+def store_epilog() -> str:
+    """The store local commands use, for the end of `carrag --help` (DATA_DIR has a per-user default)."""
+    try:
+        settings = Settings()
+    except (ValidationError, ValueError) as exc:  # a bad setting is reported by the command that needs it
+        return f"Store: the settings are invalid ({str(exc).splitlines()[0]})."
+    hint = settings.legacy_store_hint()
+    return (
+        f"Store in use without --url: {settings.store} at {settings.store_location} "
+        "(set DATA_DIR or STORE to use another; --url / CARRAG_URL talks to a server instead)."
+        + (f"\n\nNote: {hint}" if hint else "")
+    )
+
+
 def main() -> None:
+    app.info.epilog = store_epilog()
     try:
         app()
     except MissingExtra as exc:

@@ -285,13 +285,22 @@ class AnswerService:
                             yield AnswerEvent("token", delta)
                         if looping:
                             break  # closing the stream stops the generation
-        except TimeoutError:
-            yield AnswerEvent(
-                "error", {"detail": f"generation exceeded {self.settings.llm_timeout:.0f}s (LLM_TIMEOUT)"}
+        except (TimeoutError, CarragError) as exc:
+            detail = (
+                f"generation exceeded {self.settings.llm_timeout:.0f}s (LLM_TIMEOUT)"
+                if isinstance(exc, TimeoutError)
+                else str(exc.message)
             )
-            return
-        except CarragError as exc:
-            yield AnswerEvent("error", exc.message)
+            timings["generate"] = _ms(generation_started)
+            # The extractive answer needs no LLM: a model too slow for LLM_TIMEOUT (an overloaded machine) is no
+            # reason to fail an auto request. A failing LLM (model not found, server down) stays an error the
+            # operator sees.
+            if mode == "auto" and isinstance(exc, TimeoutError):
+                yield self._extract(
+                    scored, requested, f"generation failed: {detail}", request.question, _sources(outcome.hits)
+                )
+                return
+            yield AnswerEvent("error", {"detail": detail} if isinstance(exc, TimeoutError) else exc.message)
             return
         timings["generate"] = _ms(generation_started)
         if first_token_ms is not None:

@@ -74,6 +74,8 @@ def build_store(settings: Settings) -> Store:
         return ElasticsearchStore.from_settings(settings)
     from carrag.services.stores.sqlite import SqliteStore
 
+    if hint := settings.legacy_store_hint():
+        logger.warning(hint)
     return SqliteStore(settings.resolved_sqlite_path)
 
 

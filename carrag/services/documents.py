@@ -11,9 +11,9 @@ from typing import Any
 from carrag.services.access import FULL_ACCESS, Principal, can_read_collection_id, readable_collection_ids
 from carrag.services.collections import CollectionService
 from carrag.services.errors import NotFound
-from carrag.services.models import DEFAULT_COLLECTION, DocumentRecord
+from carrag.services.models import DEFAULT_COLLECTION, DocumentRecord, Original
 from carrag.services.requests import normalise_tags, user_metadata
-from carrag.services.stores.base import ChunkListing, Store
+from carrag.services.stores.base import ChunkListing, DocumentSort, SortOrder, Store
 
 logger = logging.getLogger(__name__)
 
@@ -76,17 +76,27 @@ class DocumentService:
         offset: int = 0,
         limit: int = 50,
         tag: str | None = None,
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
         collections: list[str] | None = None,
         principal: Principal = FULL_ACCESS,
     ) -> DocumentList:
-        """A page of documents, newest first; ``tag`` matches case-insensitively. ``collections``
+        """A page of documents, newest first unless ``sort``/``order`` say otherwise; ``tag`` matches
+        case-insensitively, ``filename`` is a case-insensitive substring or glob (``*.pdf``). ``collections``
         (names; unknown → NotFound, outside ``principal``'s scope → Forbidden) restricts it; none: every
         collection ``principal`` may read."""
         collection_ids = await self._listed_collection_ids(collections, principal)
         if collection_ids == ():
             return DocumentList([], 0, offset, limit)
         page = await self.store.list_documents(
-            offset=offset, limit=limit, tag=tag.strip().lower() if tag else None, collection_ids=collection_ids or ()
+            offset=offset,
+            limit=limit,
+            tag=tag.strip().lower() if tag else None,
+            collection_ids=collection_ids or (),
+            sort=sort,
+            order=order,
+            filename=filename.strip() or None if filename else None,
         )
         await self.collections.name_documents(page.items)
         return DocumentList(page.items, page.total, offset, limit)
@@ -126,6 +136,19 @@ class DocumentService:
         record = await self.get(document_id, principal)
         listings = await self.store.get_chunks(document_id, offset=offset, limit=limit)
         return ChunkList(document_id, listings, record.chunk_count, offset, limit)
+
+    async def original(self, document_id: str, principal: Principal = FULL_ACCESS) -> Original:
+        """The document's kept original bytes, or NotFound (404) saying whether the document (also one
+        ``principal`` may not read) or only its original is missing."""
+        await self.get(document_id, principal)  # 404: no such document, or not for this key
+        original = await self.store.get_original(document_id)
+        if original is not None:
+            return original
+        await self.get(document_id, principal)  # replaced or deleted meanwhile: say so
+        raise NotFound(
+            f"Document {document_id} has no kept original: it was ingested as text, before originals "
+            "were kept, or with KEEP_ORIGINALS=false."
+        )
 
     async def update_metadata(
         self,

@@ -26,7 +26,15 @@ from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, InvalidInput
 from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, Fetcher
 from carrag.services.ids import content_hash, new_document_id
-from carrag.services.models import DEFAULT_COLLECTION, Chunk, DocumentRecord, EmbeddingIdentity, ParsedDocument
+from carrag.services.models import (
+    DEFAULT_COLLECTION,
+    Chunk,
+    DocumentRecord,
+    EmbeddingIdentity,
+    OriginalFile,
+    ParsedDocument,
+)
+from carrag.services.originals import fetched_original, uploaded_original
 from carrag.services.parsers import check_supported, parse_file
 from carrag.services.parsers.decoding import decode_declared
 from carrag.services.parsers.pdf import Progress, parse_pdf
@@ -180,7 +188,8 @@ class IngestionService:
             timings: dict[str, float] = {}
             observer.stage(JobState.PARSING)
             parsed = await self._parse_upload(data, filename, timings, observer)
-            return await self._ingest_parsed(parsed, options, observer, timings)
+            original = uploaded_original(data, filename) if self.settings.keep_originals else None
+            return await self._ingest_parsed(parsed, options, observer, timings, original=original)
 
     async def _parse_upload(
         self, data: bytes, filename: str, timings: dict[str, float], observer: IngestObserver | None = None
@@ -219,7 +228,8 @@ class IngestionService:
         parsed.metadata.setdefault("url", url)
         if page.final_url != url:
             parsed.metadata["final_url"] = page.final_url
-        return await self._ingest_parsed(parsed, options, observer, timings)
+        original = fetched_original(page) if self.settings.keep_originals else None
+        return await self._ingest_parsed(parsed, options, observer, timings, original=original)
 
     def _parse_fetched(
         self, content_type: str, body: bytes, charset: str | None, url: str, on_progress: Progress | None = None
@@ -288,11 +298,13 @@ class IngestionService:
 
     async def _ingest_bulk_item(self, item: BulkDocument, embed: DocumentEmbedder) -> IngestResult:
         timings: dict[str, float] = {}
+        original = None
         if item.data is not None:
             parsed = await self._parse_upload(item.data, item.filename, timings)
+            original = uploaded_original(item.data, item.filename) if self.settings.keep_originals else None
         else:
             parsed = text_document(item.text or "", item.filename, item.options.title)
-        return await self._ingest_parsed(parsed, item.options, _SilentObserver(), timings, embed)
+        return await self._ingest_parsed(parsed, item.options, _SilentObserver(), timings, embed, original=original)
 
     # --- the shared pipeline -------------------------------------------------------------------
     async def _ingest_parsed(
@@ -302,6 +314,8 @@ class IngestionService:
         observer: IngestObserver,
         timings: dict[str, float],
         embed: DocumentEmbedder | None = None,
+        *,
+        original: OriginalFile | None = None,
     ) -> IngestResult:
         settings = self.settings
         if len(parsed.text) > settings.max_extracted_chars:
@@ -408,7 +422,8 @@ class IngestionService:
             user_metadata=dict(options.metadata),
             collection_id=collection.collection_id,
         )
-        replaced = await self.store.write_document(record, chunks, vectors, identity)
+        # the original (when kept) is written with the document, in the same atomic step
+        replaced = await self.store.write_document(record, chunks, vectors, identity, original=original)
         timings["index"] = _ms(started)
         self.telemetry.chunks_indexed(len(chunks))
         self._report(IngestStatus.INGESTED, timings)

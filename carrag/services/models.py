@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -166,6 +167,31 @@ def chunk_heading(title: str | None, section: str | None) -> str:
     """What a chunk is about beyond its own words: its document title and section path. Both
     stores index it beside the chunk text for BM25."""
     return " ".join(part for part in (title or "", section or "") if part)
+
+
+@dataclass(slots=True)
+class OriginalFile:
+    """The bytes of a document as uploaded or fetched, kept beside it (KEEP_ORIGINALS)."""
+
+    content: bytes
+    content_type: str
+    filename: str
+
+
+@dataclass(slots=True)
+class Original:
+    """A kept original as read back: what it is, and its bytes in pieces (read as they are consumed,
+    from one consistent snapshot: a download finishes even if the document is deleted meanwhile)."""
+
+    document_id: str
+    filename: str
+    content_type: str
+    size: int
+    pieces: AsyncIterator[bytes]
+
+    async def read(self) -> bytes:
+        """All the bytes at once (tests, small files)."""
+        return b"".join([piece async for piece in self.pieces])
 
 
 @dataclass(slots=True)

@@ -170,3 +170,26 @@ async def test_unreachable_elasticsearch_gives_503_json_not_tracebacks(
                 assert response.status_code == 503, (request.url, response.text)
                 assert response.headers["content-type"].startswith("application/json")
                 assert "Elasticsearch at http://127.0.0.1" in response.json()["detail"], response.text
+
+
+@pytest.mark.elasticsearch
+async def test_originals_and_file_name_listing_on_elasticsearch(
+    es_settings, embedding_backend, manual_pdf: bytes
+) -> None:
+    async with api(es_settings(), embedding_backend) as (client, container):
+        manual = await ingest(client, "2019_Ford_F150_Owners_Manual.pdf", manual_pdf)
+        first = await ingest(client, "notes.md", NOTES)
+        file = await client.get(f"/documents/{manual['document_id']}/file")
+        assert file.status_code == 200 and file.content == manual_pdf
+        assert file.headers["content-type"] == "application/pdf"
+        assert 'filename="2019_Ford_F150_Owners_Manual.pdf"' in file.headers["content-disposition"]
+
+        listed = (await client.get("/documents", params={"filename": "*.MD", "sort": "filename"})).json()
+        assert [d["document_id"] for d in listed["items"]] == [first["document_id"]]
+
+        second = await ingest(client, "notes.md", NOTES + b"\nRestores are tested monthly.\n")
+        assert (await client.get(f"/documents/{first['document_id']}/file")).status_code == 404
+        assert (await client.get(f"/documents/{second['document_id']}/file")).content.endswith(b"monthly.\n")
+        assert (await client.delete(f"/documents/{second['document_id']}")).status_code == 200
+        assert (await client.get(f"/documents/{second['document_id']}/file")).status_code == 404
+        assert await container.store.check_integrity() == []

@@ -22,3 +22,17 @@ async def test_the_version_is_the_installed_packages_everywhere(client: httpx.As
     assert carrag.__version__ == installed
     assert (await client.get("/health")).json()["version"] == installed
     assert (await client.get("/openapi.json")).json()["info"]["version"] == installed
+
+
+async def test_health_names_the_store_in_use(client: httpx.AsyncClient, container) -> None:
+    store = (await client.get("/health")).json()["store"]
+    assert store == {"backend": "sqlite", "location": str(container.settings.resolved_sqlite_path.absolute())}
+
+
+def test_elasticsearch_location_hides_credentials(tmp_path) -> None:
+    from tests.conftest import make_settings
+
+    settings = make_settings(
+        tmp_path, store="elasticsearch", elasticsearch_url="https://user:secret@es1:9200,http://es2:9200/"
+    )
+    assert settings.store_location == "https://es1:9200,http://es2:9200/ index carrag_chunks"

@@ -124,6 +124,7 @@ NAMES_A_COLLECTION: dict[tuple[str, str], Build] = {
 ONE_DOCUMENT_OR_JOB: dict[tuple[str, str], Build] = {
     ("GET", "/documents/{document_id}"): document(),
     ("GET", "/documents/{document_id}/chunks"): document("/chunks"),
+    ("GET", "/documents/{document_id}/file"): document("/file"),
     ("PATCH", "/documents/{document_id}"): document(json={"tags": ["changed"]}),
     ("DELETE", "/documents/{document_id}"): document(),
     ("GET", "/jobs/{job_id}"): job(),
@@ -265,6 +266,7 @@ async def test_a_scoped_key_works_inside_its_scope(world: World) -> None:
     reads = [
         ("GET", team_document, {}),
         ("GET", f"{team_document}/chunks", {}),
+        ("GET", f"{team_document}/file", {}),  # uploaded through an ingest job: its original is kept
         ("GET", f"/jobs/{world.team_job_id}", {}),
         ("GET", "/collections/team-a", {}),
         ("GET", "/documents?collection=team-a", {}),

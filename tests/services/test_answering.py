@@ -98,6 +98,27 @@ async def test_auto_falls_back_to_extract_when_not_grounded_and_says_so(answers_
     assert "Bosch" not in answer.answer and "FL-500S" in answer.answer and answer.model is None
 
 
+class StalledLLM(RecordingLLM):
+    """Never produces its first token (an overloaded machine, a model that hangs)."""
+
+    async def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float
+    ) -> AsyncIterator[str]:
+        self.calls.append({"messages": list(messages)})
+        await asyncio.sleep(30)
+        yield "never"
+
+
+async def test_auto_falls_back_to_extract_when_generation_times_out(answers_with) -> None:
+    """Measured under load: SmolLM2 passed LLM_TIMEOUT and auto answered HTTP 503 though extract needs no LLM."""
+    answers = await answers_with(StalledLLM(""), llm_timeout=0.2)
+    answer = await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="auto"))
+    assert answer.answer_mode == "extract" and "FL-500S" in answer.answer
+    assert answer.fallback_reason == "generation failed: generation exceeded 0s (LLM_TIMEOUT)"
+    with pytest.raises(Exception, match="LLM_TIMEOUT"):
+        await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="generate"))
+
+
 async def test_the_documents_dont_say_without_calling_the_llm(answers_with) -> None:
     llm = RecordingLLM(GROUNDED)
     answers = await answers_with(llm)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,14 @@ PIPELINE_STATES = ["queued", "parsing", "tagging", "chunking", "embedding", "ind
 
 
 async def finished(jobs: JobManager, job_id: str) -> None:
+    """Until the job has finished and its final record is stored (the record is written just after
+    the in-process job says it finished, so a purge right after ``job.finished`` could miss it)."""
     job = await jobs.get(job_id)
     await wait_for(lambda: job.finished, what=f"job {job_id} to finish")
+    deadline = time.monotonic() + 30
+    while (stored := await jobs.leases.repository.read(job_id)) is None or stored.record.get("finished_at") is None:
+        assert time.monotonic() < deadline, f"job {job_id}'s final record was never stored"
+        await asyncio.sleep(0.02)
 
 
 async def test_job_runs_the_pipeline_and_reports_each_stage(container: Container) -> None:

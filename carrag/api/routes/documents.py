@@ -1,10 +1,12 @@
-"""The document API: list, inspect, list chunks, change tags/title, delete (`carrag/services/documents.py`)."""
+"""The document API: list, inspect, list chunks, download the original, change tags/title, delete
+(`carrag/services/documents.py`)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.responses import StreamingResponse
 
 from carrag.api.deps import DocumentsDep, PrincipalDep
 from carrag.api.schemas.documents import (
@@ -17,17 +19,31 @@ from carrag.api.schemas.documents import (
 )
 from carrag.services.documents import ChunkList, DeletedDocument, DeletedSource, DocumentList
 from carrag.services.models import DocumentRecord
+from carrag.services.originals import content_disposition
+from carrag.services.stores.base import DocumentSort, SortOrder
 
 router = APIRouter(prefix="/documents", tags=["documents"])
 
 
-@router.get("", response_model=DocumentPageOut, summary="List documents (newest first)")
+@router.get("", response_model=DocumentPageOut, summary="List documents (newest first; sort and search by file name)")
 async def list_documents(
     documents: DocumentsDep,
     principal: PrincipalDep,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     tag: Annotated[str | None, Query(max_length=200)] = None,
+    sort: Annotated[DocumentSort, Query(description="Sort by creation time, file name or chunk count.")] = (
+        "created_at"
+    ),
+    order: Annotated[SortOrder, Query(description="asc or desc (ties: by document id).")] = "desc",
+    filename: Annotated[
+        str | None,
+        Query(
+            max_length=500,
+            description="File name contains this (case-insensitive), or matches it whole when it is a glob "
+            "(`*` `?` `[...]`, e.g. `*.pdf`).",
+        ),
+    ] = None,
     collection: Annotated[
         list[str] | None,
         Query(max_length=100, description="Only documents of this collection (repeat for several); absent: all."),
@@ -45,7 +61,16 @@ async def list_documents(
 ) -> DocumentList:
     if ref is not None:
         return await documents.find(ref, limit=limit, collections=collection, principal=principal)
-    return await documents.page(offset=offset, limit=limit, tag=tag, collections=collection, principal=principal)
+    return await documents.page(
+        offset=offset,
+        limit=limit,
+        tag=tag,
+        sort=sort,
+        order=order,
+        filename=filename,
+        collections=collection,
+        principal=principal,
+    )
 
 
 @router.get("/{document_id}", response_model=DocumentOut, summary="One document's metadata and chunk count")
@@ -62,6 +87,30 @@ async def get_chunks(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> ChunkList:
     return await documents.chunks(document_id, offset=offset, limit=limit, principal=principal)
+
+
+@router.get(
+    "/{document_id}/file",
+    response_class=StreamingResponse,
+    summary="The original file, as uploaded or fetched",
+    responses={
+        200: {"content": {"application/octet-stream": {}}, "description": "The bytes, with their media type."},
+        404: {"description": "No such document, or no original kept for it (the message says which)."},
+    },
+)
+async def get_document_file(documents: DocumentsDep, principal: PrincipalDep, document_id: str) -> StreamingResponse:
+    original = await documents.original(document_id, principal)
+    return StreamingResponse(
+        original.pieces,
+        media_type=original.content_type,
+        headers={
+            "Content-Length": str(original.size),
+            # a download, never rendered in the UI's origin (an uploaded HTML page must not run there)
+            "Content-Disposition": content_disposition(original.filename),
+            "Content-Security-Policy": "sandbox",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 @router.patch(

@@ -8,17 +8,19 @@ from carrag import __version__
 from carrag.api.deps import ContainerDep
 from carrag.api.schemas.health import HealthOut
 from carrag.services.models import ComponentHealth
+from carrag.services.settings import Settings
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=HealthOut, summary="Component status (never needs an API key)")
 async def health(container: ContainerDep) -> HealthOut:
-    return health_report(await container.health())
+    return health_report(await container.health(), container.settings)
 
 
-def health_report(components: dict[str, ComponentHealth]) -> HealthOut:
-    """Overall: unavailable without a store or embedder, degraded when anything else is not ok."""
+def health_report(components: dict[str, ComponentHealth], settings: Settings) -> HealthOut:
+    """Overall: unavailable without a store or embedder, degraded when anything else is not ok; and the
+    store in use (``settings``)."""
     states = {c.status for c in components.values()}
     if components["store"].status == "unavailable" or components["embedder"].status == "unavailable":
         overall = "unavailable"
@@ -26,4 +28,11 @@ def health_report(components: dict[str, ComponentHealth]) -> HealthOut:
         overall = "degraded"
     else:
         overall = "ok"
-    return HealthOut.model_validate({"status": overall, "version": __version__, "components": components})
+    return HealthOut.model_validate(
+        {
+            "status": overall,
+            "version": __version__,
+            "components": components,
+            "store": {"backend": settings.store, "location": settings.store_location},
+        }
+    )

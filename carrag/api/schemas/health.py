@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pydantic import Field
+
 from carrag.api.schemas.base import Schema
 from carrag.services.vocabulary import HealthStatus
 
@@ -11,7 +13,15 @@ class ComponentOut(Schema):
     detail: str | None = None
 
 
+class StoreInUse(Schema):
+    backend: str
+    location: str
+
+
 class HealthOut(Schema):
     status: HealthStatus
     version: str
     components: dict[str, ComponentOut]
+    store: StoreInUse | None = Field(
+        None, description="The store this server uses: the SQLite file (under DATA_DIR) or Elasticsearch URL and index."
+    )

@@ -79,6 +79,22 @@ export async function getJson(path, options) {
   return (await request(path, options)).body;
 }
 
+/** GET a file: resolves to {blob, filename} (the name from Content-Disposition); rejects with ApiError. */
+export async function fetchBlob(path) {
+  let response;
+  try {
+    response = await fetch(path, { headers: authHeaders() });
+  } catch (error) {
+    throw fail(0, { detail: `The server cannot be reached (${error.message}).` });
+  }
+  if (!response.ok) throw fail(response.status, await readJson(response));
+  const disposition = response.headers.get("Content-Disposition") || "";
+  const encoded = /filename\*=UTF-8''([^;]+)/i.exec(disposition);
+  const plain = /filename="([^"]*)"/i.exec(disposition);
+  const filename = encoded ? decodeURIComponent(encoded[1]) : plain ? plain[1] : "";
+  return { blob: await response.blob(), filename };
+}
+
 /** POST a multipart form with upload progress (fetch has none). Resolves to {status, body}. */
 export function upload(path, form, onProgress) {
   return new Promise((resolve, reject) => {

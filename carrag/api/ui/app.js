@@ -95,6 +95,7 @@ async function refreshHealth() {
     badge.title = Object.entries(health.components)
       .map(([name, part]) => `${name}: ${part.status} (${part.backend}${part.model ? ` ${part.model}` : ""})${part.detail ? ` — ${part.detail}` : ""}`)
       .join("\n");
+    if (health.store) $("#store-in-use").textContent = `Store: ${health.store.backend} · ${health.store.location}`;
   } catch {
     badge.dataset.status = "unavailable";
     badge.textContent = "offline";

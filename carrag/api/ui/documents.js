@@ -1,6 +1,7 @@
-// The Documents screens: a paged, tag-filtered list; one document with its chunks; delete.
+// The Documents screens: a paged list (found by file name or tag, sorted); one document with its
+// chunks, its original to download, delete; a deleted document's page says so and offers nothing.
 
-import { getJson, request } from "./api.js";
+import { fetchBlob, getJson, request } from "./api.js";
 import { editDocument } from "./document_edit.js";
 import { currentCollection } from "./collections.js";
 import { $, formatDate, h, pagesLabel, replaceChildren, tagList } from "./dom.js";
@@ -9,21 +10,52 @@ const PAGE_SIZE = 20;
 const CHUNK_PAGE = 50;
 let latestView = 0; // answers to an earlier navigation are dropped
 
-export function initDocuments(navigate) {
-  $("#doc-filter").addEventListener("submit", (event) => {
-    event.preventDefault();
-    const tag = $("#doc-tag").value.trim();
-    navigate(tag ? `#/documents?tag=${encodeURIComponent(tag)}` : "#/documents");
-  });
+const DEFAULT_SORT = "created_at:desc";
+
+/** The list's filters as they appear in the address: #/documents?filename=&tag=&sort=&order= */
+function filterParams({ filename = "", tag = "", sort = DEFAULT_SORT }) {
+  const params = new URLSearchParams();
+  if (filename) params.set("filename", filename);
+  if (tag) params.set("tag", tag);
+  if (sort !== DEFAULT_SORT) {
+    const [key, order] = sort.split(":");
+    params.set("sort", key);
+    params.set("order", order);
+  }
+  return params;
 }
 
-/** #/documents?offset=&tag= */
+function listHash(params) {
+  const text = params.toString();
+  return text ? `#/documents?${text}` : "#/documents";
+}
+
+export function initDocuments(navigate) {
+  const apply = () => navigate(listHash(filterParams({
+    filename: $("#doc-filename").value.trim(),
+    tag: $("#doc-tag").value.trim(),
+    sort: $("#doc-sort").value,
+  })));
+  $("#doc-filter").addEventListener("submit", (event) => {
+    event.preventDefault();
+    apply();
+  });
+  $("#doc-sort").addEventListener("change", apply);
+}
+
+/** #/documents?offset=&tag=&filename=&sort=&order= */
 export async function showDocuments(params, navigate) {
   const offset = Math.max(0, Number.parseInt(params.get("offset") || "0", 10) || 0);
   const tag = params.get("tag") || "";
+  const filename = params.get("filename") || "";
+  const sortValue = `${params.get("sort") || "created_at"}:${params.get("order") || "desc"}`;
+  const sort = [...$("#doc-sort").options].some((option) => option.value === sortValue) ? sortValue : DEFAULT_SORT;
   $("#doc-tag").value = tag;
+  $("#doc-filename").value = filename;
+  $("#doc-sort").value = sort;
+  const filters = filterParams({ filename, tag, sort });
   const query = new URLSearchParams({ offset, limit: PAGE_SIZE, collection: currentCollection() });
-  if (tag) query.set("tag", tag);
+  for (const [name, value] of filters) query.set(name, value);
   const rows = $("#doc-rows");
   const view = ++latestView;
   let page;
@@ -36,7 +68,9 @@ export async function showDocuments(params, navigate) {
     return;
   }
   if (!page.items.length) {
-    const message = tag ? `No documents tagged “${tag}”.` : "No documents yet — ingest some on the Ingest screen.";
+    const message = filename && tag ? `No documents named like “${filename}” tagged “${tag}”.`
+      : filename ? `No documents named like “${filename}”.`
+      : tag ? `No documents tagged “${tag}”.` : "No documents yet — ingest some on the Ingest screen.";
     replaceChildren(rows, h("tr", {}, h("td", { colspan: 5, class: "hint" }, message)));
   } else {
     replaceChildren(rows, page.items.map((doc) => documentRow(doc, () => showDocuments(params, navigate))));
@@ -44,9 +78,9 @@ export async function showDocuments(params, navigate) {
   const last = offset + page.items.length;
   $("#doc-range").textContent = page.total ? `${page.items.length ? offset + 1 : 0}–${last} of ${page.total}` : "";
   const pageLink = (newOffset) => {
-    const next = new URLSearchParams({ offset: newOffset });
-    if (tag) next.set("tag", tag);
-    return `#/documents?${next}`;
+    const next = new URLSearchParams(filters);
+    if (newOffset) next.set("offset", newOffset);
+    return listHash(next);
   };
   const prev = $("#doc-prev");
   const next = $("#doc-next");
@@ -110,6 +144,10 @@ export async function showDocument(documentId, params, navigate) {
   replaceChildren(meta);
   replaceChildren(list);
   more.hidden = true;
+  meta.hidden = false;
+  $("#document-actions").hidden = true; // actions only for a document that exists
+  $("#document-edit-box").hidden = true;
+  $("#document-gone").hidden = true;
   $("#document-title").textContent = "Loading…";
   const view = ++latestView;
   let doc;
@@ -118,11 +156,17 @@ export async function showDocument(documentId, params, navigate) {
     if (view !== latestView) return;
   } catch (error) {
     if (view !== latestView) return;
-    $("#document-title").textContent = error.status === 404 ? "Document not found" : "Could not load the document";
+    if (error.status === 404) {
+      showGone(documentId);
+      return;
+    }
+    $("#document-title").textContent = "Could not load the document";
     replaceChildren(meta, h("dt", {}, "Error"), h("dd", {}, error.detail || String(error)));
     return;
   }
   $("#document-title").textContent = doc.title || doc.filename;
+  $("#document-actions").hidden = false;
+  $("#document-edit-box").hidden = false;
   const metadata = doc.system_metadata || {}; // what Carrag recorded; doc.metadata is the user's own
   const rows = [
     ["File", doc.filename],
@@ -144,7 +188,9 @@ export async function showDocument(documentId, params, navigate) {
 
   $("#document-delete").onclick = async () => {
     if (await deleteDocument(doc)) navigate("#/documents");
+    else if (await isGone(documentId)) showGone(documentId); // deleted meanwhile (another tab)
   };
+  $("#document-download").onclick = () => downloadOriginal(doc);
   editDocument(doc, () => showDocument(documentId, params, navigate));
 
   let loaded = 0;
@@ -165,6 +211,50 @@ export async function showDocument(documentId, params, navigate) {
       target.scrollIntoView({ block: "center" });
       target.focus({ preventScroll: true });
     }
+  }
+}
+
+/** A document that does not exist (any more): say so, offer no actions, link back to the list. */
+function showGone(documentId) {
+  $("#document-title").textContent = "Document deleted";
+  $("#document-actions").hidden = true;
+  $("#document-edit-box").hidden = true;
+  replaceChildren($("#document-meta"));
+  $("#document-meta").hidden = true;
+  replaceChildren($("#document-chunks"));
+  $("#chunks-more").hidden = true;
+  const gone = $("#document-gone");
+  replaceChildren(gone, `There is no document with id ${documentId} any more: it was deleted, or replaced by a newer `
+    + "version of the same file (which has a new id). Find it in the list of documents.");
+  gone.hidden = false;
+}
+
+async function isGone(documentId) {
+  try {
+    await getJson(`/documents/${encodeURIComponent(documentId)}`);
+    return false;
+  } catch (error) {
+    return error.status === 404;
+  }
+}
+
+/** Fetch the original (with the API key) and hand it to the browser as a download. */
+async function downloadOriginal(doc) {
+  const button = $("#document-download");
+  button.disabled = true;
+  try {
+    const { blob, filename } = await fetchBlob(`/documents/${encodeURIComponent(doc.document_id)}/file`);
+    const url = URL.createObjectURL(blob);
+    const link = h("a", { href: url, download: filename || doc.filename, hidden: true });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
+  } catch (error) {
+    if (error.status === 404 && (await isGone(doc.document_id))) showGone(doc.document_id);
+    else alertBanner(`Could not download: ${error.detail || error}`);
+  } finally {
+    button.disabled = false;
   }
 }
 

@@ -8,6 +8,17 @@ const POLL_MS = 400;
 const FINISHED = new Set(["done", "failed", "cancelled"]);
 const STAGE_UNITS = { uploading: "bytes", embedding: "chunks" };
 const shown = new Set(); // job ids with a row already
+const doneViews = new Set(); // finished rows that link to a document: checked again on each visit
+let exists = new Map(); // document id → Promise<boolean>, for one visit to the screen
+
+/** Whether a document still exists (once per id and visit; a job's document may since be deleted). */
+function documentExists(documentId) {
+  if (!exists.has(documentId)) {
+    exists.set(documentId, getJson(`/documents/${encodeURIComponent(documentId)}`)
+      .then(() => true, (error) => error.status !== 404));
+  }
+  return exists.get(documentId);
+}
 
 export function initIngest() {
   const form = $("#ingest-form");
@@ -53,6 +64,8 @@ export function initIngest() {
 
 /** Jobs the server already holds (this or another tab, before a reload): show them, follow the running ones. */
 export async function loadRecentJobs() {
+  exists = new Map();
+  for (const view of doneViews) view.checkLink();
   let listing;
   try {
     listing = await getJson("/jobs?limit=20");
@@ -155,6 +168,18 @@ class JobView {
     }
   }
 
+  /** Link to the job's document only while it exists; say so once it is gone. */
+  async checkLink() {
+    const link = this.link;
+    const documentId = this.documentId;
+    if (!link || !documentId) return;
+    const present = await documentExists(documentId);
+    if (link !== this.link) return; // shown again meanwhile
+    replaceChildren(link, present
+      ? h("a", { href: `#/documents/${encodeURIComponent(documentId)}` }, "open document")
+      : h("span", { class: "job-gone" }, "document since deleted or replaced"));
+  }
+
   show(job) {
     const state = job.state || "queued";
     this.element.dataset.state = state;
@@ -175,7 +200,11 @@ class JobView {
 
     if (state === "done") {
       const result = job.result || {};
-      const link = h("a", { href: `#/documents/${encodeURIComponent(result.document_id)}` }, "open document");
+      this.documentId = result.document_id;
+      const link = h("span", { class: "job-link" });
+      this.link = link;
+      doneViews.add(this);
+      this.checkLink();
       const verb = result.status === "unchanged" ? "Unchanged (already ingested)"
         : result.status === "updated" ? "Tags updated (same content, nothing re-embedded)"
         : result.status === "duplicate" ? `Duplicate of ${result.source_id}, not stored` : "Ingested";

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -20,10 +20,20 @@ from carrag.services.models import (
     DocumentRecord,
     EmbeddingIdentity,
     MetadataValue,
+    Original,
+    OriginalFile,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
 )
+
+DocumentSort = Literal["created_at", "filename", "chunk_count"]
+SortOrder = Literal["asc", "desc"]
+
+
+def is_glob(pattern: str) -> bool:
+    """Whether a file-name filter is a glob (``*``, ``?``, ``[...]``) rather than a substring."""
+    return any(char in pattern for char in "*?[")
 
 
 @dataclass(slots=True)
@@ -68,11 +78,14 @@ class Store(Protocol):
         chunks: Sequence[Chunk],
         vectors: np.ndarray,
         identity: EmbeddingIdentity,
+        *,
+        original: OriginalFile | None = None,
     ) -> str | None:
         """Store a document and its chunks atomically, replacing any document with the same
         ``source_id`` in the same step. Readers see the old version or the new one, never both
         or neither. Raises EmbeddingModelMismatch if the store holds vectors of another model.
-        Returns the replaced document's id, if any."""
+        ``original`` (the uploaded bytes) is stored with the document, in the same step; the replaced
+        version's original goes with it. Returns the replaced document's id, if any."""
 
     async def delete_document(self, document_id: str) -> bool: ...
 
@@ -103,9 +116,19 @@ class Store(Protocol):
         """A document of the collection whose ``content_hash`` is exactly this one (the newest when several are)."""
 
     async def list_documents(
-        self, *, offset: int, limit: int, tag: str | None = None, collection_ids: Sequence[str] = ()
+        self,
+        *,
+        offset: int,
+        limit: int,
+        tag: str | None = None,
+        collection_ids: Sequence[str] = (),
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
     ) -> DocumentPage:
-        """Newest first; only the given collections (ids) unless empty."""
+        """A page of documents in ``sort`` order (ties by document id), only the given collections (ids)
+        unless empty; ``filename`` (lower case) keeps those whose file name contains it, or matches it
+        whole when it is a glob (`is_glob`)."""
 
     async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
         """Documents a user's ``reference`` may name, at most ``limit`` (``total`` counts them all):
@@ -148,3 +171,11 @@ class Store(Protocol):
     async def delete_collection(self, collection_id: str) -> bool:
         """Remove every document and chunk of the collection, then its registry row. False if there
         was no such collection (its leftover documents, if any, are still removed)."""
+
+    # --- originals (issue 14 item 4) -------------------------------------------------------------
+    async def put_original(self, document_id: str, content: bytes, content_type: str, filename: str) -> bool:
+        """Keep (or replace) the original bytes of an existing document; False if there is no such
+        document (nothing is stored then). Deleting or replacing the document deletes them."""
+
+    async def get_original(self, document_id: str) -> Original | None:
+        """The kept original of a live document, or None (no such document, or none kept)."""

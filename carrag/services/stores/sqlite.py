@@ -8,6 +8,9 @@
   plus an exact delta for kNN) follow this log and are rebuilt from SQLite when missing or stale;
   searches with filters run on SQLite alone (FTS5, exact kNN over the filtered rows).
 - One process per store file (`process_lock.py`): a second one is refused with a clear error.
+- ``originals``: the uploaded bytes of a document (KEEP_ORIGINALS), written in the document's own
+  transaction and deleted with it by the foreign key's cascade (replacing a version, deleting, wiping).
+  A download reads them in pieces from its own read transaction (`get_original`).
 - WAL journal: readers never block the writer or each other. All writes go through one writer
   thread, one transaction per document, so a document's chunks appear (or vanish) all at once and
   a crash mid-ingest leaves nothing behind.
@@ -16,13 +19,14 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import json
 import logging
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,22 +44,32 @@ from carrag.services.models import (
     DocumentRecord,
     EmbeddingIdentity,
     MetadataValue,
+    Original,
+    OriginalFile,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
     chunk_heading,
-    metadata_pairs,
 )
-from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vectors
+from carrag.services.stores.base import (
+    ChunkListing,
+    DocumentPage,
+    DocumentSort,
+    SortOrder,
+    checked_vectors,
+    is_glob,
+)
 from carrag.services.stores.fts_query import fts_match_expression, query_terms
 from carrag.services.stores.process_lock import ProcessLock
 from carrag.services.stores.search_indexes import SearchIndexes
 from carrag.services.stores.sqlite_collections import COLLECTION_SCHEMA, documents_table, migrate_to_collections
+from carrag.services.stores.sqlite_metadata import add_metadata_filters, add_missing_columns, index_user_metadata
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
 INDEX_SYNC_IDLE_SECONDS = 0.5
+ORIGINAL_PIECE_BYTES = 1024 * 1024  # a download reads the kept original this much at a time
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -130,6 +144,13 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunk_changes_delete AFTER DELETE ON chunks BEGIN
     INSERT INTO chunk_changes(chunk_rowid) VALUES (old.id);
 END;
+CREATE TABLE IF NOT EXISTS originals (
+    document_id  TEXT PRIMARY KEY REFERENCES documents(document_id) ON DELETE CASCADE,
+    filename     TEXT NOT NULL,
+    content_type TEXT NOT NULL,
+    size         INTEGER NOT NULL,
+    content      BLOB NOT NULL
+);
 -- `carrag reindex`: the next model's vectors, built beside the live ones (sqlite_reindex.py)
 CREATE TABLE IF NOT EXISTS reindex_vectors (
     chunk_rowid INTEGER PRIMARY KEY,
@@ -149,18 +170,6 @@ _CHUNK_COLUMNS = """
     c.id, c.document_id, c.chunk_index, c.text, c.char_start, c.char_end, c.pages, c.section,
     d.filename, d.source_id, d.tags, d.title, d.external_id, d.collection_id
 """
-
-
-# Columns added after the first release, created on open in a store that lacks them.
-ADDED_COLUMNS = {"documents": {"user_metadata": "TEXT NOT NULL DEFAULT '{}'"}}
-
-
-def _add_missing_columns(connection: sqlite3.Connection) -> None:
-    for table, columns in ADDED_COLUMNS.items():
-        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
-        for name, declaration in columns.items():
-            if name not in present:
-                connection.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
 
 def _row_to_chunk(row: sqlite3.Row) -> StoredChunk:
@@ -229,42 +238,8 @@ def _filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
         marks = ",".join("?" * len(filters.collection_ids))
         clauses.append(f"d.collection_id IN ({marks})")
         params.extend(filters.collection_ids)
-    _add_metadata_filters(filters, clauses, params)
+    add_metadata_filters(filters, clauses, params)
     return (" AND ".join(clauses), params)
-
-
-def _add_metadata_filters(filters: SearchFilters, clauses: list[str], params: list[Any]) -> None:
-    """Tag prefixes, user metadata, source types, creation time and file name (`SearchFilters`)."""
-    if filters.tag_prefixes:
-        # a range on the (tag, document_id) key: UTF-8 order is code point order, so every tag that
-        # starts with the prefix sorts between it and the prefix followed by the largest code point
-        ranges = " OR ".join("(tag >= ? AND tag < ?)" for _ in filters.tag_prefixes)
-        clauses.append(f"d.document_id IN (SELECT document_id FROM document_tags WHERE {ranges})")
-        for prefix in filters.tag_prefixes:
-            params.extend((prefix, prefix + chr(0x10FFFF)))
-    for key, value in filters.metadata:
-        clauses.append("d.document_id IN (SELECT document_id FROM document_metadata WHERE pair = ?)")
-        params.append(f"{key}={value}")
-    if filters.source_types:
-        clauses.append(f"d.source_type IN ({','.join('?' * len(filters.source_types))})")
-        params.extend(filters.source_types)
-    if filters.created_after is not None:
-        clauses.append("julianday(d.created_at) >= julianday(?)")
-        params.append(filters.created_after)
-    if filters.created_before is not None:
-        clauses.append("julianday(d.created_at) < julianday(?)")
-        params.append(filters.created_before)
-    if filters.filename_glob is not None:
-        clauses.append("d.filename GLOB ?")
-        params.append(filters.filename_glob)
-
-
-def _index_user_metadata(connection: sqlite3.Connection, document_id: str, metadata: dict[str, Any]) -> None:
-    connection.execute("DELETE FROM document_metadata WHERE document_id = ?", (document_id,))
-    connection.executemany(
-        "INSERT OR IGNORE INTO document_metadata(pair, document_id) VALUES (?, ?)",
-        [(pair, document_id) for pair in metadata_pairs(metadata)],
-    )
 
 
 def integrity_problems(connection: sqlite3.Connection) -> list[str]:
@@ -304,6 +279,14 @@ def integrity_problems(connection: sqlite3.Connection) -> list[str]:
         if wrong:
             problems.append(f"{wrong} chunks lack a vector of dimension {row[0]}")
     indexed = connection.execute("SELECT count(*) FROM chunks_fts_docsize").fetchone()[0]
+    orphaned = connection.execute(
+        "SELECT count(*) FROM originals WHERE document_id NOT IN (SELECT document_id FROM documents)"
+    ).fetchone()[0]
+    if orphaned:
+        problems.append(f"{orphaned} kept originals belong to no document")
+    truncated = connection.execute("SELECT count(*) FROM originals WHERE length(content) != size").fetchone()[0]
+    if truncated:
+        problems.append(f"{truncated} kept originals do not have their recorded size")
     if indexed != chunk_total:
         problems.append(f"the FTS index holds {indexed} rows for {chunk_total} chunks")
     try:
@@ -402,7 +385,7 @@ class SqliteStore:
             connection.executescript(SCHEMA)
             connection.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_epoch', ?)", (uuid.uuid4().hex,))
             migrate_to_collections(connection, documents_table(SCHEMA), datetime.now(UTC).isoformat())
-            _add_missing_columns(connection)  # after the rebuild of the documents table above
+            add_missing_columns(connection)  # after the rebuild of the documents table above
             connection.executescript(COLLECTION_SCHEMA)
             self._collection_ids = frozenset(r[0] for r in connection.execute("SELECT collection_id FROM collections"))
 
@@ -521,9 +504,18 @@ class SqliteStore:
         chunks: Sequence[Chunk],
         vectors: np.ndarray,
         identity: EmbeddingIdentity,
+        *,
+        original: OriginalFile | None = None,
     ) -> str | None:
         matrix = checked_vectors(chunks, vectors, identity)
-        return await self._write(lambda connection: self._insert(connection, document, chunks, matrix, identity))
+
+        def write(connection: sqlite3.Connection) -> str | None:
+            replaced = self._insert(connection, document, chunks, matrix, identity)
+            if original is not None:
+                self._put_original(connection, document.document_id, original)
+            return replaced
+
+        return await self._write(write)
 
     async def write_documents(
         self, documents: Sequence[tuple[DocumentRecord, Sequence[Chunk], np.ndarray]], identity: EmbeddingIdentity
@@ -592,7 +584,7 @@ class SqliteStore:
             "INSERT OR IGNORE INTO document_tags(tag, document_id) VALUES (?, ?)",
             [(tag, document.document_id) for tag in document.tags],
         )
-        _index_user_metadata(connection, document.document_id, document.user_metadata)
+        index_user_metadata(connection, document.document_id, document.user_metadata)
         connection.executemany(
             "INSERT INTO chunks(chunk_id, document_id, chunk_index, text, heading, char_start, char_end,"
             " pages, section, embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
@@ -649,7 +641,7 @@ class SqliteStore:
                     "UPDATE documents SET user_metadata = ? WHERE document_id = ?",
                     (json.dumps(user_metadata), document_id),
                 )
-                _index_user_metadata(connection, document_id, user_metadata)
+                index_user_metadata(connection, document_id, user_metadata)
             return _row_to_document(
                 connection.execute("SELECT * FROM documents WHERE document_id = ?", (document_id,)).fetchone()
             )
@@ -680,6 +672,7 @@ class SqliteStore:
 
     async def wipe(self) -> None:
         def wipe(connection: sqlite3.Connection) -> None:
+            connection.execute("DELETE FROM originals")
             connection.execute("DELETE FROM documents")
             connection.execute("DELETE FROM chunks")
             connection.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('delete-all')")
@@ -693,6 +686,76 @@ class SqliteStore:
             connection.execute("UPDATE meta SET value = ? WHERE key = 'index_epoch'", (uuid.uuid4().hex,))
 
         await self._write(wipe)
+
+    # --- originals -----------------------------------------------------------------------------
+    @staticmethod
+    def _put_original(connection: sqlite3.Connection, document_id: str, original: OriginalFile) -> None:
+        connection.execute(
+            "INSERT INTO originals(document_id, filename, content_type, size, content) VALUES (?,?,?,?,?)"
+            " ON CONFLICT(document_id) DO UPDATE SET filename = excluded.filename,"
+            " content_type = excluded.content_type, size = excluded.size, content = excluded.content",
+            (document_id, original.filename, original.content_type, len(original.content), original.content),
+        )
+
+    async def put_original(self, document_id: str, content: bytes, content_type: str, filename: str) -> bool:
+        def put(connection: sqlite3.Connection) -> bool:
+            if connection.execute("SELECT 1 FROM documents WHERE document_id = ?", (document_id,)).fetchone() is None:
+                return False
+            self._put_original(connection, document_id, OriginalFile(content, content_type, filename))
+            return True
+
+        return await self._write(put)
+
+    async def get_original(self, document_id: str) -> Original | None:
+        """The original, read in pieces by a connection of its own inside one read transaction: the
+        download sees one snapshot (WAL), even if the document is replaced or deleted meanwhile."""
+        loop = asyncio.get_running_loop()
+
+        def open_snapshot() -> tuple[sqlite3.Connection, sqlite3.Blob, sqlite3.Row] | None:
+            connection = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            try:
+                connection.row_factory = sqlite3.Row
+                connection.execute("BEGIN")
+                row = connection.execute(
+                    "SELECT rowid, filename, content_type, size FROM originals WHERE document_id = ?", (document_id,)
+                ).fetchone()
+                if row is None:
+                    connection.close()
+                    return None
+                return connection, connection.blobopen("originals", "content", row["rowid"], readonly=True), row
+            except BaseException:
+                connection.close()
+                raise
+
+        try:
+            opened = await loop.run_in_executor(self._readers, open_snapshot)
+        except sqlite3.DatabaseError as exc:
+            raise DependencyUnavailable("store", f"SQLite read failed: {exc}") from exc
+        if opened is None:
+            return None
+        connection, blob, row = opened
+
+        def close(_: object = None) -> None:
+            blob.close()
+            connection.close()
+
+        async def pieces() -> AsyncIterator[bytes]:
+            reading: concurrent.futures.Future[bytes] | None = None
+            try:
+                while True:
+                    reading = self._readers.submit(blob.read, ORIGINAL_PIECE_BYTES)
+                    piece = await asyncio.wrap_future(reading)
+                    if not piece:
+                        break
+                    yield piece
+            finally:
+                # a download cancelled mid-read (the client went away) closes once that read is over
+                if reading is not None and not reading.done():
+                    reading.add_done_callback(close)
+                else:
+                    close()
+
+        return Original(document_id, row["filename"], row["content_type"], row["size"], pieces())
 
     # --- document reads ------------------------------------------------------------------------
     async def get_document(self, document_id: str) -> DocumentRecord | None:
@@ -725,21 +788,35 @@ class SqliteStore:
         return await self._read(find)
 
     async def list_documents(
-        self, *, offset: int, limit: int, tag: str | None = None, collection_ids: Sequence[str] = ()
+        self,
+        *,
+        offset: int,
+        limit: int,
+        tag: str | None = None,
+        collection_ids: Sequence[str] = (),
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
     ) -> DocumentPage:
+        conditions: list[str] = []
+        params: list[Any] = []
+        if tag is not None:
+            conditions.append("document_id IN (SELECT document_id FROM document_tags WHERE tag = ?)")
+            params.append(tag)
+        if collection_ids:
+            conditions.append(f"collection_id IN ({','.join('?' * len(collection_ids))})")
+            params.extend(collection_ids)
+        if filename is not None:
+            conditions.append("lower(filename) GLOB ?" if is_glob(filename) else "instr(lower(filename), ?) > 0")
+            params.append(filename.lower())
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        direction = "ASC" if order == "asc" else "DESC"
+        key = {"created_at": "created_at", "filename": "lower(filename)", "chunk_count": "chunk_count"}[sort]
+
         def page(connection: sqlite3.Connection) -> DocumentPage:
-            conditions: list[str] = []
-            params: list[Any] = []
-            if tag is not None:
-                conditions.append("document_id IN (SELECT document_id FROM document_tags WHERE tag = ?)")
-                params.append(tag)
-            if collection_ids:
-                conditions.append(f"collection_id IN ({','.join('?' * len(collection_ids))})")
-                params.extend(collection_ids)
-            where = ("WHERE " + " AND ".join(conditions)) if conditions else ""
             total = connection.execute(f"SELECT count(*) FROM documents {where}", params).fetchone()[0]
             rows = connection.execute(
-                f"SELECT * FROM documents {where} ORDER BY created_at DESC, document_id LIMIT ? OFFSET ?",
+                f"SELECT * FROM documents {where} ORDER BY {key} {direction}, document_id LIMIT ? OFFSET ?",
                 [*params, limit, offset],
             ).fetchall()
             return DocumentPage([_row_to_document(r) for r in rows], total)

@@ -37,6 +37,7 @@ BASE_PROPERTIES: dict[str, Any] = {
     "document_id": {"type": "keyword"},
     "source_id": {"type": "keyword"},
     "source_type": {"type": "keyword"},
+    "filename_lower": {"type": "keyword"},  # the file name in lower case: sorting and filtering by name
     # stored as it was; the `glob` sub-field (added later, so indexed for documents written or
     # reindexed since) is what file name filters match
     "filename": {**_STORED_ONLY, "fields": {"glob": {"type": "keyword"}}},
@@ -135,6 +136,7 @@ def source_record(document: DocumentRecord, chunk_count: int) -> dict[str, Any]:
         "source_id": document.source_id,
         "source_type": document.source_type,
         "filename": document.filename,
+        "filename_lower": document.filename.lower(),
         "title": document.title,
         "external_id": document.external_id,
         "content_hash": document.content_hash,

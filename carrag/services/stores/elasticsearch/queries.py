@@ -84,6 +84,18 @@ def excluding(filters: SearchFilters, stale: set[str]) -> SearchFilters | Exclud
     return ExcludingVersions(filters, frozenset(stale)) if stale else filters
 
 
+def filename_clause(filename: str, is_glob: bool) -> dict[str, Any]:
+    """Documents whose lower-case file name (``filename_lower``) matches a glob whole, or contains
+    ``filename`` (lower case already)."""
+    if is_glob:
+        pattern = glob_to_regexp(filename)
+        if pattern is None:
+            return {"bool": {"must_not": {"match_all": {}}}}
+    else:
+        pattern = ".*" + "".join(_literal(char) for char in filename) + ".*"
+    return {"regexp": {"filename_lower": {"value": pattern, "flags": "NONE"}}}
+
+
 def filter_clauses(filters: SearchFilters | ExcludingVersions) -> list[dict[str, Any]]:
     if isinstance(filters, ExcludingVersions):
         return [

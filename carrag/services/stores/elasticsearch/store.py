@@ -27,12 +27,21 @@ from carrag.services.models import (
     DocumentRecord,
     EmbeddingIdentity,
     MetadataValue,
+    Original,
+    OriginalFile,
     ScoredChunk,
     SearchFilters,
     StoredChunk,
 )
 from carrag.services.settings import revealed
-from carrag.services.stores.base import ChunkListing, DocumentPage, checked_vectors
+from carrag.services.stores.base import (
+    ChunkListing,
+    DocumentPage,
+    DocumentSort,
+    SortOrder,
+    checked_vectors,
+    is_glob,
+)
 from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.batching import WriteBatcher
 from carrag.services.stores.elasticsearch.collections import CollectionRegistry
@@ -48,6 +57,7 @@ from carrag.services.stores.elasticsearch.mapping import (
     to_document,
 )
 from carrag.services.stores.elasticsearch.metadata import update_metadata
+from carrag.services.stores.elasticsearch.originals import OriginalsIndex
 from carrag.services.stores.elasticsearch.versions import LiveToken, PendingWrite, Versions
 
 logger = logging.getLogger(__name__)
@@ -88,7 +98,10 @@ class ElasticsearchStore:
         self.layout = IndexLayout(
             self.connection, index, shards=shards, replicas=replicas, refresh_interval=refresh_interval
         )
-        self.versions = Versions(self.connection, index, refresh=write_refresh, abandoned_after=abandoned_after)
+        self.originals = OriginalsIndex(self.connection, index, shards=shards, replicas=replicas)
+        self.versions = Versions(
+            self.connection, index, refresh=write_refresh, abandoned_after=abandoned_after, originals=self.originals
+        )
         self.collections = CollectionRegistry(self.versions)
         self.batcher = WriteBatcher(self._write_batch, max_chunks=batch_chunks, max_in_flight=batches_in_flight)
         self._sweeper: asyncio.Task[None] | None = None
@@ -119,6 +132,7 @@ class ElasticsearchStore:
     # --- plumbing ------------------------------------------------------------------------------
     async def _ready(self) -> None:
         await self.layout.ensure()
+        await self.originals.ensure()
 
     async def _guarded(self, action: str, call: Callable[[], Awaitable[Any]], empty: Any) -> Any:
         """Run a read; a missing index (someone is wiping it) reads as empty and is set up next time."""
@@ -241,10 +255,12 @@ class ElasticsearchStore:
         chunks: Sequence[Chunk],
         vectors: np.ndarray,
         identity: EmbeddingIdentity,
+        *,
+        original: OriginalFile | None = None,
     ) -> str | None:
         matrix = checked_vectors(chunks, vectors, identity)
         # Once queued, a write completes or rolls back even if its caller is cancelled.
-        return await self.batcher.submit(PendingWrite(document, list(chunks), matrix, identity))
+        return await self.batcher.submit(PendingWrite(document, list(chunks), matrix, identity, original=original))
 
     async def _write_batch(self, batch: list[PendingWrite]) -> None:
         """One batch: check each model once, then write every version (`Versions.write`)."""
@@ -302,8 +318,36 @@ class ElasticsearchStore:
         except DependencyUnavailable:
             collections = []
         await self.layout.recreate()
+        await self.originals.recreate()
         for collection in collections:
             await self.collections.create(collection)
+
+    # --- originals -----------------------------------------------------------------------------
+    async def put_original(self, document_id: str, content: bytes, content_type: str, filename: str) -> bool:
+        """Attach an original to a live version. Written first, then the version is checked again: if it
+        was replaced or deleted meanwhile (its own removal may have run before this write), the original
+        is removed again and False returned, so nothing is left behind."""
+
+        async def put() -> bool:
+            if await self.versions.live_document(document_id) is None:
+                return False
+            errors = await self.originals.write([(document_id, OriginalFile(content, content_type, filename))])
+            if document_id in errors:
+                raise errors[document_id]
+            if await self.versions.live_document(document_id) is None:
+                await self.originals.delete([document_id])
+                return False
+            return True
+
+        return await asyncio.shield(self._guarded("storing an original", put, False))
+
+    async def get_original(self, document_id: str) -> Original | None:
+        async def get() -> Original | None:
+            if await self.versions.live_document(document_id) is None:
+                return None
+            return await self.originals.get(document_id)
+
+        return await self._guarded("reading an original", get, None)
 
     # --- document reads ------------------------------------------------------------------------
     async def get_document(self, document_id: str) -> DocumentRecord | None:
@@ -336,17 +380,30 @@ class ElasticsearchStore:
         return to_document(hits[0]["_source"]) if hits else None
 
     async def list_documents(
-        self, *, offset: int, limit: int, tag: str | None = None, collection_ids: Sequence[str] = ()
+        self,
+        *,
+        offset: int,
+        limit: int,
+        tag: str | None = None,
+        collection_ids: Sequence[str] = (),
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
     ) -> DocumentPage:
+        """Sorting and filtering by file name use ``filename_lower``, which source records written
+        before it existed lack (`carrag reindex` rewrites them): they sort last and match no filter."""
         filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
         if tag is not None:
             filters.append({"term": {"tags.keyword": tag}})
         if collection_ids:
             filters.append(collection_clause(collection_ids))
+        if filename is not None:
+            filters.append(queries.filename_clause(filename.lower(), is_glob(filename)))
+        field = "filename_lower" if sort == "filename" else sort
         hits, total = await self._walk(
             "listing documents",
             {"bool": {"filter": filters}},
-            [{"created_at": "desc"}, {"document_id": "asc"}],
+            [{field: {"order": order, "missing": "_last"}}, {"document_id": "asc"}],
             offset=offset,
             limit=limit,
         )
@@ -422,9 +479,19 @@ class ElasticsearchStore:
     async def check_integrity(self) -> list[str]:
         """Everything that would make the store inconsistent, as readable lines (empty: consistent).
         Refreshes the index first, so what was deleted is gone from the counts."""
-        return await self._guarded(
-            "checking integrity", lambda: integrity_problems(self.connection.client, self.index), []
-        )
+
+        async def check() -> list[str]:
+            problems = await integrity_problems(self.connection.client, self.index)
+            hits, _ = await self._walk(
+                "checking integrity",
+                {"term": {"doc_kind": "document"}},
+                [{"source_id": "asc"}],
+                source_includes=["document_id"],
+            )
+            live = {hit["_source"]["document_id"] for hit in hits}
+            return problems + await self.originals.problems(live)
+
+        return await self._guarded("checking integrity", check, [])
 
     # --- collections ---------------------------------------------------------------------------
     async def create_collection(self, collection: Collection) -> Collection:

@@ -21,6 +21,10 @@ Writing a batch of versions (`write`):
 
 Deleting (`delete`) removes the source record conditionally in the same way, then the chunks.
 
+Kept originals (`originals.py`, an index of their own) ride along, keyed by the version's id: written
+after step 1 (a failure fails the version), removed with a replaced, deleted, rolled-back or abandoned
+version and always before its version record, so what a failed removal leaves is found by `sweep`.
+
 A crash leaves, after step 1 or during it, a version no record names: invisible, and removed by
 `sweep` once older than ``abandoned_after``; after step 2, a replaced version that readers already
 ignore, also removed by `sweep`. A writer gives up on a flip after half of ``abandoned_after``, so
@@ -43,7 +47,7 @@ from elasticsearch import ApiError, NotFoundError
 
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.ids import chunk_id
-from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity
+from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, OriginalFile
 from carrag.services.stores.elasticsearch.connection import (
     BulkItem,
     Connection,
@@ -60,6 +64,7 @@ from carrag.services.stores.elasticsearch.mapping import (
     version_record,
     version_record_id,
 )
+from carrag.services.stores.elasticsearch.originals import OriginalsIndex, part_count
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +80,7 @@ class PendingWrite:
     matrix: np.ndarray
     identity: EmbeddingIdentity
     future: asyncio.Future[str | None] | None = field(default=None, repr=False)
+    original: OriginalFile | None = field(default=None, repr=False)
 
 
 @dataclass(slots=True, frozen=True)
@@ -109,8 +115,10 @@ class Versions:
         refresh: str = "wait_for",
         abandoned_after: float = 600.0,
         require_alias: bool = True,
+        originals: OriginalsIndex | None = None,
     ) -> None:
         self.connection = connection
+        self.originals = originals  # None: originals are not this instance's business (reindex's copy)
         self.alias = alias  # or a concrete index, with require_alias=False (reindex)
         self.require_alias = require_alias
         self.refresh = refresh
@@ -189,6 +197,7 @@ class Versions:
         outcomes: list[str | BaseException | None] = [None] * len(items)
         started = time.monotonic()
         written = await self._write_versions(items, outcomes)
+        written = await self._write_originals(items, written, outcomes)
         if written:
             superseded = await self._flip(items, written, outcomes, started)
             await self._retire(superseded, "removing replaced versions")
@@ -238,6 +247,21 @@ class Versions:
             )
         await self._roll_back([items[p] for p in failures])
         return [position for position in range(len(items)) if position not in failures]
+
+    async def _write_originals(self, items: list[PendingWrite], written: list[int], outcomes: list[Any]) -> list[int]:
+        """Step 1b: the kept originals of the written versions; a version whose original fails is
+        rolled back. Returns the positions still to publish."""
+        with_original = [p for p in written if items[p].original is not None]
+        if self.originals is None or not with_original:
+            return written
+        errors = await self.originals.write(
+            [(items[p].document.document_id, items[p].original) for p in with_original]  # type: ignore[misc]
+        )
+        failed = [p for p in with_original if items[p].document.document_id in errors]
+        for position in failed:
+            outcomes[position] = errors[items[position].document.document_id]
+        await self._roll_back([items[p] for p in failed])
+        return [p for p in written if p not in failed]
 
     async def _bulk_in_parts(
         self, operations: list[tuple[dict[str, Any], dict[str, Any] | None]], action: str
@@ -353,14 +377,29 @@ class Versions:
     async def _roll_back(self, items: list[PendingWrite]) -> None:
         """Delete what was written of versions that will never be published (best effort: `sweep`
         removes whatever this misses)."""
+        if self.originals is not None:
+            known = {i.document.document_id: part_count(len(i.original.content)) for i in items if i.original}
+            if not await self.originals.delete_known(known):
+                items = [i for i in items if i.original is None]  # keep their version records for the sweep
         ids = [i for item in items for i in version_ids(item.document.document_id, len(item.chunks))]
         await self._delete_ids(ids, "rolling back a failed write")
 
     async def _retire(self, superseded: list[tuple[str, int, set[str]]], action: str) -> None:
+        # a version re-published under its own id (reindex's catch-up) keeps its original
+        retired = [document_id for document_id, _, reused in superseded if version_record_id(document_id) not in reused]
+        kept_records = set() if await self._delete_originals(retired) else set(map(version_record_id, retired))
         ids = [
-            i for document_id, count, reused in superseded for i in version_ids(document_id, count) if i not in reused
+            i
+            for document_id, count, reused in superseded
+            for i in version_ids(document_id, count)
+            if i not in reused and i not in kept_records
         ]
         await self._delete_ids(ids, action)
+
+    async def _delete_originals(self, document_ids: list[str]) -> bool:
+        """Remove these versions' originals; False if that failed (the caller then keeps their version
+        records, so `sweep` finds the versions and tries again)."""
+        return self.originals is None or await self.originals.delete(document_ids)
 
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
         if not ids:
@@ -415,11 +454,10 @@ class Versions:
                 if isinstance(exc.__cause__, ApiError) and api_status(exc.__cause__) in (404, 409):
                     continue
                 raise
-            await self._delete_ids(
-                version_ids(document_id, state.document.chunk_count),
-                "deleting a document",
-                refresh=self.refresh,
-            )
+            ids = version_ids(document_id, state.document.chunk_count)
+            if not await self._delete_originals([document_id]):
+                ids.remove(version_record_id(document_id))  # left for the sweep, which removes the original
+            await self._delete_ids(ids, "deleting a document", refresh=self.refresh)
             return True
         raise DependencyUnavailable("store", "the document kept changing while it was being deleted; retry")
 
@@ -455,6 +493,8 @@ class Versions:
             versions = [hit["_source"] for hit in hits]
             live = await self.live_versions([record_key(v) for v in versions])
             abandoned = [v for v in versions if live.get(record_key(v)) != v["document_id"]]
+            if not await self._delete_originals([v["document_id"] for v in abandoned]):
+                abandoned = []  # their originals could not be removed: try again at the next sweep
             ids = [i for v in abandoned for i in version_ids(v["document_id"], int(v["chunk_count"]))]
             await self._delete_ids(ids, "removing abandoned versions")
             removed += len(abandoned)
