@@ -1,7 +1,4 @@
-"""FastAPI dependencies, as ``Annotated`` aliases the routes declare (full-stack-fastapi-template style).
-
-Every dependency is ``async def``: FastAPI runs a plain ``def`` dependency in its worker-thread pool,
-and a thread hop per getter cost /search several milliseconds on a busy host (issue 12, h12perf)."""
+"""FastAPI dependencies, as ``Annotated`` aliases the routes declare (full-stack-fastapi-template style)."""
 
 from __future__ import annotations
 
@@ -23,38 +20,38 @@ from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings
 
 
-async def get_container(request: Request) -> Container:
+def get_container(request: Request) -> Container:
     return request.app.state.container
 
 
 ContainerDep = Annotated[Container, Depends(get_container)]
 
 
-async def get_settings(container: ContainerDep) -> Settings:
+def get_settings(container: ContainerDep) -> Settings:
     return container.settings
 
 
-async def get_documents(container: ContainerDep) -> DocumentService:
+def get_documents(container: ContainerDep) -> DocumentService:
     return container.documents
 
 
-async def get_ingestion(container: ContainerDep) -> IngestionService:
+def get_ingestion(container: ContainerDep) -> IngestionService:
     return container.ingestion
 
 
-async def get_search(container: ContainerDep) -> SearchService:
+def get_search(container: ContainerDep) -> SearchService:
     return container.search
 
 
-async def get_answers(container: ContainerDep) -> AnswerService:
+def get_answers(container: ContainerDep) -> AnswerService:
     return container.answers
 
 
-async def get_requests(container: ContainerDep) -> RequestFactory:
+def get_requests(container: ContainerDep) -> RequestFactory:
     return container.requests
 
 
-async def get_collections(container: ContainerDep) -> CollectionService:
+def get_collections(container: ContainerDep) -> CollectionService:
     return container.collections
 
 
