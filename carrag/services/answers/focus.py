@@ -6,7 +6,11 @@ checks on a candidate answer sentence (with its table title and header, for a ta
 
 - **Focus**: the question's own content terms, each weighted by its rarity among the candidate
   sentences (a term no candidate has weighs the most), must be covered by the sentence itself, not
-  merely by its passage: ``focus_coverage`` ≥ ``min_focus``.
+  merely by its passage: ``focus_coverage`` ≥ ``min_focus``. A sentence that says the same thing in
+  other words ("how long are snapshots kept?" — "the snapshot retention is thirty days") shares few
+  terms with the question, so a sentence the embedder finds very close to the question
+  (cosine ≥ ``PARAPHRASE_COSINE``) covers the focus too; the answer-type and named-number checks
+  still apply to it.
 - **Answer type**: a question asking for a quantity (how many, what year, what score ...) needs a
   number the question does not already contain; a question asking "who" needs a capitalised name
   the question does not already contain.
@@ -25,6 +29,9 @@ from carrag.services.answers.question_types import expects_number, expects_perso
 from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
 
 CANDIDATES = 5  # how far down the strength ranking an answering sentence is looked for
+# all-MiniLM-L6-v2 cosines, measured: paraphrased question/answer pairs 0.70-0.80; a sentence on the
+# same topic that does not answer ("density of steel?" / "yield strength of 250 MPa") about 0.6
+PARAPHRASE_COSINE = 0.7
 _CAPITALISED = re.compile(r"\b[A-Z][A-Za-z]+")
 _QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
 
@@ -111,7 +118,7 @@ def answers_question(
     names_itself = sentence.reading is not None and bool(sentence.reading.names)
     if [term for term in missing_key_terms(question, own) if _has_digit(term) or names_itself]:
         return False
-    return focus_coverage(question, sentence, weights) >= min_focus
+    return sentence.cosine >= PARAPHRASE_COSINE or focus_coverage(question, sentence, weights) >= min_focus
 
 
 def _has_digit(term: str) -> bool:

@@ -96,3 +96,16 @@ async def test_a_sentence_of_another_passage_that_does_not_answer_is_not_cited(e
     scored = await score_passages(question, passages, embedder)
     answer = extract_answer(scored, question=question, min_focus=MIN_FOCUS)
     assert "[Source 2]" not in answer.text and "2003" in answer.text
+
+
+async def test_a_sentence_saying_the_answer_in_other_words_covers_the_focus(embedder) -> None:
+    """The words "kept" and "long" are in no sentence; the embedder sees the paraphrase (was refused)."""
+    backups = "The snapshot retention is thirty days. Snapshots run nightly at two in the morning."
+    _, sentence = await first_answer(embedder, "How long are snapshots kept?", [backups])
+    assert sentence is not None and sentence.sentence.text == "The snapshot retention is thirty days."
+
+
+async def test_a_close_sentence_without_the_kind_of_answer_asked_for_still_does_not_answer(embedder) -> None:
+    backups = "Snapshots are kept for a while. Snapshots run nightly."
+    _, sentence = await first_answer(embedder, "How many days are snapshots kept?", [backups])
+    assert sentence is None
