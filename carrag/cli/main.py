@@ -17,6 +17,7 @@ import math
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO, TypeVar
 
@@ -214,24 +215,52 @@ def ingest(
         ),
     ] = False,
     collection: CollectionOption = None,
+    as_json: AsJson = False,
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
-    """Ingest files, globs and URLs; report each source; exit 1 if any failed."""
+    """Ingest files, globs and URLs; report each source; exit 1 if any failed. With --json, stdout is one
+    JSON object (every source's outcome and the counts) and the per-source lines go to stderr."""
     from carrag.services.parsers import SUPPORTED_EXTENSIONS
 
     resolved = resolve_sources(sources, Path.cwd(), SUPPORTED_EXTENSIONS)
     options = IngestSettings(
         tags=split_tags(tags), chunking=chunking, force=force, metadata=metadata_option(meta), collection=collection
     )
-    failed = run_with_client(url, api_key, lambda client: ingest_all(client, resolved, options, prune))
+    report = IngestReport()
+    reporter = Console(highlight=False, stderr=True) if as_json else console
+    failed = run_with_client(
+        url, api_key, lambda client: ingest_all(client, resolved, options, prune, report, reporter)
+    )
+    if as_json:
+        print_json({"sources": report.sources, "counts": report.counts})
     if failed:
         raise typer.Exit(1)
 
 
-async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: IngestSettings, prune: bool) -> int:
+@dataclass
+class IngestReport:
+    """What `carrag ingest --json` prints: one entry per source (the API's ingest answer, or the error)."""
+
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+async def ingest_all(
+    client: CarragClient,
+    resolved: ResolvedSources,
+    options: IngestSettings,
+    prune: bool,
+    outcomes: IngestReport | None = None,
+    console: Console = console,
+) -> int:
     """Ingest every resolved source, one at a time; returns how many failed."""
+    outcomes = outcomes if outcomes is not None else IngestReport()
     counts = {"ingested": 0, "unchanged": 0, "updated": 0, "duplicate": 0, "failed": len(resolved.missing), "pruned": 0}
+    outcomes.counts = counts
+    outcomes.sources += [
+        {"source": missing, "status": "failed", "error": "no such file or directory"} for missing in resolved.missing
+    ]
     for missing in resolved.missing:
         console.print(f"[red]✗ failed[/red]    {escape(missing)}: no such file or directory")
     for pattern in resolved.unmatched_patterns:
@@ -268,9 +297,11 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
                 if error.fatal:
                     raise  # unreachable server or refused key: every other source would fail the same way
                 counts["failed"] += 1
+                outcomes.sources.append({"source": name, "status": "failed", "error": error.detail})
                 progress.console.print(f"[red]✗ failed[/red]    {escape(name)}: {escape(error.detail)}")
             else:
                 counts[result.status] += 1
+                outcomes.sources.append({"source": name, **result.model_dump(mode="json")})
                 seconds = time.perf_counter() - began
                 if result.status == "unchanged":
                     progress.console.print(f"[dim]= unchanged[/dim] {escape(name)}")
@@ -296,6 +327,9 @@ async def ingest_all(client: CarragClient, resolved: ResolvedSources, options: I
         for document in documents_to_prune(stored, resolved.file_source_ids):
             await client.delete_document(document.document_id)
             counts["pruned"] += 1
+            outcomes.sources.append(
+                {"source": document.source_id, "status": "pruned", "document_id": document.document_id}
+            )
             console.print(f"[magenta]- pruned[/magenta]    {escape(document.source_id)}")
 
     summary = (

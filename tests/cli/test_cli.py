@@ -125,6 +125,22 @@ def test_a_failing_source_does_not_stop_the_others(workdir: Path, local_env) -> 
     assert set(stored(local_env)) == {"docs/guide.md"}
 
 
+def test_ingest_json_prints_every_outcome_on_stdout_and_the_lines_on_stderr(workdir: Path, local_env) -> None:
+    (workdir / "empty.txt").write_bytes(b"")
+    result = carrag(local_env, "ingest", "docs/guide.md", "empty.txt", "missing.md", "--json")
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    outcomes = {entry["source"]: entry for entry in report["sources"]}
+    assert outcomes["docs/guide.md"]["status"] == "ingested" and outcomes["docs/guide.md"]["chunk_count"] >= 1
+    assert outcomes["empty.txt"]["status"] == "failed" and "empty" in outcomes["empty.txt"]["error"]
+    assert outcomes["missing.md"] == {"source": "missing.md", "status": "failed", "error": "no such file or directory"}
+    assert report["counts"]["ingested"] == 1 and report["counts"]["failed"] == 2
+    assert "✓ ingested  docs/guide.md" in result.stderr
+
+    again = carrag(local_env, "ingest", "docs/guide.md", "--json")
+    assert again.exit_code == 0 and json.loads(again.stdout)["sources"][0]["status"] == "unchanged"
+
+
 def test_query_search_and_documents(workdir: Path, local_env) -> None:
     assert carrag(local_env, "ingest", "manual.pdf", "--tags", "trucks").exit_code == 0
     assert carrag(local_env, "ingest", "docs/guide.md").exit_code == 0
