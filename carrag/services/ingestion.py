@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -333,17 +333,9 @@ class IngestionService:
         existing = await self.store.find_by_source(source_id, collection.collection_id)
         if existing is not None and existing.content_hash == digest and not options.force:
             status = IngestStatus.UNCHANGED
-            merged = merge_tags(existing.tags, user_tags)
-            metadata = {**existing.user_metadata, **options.metadata}
-            if merged != existing.tags or metadata != existing.user_metadata:
-                # new tags or metadata for the same content: added in place, nothing re-embedded
-                updated = await self.store.update_metadata(
-                    existing.document_id,
-                    tags=merged if merged != existing.tags else None,
-                    user_metadata=metadata if metadata != existing.user_metadata else None,
-                )
-                if updated is not None:
-                    existing, status = updated, IngestStatus.UPDATED
+            updated = await self._add_metadata(existing, user_tags, options.metadata)
+            if updated is not None:
+                existing, status = updated, IngestStatus.UPDATED
             self._report(status, timings)
             return IngestResult(
                 document_id=existing.document_id,
@@ -362,6 +354,8 @@ class IngestionService:
                     "duplicate content; nothing stored",
                     extra={"source_id": source_id, "duplicate_of": twin.source_id, "document_id": twin.document_id},
                 )
+                # the upload's tags and metadata still reach the content: added to the document holding it
+                twin = await self._add_metadata(twin, user_tags, options.metadata) or twin
                 return IngestResult(
                     document_id=twin.document_id,
                     filename=twin.filename,
@@ -453,6 +447,21 @@ class IngestionService:
     def _report(self, status: str, timings: dict[str, float]) -> None:
         self.telemetry.document_ingested(status)
         self.telemetry.stages("ingest", timings)
+
+    async def _add_metadata(
+        self, document: DocumentRecord, tags: list[str], metadata: dict[str, Any]
+    ) -> DocumentRecord | None:
+        """Add ``tags`` and ``metadata`` to a stored document in place (nothing re-embedded); the updated
+        record, or None when they add nothing (or the document went away meanwhile)."""
+        merged = merge_tags(document.tags, tags)
+        combined = {**document.user_metadata, **metadata}
+        if merged == document.tags and combined == document.user_metadata:
+            return None
+        return await self.store.update_metadata(
+            document.document_id,
+            tags=merged if merged != document.tags else None,
+            user_metadata=combined if combined != document.user_metadata else None,
+        )
 
     async def _check_embedding_identity(self) -> EmbeddingIdentity:
         """Fail before any embedding work if the store holds another model's vectors (409 naming

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from carrag.services.container import Container
 from carrag.services.ids import content_hash
+from carrag.services.models import SearchFilters
 from carrag.services.requests import IngestCommand, SearchQuery
 from tests.conftest import close_container, make_settings, open_container
 
@@ -52,3 +53,24 @@ async def test_allow_duplicates_stores_copies(tmp_path, embedding_backend) -> No
         assert len(texts) == len(set(texts)) >= 1, "the copy's passage is not shown a second time"
     finally:
         await close_container(container)
+
+
+async def test_a_duplicates_tags_and_metadata_reach_the_document_holding_the_content(container: Container) -> None:
+    """The README's flow: the CLI ingests a file, then the same file is uploaded with tags=maintenance;
+    nothing is stored twice, but a tag filter must find the content (the tags were silently dropped)."""
+    first = await container.ingestion.ingest_file(TEXT.encode(), "towing.md", IngestCommand(tags=["demo"]))
+    calls = container.embedder.stats.backend_calls
+    copy = await container.ingestion.ingest_file(
+        TEXT.encode(),
+        "towing.md",
+        IngestCommand(source_id="docs/towing.md", tags=["maintenance"], metadata={"team": "fleet"}),
+    )
+    assert copy.status == "duplicate" and copy.document_id == first.document_id
+    assert {"demo", "maintenance"} <= set(copy.tags)
+    assert container.embedder.stats.backend_calls == calls, "nothing embedded"
+    stored = await container.store.get_document(first.document_id)
+    assert stored is not None and "maintenance" in stored.tags and stored.user_metadata == {"team": "fleet"}
+    tagged = await container.search.search(
+        SearchQuery("safety chains", top_k=5, filters=SearchFilters(tags=("maintenance",)))
+    )
+    assert tagged.hits and {hit.chunk.document_id for hit in tagged.hits} == {first.document_id}
