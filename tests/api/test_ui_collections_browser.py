@@ -74,8 +74,11 @@ def test_the_picked_collection_is_where_the_ui_works(browser, tmp_path: Path) ->
         # a remembered collection that was deleted falls back to default
         assert api.delete("/collections/team-a").status_code == 200
         page.reload()
-        page.wait_for_function("document.querySelector('#collection-picker').value === 'default'")
-        assert page.evaluate("localStorage.getItem('carrag.collection')") is None
+        # the page's static picker says "default" before GET /collections answers: wait for the answer,
+        # which forgets the deleted collection (asserting at once raced it)
+        page.wait_for_function("localStorage.getItem('carrag.collection') === null")
+        page.wait_for_selector("#collection-picker option[value=team-a]", state="detached")
+        assert page.input_value("#collection-picker") == "default"
         assert page.errors == []
 
 
