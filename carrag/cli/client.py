@@ -38,6 +38,7 @@ from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload, stream_payload
 from carrag.services.errors import CarragError, PayloadTooLarge
 from carrag.services.settings import Settings
+from carrag.services.stores.base import DocumentSort, SortOrder
 from carrag.services.vocabulary import FINISHED_JOB_STATES, ChunkingStrategy
 
 # (state, done, total): "parsing", "embedding" 32/120, ... as the jobs API reports them.
@@ -80,7 +81,15 @@ class CarragClient(Protocol):
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse: ...
 
     async def list_documents(
-        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, collection: str | None = None
+        self,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        tag: str | None = None,
+        collection: str | None = None,
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
     ) -> DocumentPageOut: ...
 
     async def get_document(self, document_id: str) -> DocumentOut: ...
@@ -207,12 +216,26 @@ class LocalClient:
             return IngestResponse.model_validate(result)
 
     async def list_documents(
-        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, collection: str | None = None
+        self,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        tag: str | None = None,
+        collection: str | None = None,
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
     ) -> DocumentPageOut:
         async with self._errors():
             documents = (await self.container()).documents
             page = await documents.page(
-                offset=offset, limit=limit, tag=tag, collections=[collection] if collection else None
+                offset=offset,
+                limit=limit,
+                tag=tag,
+                sort=sort,
+                order=order,
+                filename=filename,
+                collections=[collection] if collection else None,
             )
             return DocumentPageOut.model_validate(page)
 
@@ -379,13 +402,23 @@ class HttpClient:
         return await self._ingest("/ingest/url", on_progress, json=body)
 
     async def list_documents(
-        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, collection: str | None = None
+        self,
+        *,
+        offset: int = 0,
+        limit: int = 50,
+        tag: str | None = None,
+        collection: str | None = None,
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
     ) -> DocumentPageOut:
-        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        params: dict[str, Any] = {"offset": offset, "limit": limit, "sort": sort, "order": order}
         if tag:
             params["tag"] = tag
         if collection:
             params["collection"] = collection
+        if filename:
+            params["filename"] = filename
         return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
 
     async def get_document(self, document_id: str) -> DocumentOut:

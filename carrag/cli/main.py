@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, BinaryIO, TypeVar
 
@@ -514,9 +515,53 @@ def _rank(value: int | None) -> str:
 
 
 # --- documents ----------------------------------------------------------------------------------------
+class DocumentSortKey(StrEnum):
+    """`documents list --sort`: GET /documents' ``sort`` values (`DocumentSort`)."""
+
+    CREATED_AT = "created_at"
+    FILENAME = "filename"
+    CHUNK_COUNT = "chunk_count"
+
+
+class ListOrder(StrEnum):
+    """`documents list --order`: GET /documents' ``order`` values (`SortOrder`)."""
+
+    ASC = "asc"
+    DESC = "desc"
+
+
+FILENAME_FILTER_MAX_CHARS = 500  # GET /documents?filename= takes as much
+
+
+def filename_filter(value: str | None) -> str | None:
+    """``--filename`` checked as GET /documents checks it: a non-empty substring or glob, not too long."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise typer.BadParameter("give a file name, part of one, or a glob such as '*.pdf'", param_hint="--filename")
+    if len(value) > FILENAME_FILTER_MAX_CHARS:
+        raise typer.BadParameter(f"at most {FILENAME_FILTER_MAX_CHARS} characters", param_hint="--filename")
+    return value.strip()
+
+
 @documents_app.command("list")
 def documents_list(
     tag: Annotated[str | None, typer.Option("--tag", help="Only documents with this tag.")] = None,
+    filename: Annotated[
+        str | None,
+        typer.Option(
+            "--filename",
+            help="Only file names containing this (case-insensitive), or matching it whole when it is a glob "
+            "(`*` `?` `[...]`, e.g. '*.pdf').",
+            callback=filename_filter,
+        ),
+    ] = None,
+    sort: Annotated[
+        DocumentSortKey, typer.Option("--sort", help="Sort by creation time, file name or chunk count.")
+    ] = DocumentSortKey.CREATED_AT,
+    order: Annotated[
+        ListOrder, typer.Option("--order", help="Ascending or descending (ties: by id).")
+    ] = ListOrder.DESC,
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500)] = 50,
     as_json: AsJson = False,
@@ -526,17 +571,28 @@ def documents_list(
     url: Url = None,
     api_key: ApiKey = None,
 ) -> None:
-    """List documents, newest first."""
+    """List documents, newest first (or as --sort/--order say); --filename and --tag narrow the list."""
     page = run_with_client(
         url,
         api_key,
-        lambda client: client.list_documents(offset=offset, limit=limit, tag=tag, collection=collection),
+        lambda client: client.list_documents(
+            offset=offset,
+            limit=limit,
+            tag=tag,
+            collection=collection,
+            sort=sort.value,
+            order=order.value,
+            filename=filename,
+        ),
     )
     if as_json:
         print_json(page)
         return
     if not page.items:
-        print_note("No documents." if not page.total else f"No documents at offset {offset} (of {page.total}).")
+        if page.total:
+            print_note(f"No documents at offset {offset} (of {page.total}).")
+        else:
+            print_note("No documents match." if tag or filename else "No documents.")
         return
     columns = [
         Column("document_id", on_terminal=short_id, terminal_header="id"),
