@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
@@ -37,6 +37,7 @@ from carrag.api.schemas.ingest import IngestResponse
 from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload, stream_payload
 from carrag.services.errors import CarragError, PayloadTooLarge
+from carrag.services.requests import IngestCommand, RequestFactory
 from carrag.services.settings import Settings
 from carrag.services.stores.base import DocumentSort, SortOrder
 from carrag.services.vocabulary import FINISHED_JOB_STATES, ChunkingStrategy
@@ -72,6 +73,31 @@ class IngestSettings:
     metadata: dict[str, str] = field(default_factory=dict)
     collection: str | None = None  # None: default
 
+    def command(self, requests: RequestFactory, source_id: str | None = None) -> IngestCommand:
+        """These choices as one source's validated ingest (in-process)."""
+        return requests.ingest(
+            tags=self.tags,
+            source_id=source_id,
+            chunking=self.chunking,
+            force=self.force,
+            metadata=self.metadata,
+            collection=self.collection,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentListing:
+    """Which page of documents `list_documents` returns: GET /documents' query parameters (``filename``:
+    a case-insensitive substring, or a glob matched whole; ``collection``: None for every collection)."""
+
+    offset: int = 0
+    limit: int = 50
+    tag: str | None = None
+    collection: str | None = None
+    sort: DocumentSort = "created_at"
+    order: SortOrder = "desc"
+    filename: str | None = None
+
 
 class CarragClient(Protocol):
     async def ingest_file(
@@ -80,17 +106,7 @@ class CarragClient(Protocol):
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse: ...
 
-    async def list_documents(
-        self,
-        *,
-        offset: int = 0,
-        limit: int = 50,
-        tag: str | None = None,
-        collection: str | None = None,
-        sort: DocumentSort = "created_at",
-        order: SortOrder = "desc",
-        filename: str | None = None,
-    ) -> DocumentPageOut: ...
+    async def list_documents(self, listing: DocumentListing) -> DocumentPageOut: ...
 
     async def get_document(self, document_id: str) -> DocumentOut: ...
 
@@ -113,7 +129,7 @@ class CarragClient(Protocol):
 
     async def search(self, request: SearchRequest) -> SearchResponse: ...
 
-    def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]: ...
+    def stream_query(self, request: QueryRequest) -> AsyncGenerator[StreamEvent]: ...
 
     async def list_collections(self) -> CollectionListOut: ...
 
@@ -129,7 +145,9 @@ class CarragClient(Protocol):
 async def all_documents(client: CarragClient, page_size: int = 500, collection: str | None = None) -> list[DocumentOut]:
     documents: list[DocumentOut] = []
     while True:
-        page = await client.list_documents(offset=len(documents), limit=page_size, collection=collection)
+        page = await client.list_documents(
+            DocumentListing(offset=len(documents), limit=page_size, collection=collection)
+        )
         documents.extend(page.items)
         if not page.items or len(documents) >= page.total:
             return documents
@@ -185,17 +203,7 @@ class LocalClient:
                 raise PayloadTooLarge(f"{path} is larger than {limit} bytes (MAX_UPLOAD_BYTES).")
             data = await asyncio.to_thread(path.read_bytes)
             result = await container.ingestion.ingest_file(
-                data,
-                path.name,
-                container.requests.ingest(
-                    tags=options.tags,
-                    source_id=source_id,
-                    chunking=options.chunking,
-                    force=options.force,
-                    metadata=options.metadata,
-                    collection=options.collection,
-                ),
-                _ObserverAdapter(on_progress),
+                data, path.name, options.command(container.requests, source_id), _ObserverAdapter(on_progress)
             )
             return IngestResponse.model_validate(result)
 
@@ -203,39 +211,21 @@ class LocalClient:
         async with self._errors():
             container = await self.container()
             result = await container.ingestion.ingest_url(
-                url,
-                container.requests.ingest(
-                    tags=options.tags,
-                    chunking=options.chunking,
-                    force=options.force,
-                    metadata=options.metadata,
-                    collection=options.collection,
-                ),
-                _ObserverAdapter(on_progress),
+                url, options.command(container.requests), _ObserverAdapter(on_progress)
             )
             return IngestResponse.model_validate(result)
 
-    async def list_documents(
-        self,
-        *,
-        offset: int = 0,
-        limit: int = 50,
-        tag: str | None = None,
-        collection: str | None = None,
-        sort: DocumentSort = "created_at",
-        order: SortOrder = "desc",
-        filename: str | None = None,
-    ) -> DocumentPageOut:
+    async def list_documents(self, listing: DocumentListing) -> DocumentPageOut:
         async with self._errors():
             documents = (await self.container()).documents
             page = await documents.page(
-                offset=offset,
-                limit=limit,
-                tag=tag,
-                sort=sort,
-                order=order,
-                filename=filename,
-                collections=[collection] if collection else None,
+                offset=listing.offset,
+                limit=listing.limit,
+                tag=listing.tag,
+                sort=listing.sort,
+                order=listing.order,
+                filename=listing.filename,
+                collections=[listing.collection] if listing.collection else None,
             )
             return DocumentPageOut.model_validate(page)
 
@@ -288,7 +278,7 @@ class LocalClient:
             container = await self.container()
             return SearchResponse.model_validate(await container.search.search(request.to_query(container.requests)))
 
-    async def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_query(self, request: QueryRequest) -> AsyncGenerator[StreamEvent]:
         async with self._errors():
             container = await self.container()
             events = container.answers.stream_answer(request.to_query(container.requests))
@@ -401,24 +391,16 @@ class HttpClient:
             body["collection"] = options.collection
         return await self._ingest("/ingest/url", on_progress, json=body)
 
-    async def list_documents(
-        self,
-        *,
-        offset: int = 0,
-        limit: int = 50,
-        tag: str | None = None,
-        collection: str | None = None,
-        sort: DocumentSort = "created_at",
-        order: SortOrder = "desc",
-        filename: str | None = None,
-    ) -> DocumentPageOut:
-        params: dict[str, Any] = {"offset": offset, "limit": limit, "sort": sort, "order": order}
-        if tag:
-            params["tag"] = tag
-        if collection:
-            params["collection"] = collection
-        if filename:
-            params["filename"] = filename
+    async def list_documents(self, listing: DocumentListing) -> DocumentPageOut:
+        params: dict[str, Any] = {
+            "offset": listing.offset,
+            "limit": listing.limit,
+            "sort": listing.sort,
+            "order": listing.order,
+        }
+        for name in ("tag", "collection", "filename"):
+            if value := getattr(listing, name):
+                params[name] = value
         return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
 
     async def get_document(self, document_id: str) -> DocumentOut:
@@ -469,7 +451,7 @@ class HttpClient:
         body = request.model_dump(mode="json", exclude_unset=True)
         return SearchResponse.model_validate(await self._json("POST", "/search", json=body))
 
-    async def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_query(self, request: QueryRequest) -> AsyncGenerator[StreamEvent]:
         from httpx_sse import aconnect_sse
 
         body = request.model_dump(mode="json", exclude_unset=True)

@@ -45,13 +45,12 @@ from carrag.api.schemas.query import (
     QueryResponse,
     SearchRequest,
     Source,
-    StreamDone,
-    StreamError,
-    StreamToken,
 )
+from carrag.cli.answer_stream import FinishedAnswer, follow_answer
 from carrag.cli.client import (
     CarragClient,
     ClientError,
+    DocumentListing,
     HttpClient,
     IngestSettings,
     LocalClient,
@@ -381,49 +380,36 @@ def query(
         print_json(run_with_client(url, api_key, lambda client: collect_answer(client, request)))
         return
 
-    async def work(client: CarragClient) -> bool:
-        sources: list[Source] = []
-        streamed = ""
-        async for _, data in client.stream_query(request):
-            if isinstance(data, list):
-                sources = data
-            elif isinstance(data, StreamToken):
-                streamed += data.text
-                typer.echo(data.text, nl=False)
-            elif isinstance(data, StreamError):
-                typer.echo("")
-                errors.print(f"[red]error:[/red] {escape(data.detail)}")
-                return False
-            else:
-                typer.echo("")
-                print_answer_check(data, streamed)
-        print_sources(sources)
-        return True
+    async def work(client: CarragClient) -> None:
+        printed = False
 
-    if not run_with_client(url, api_key, work):
-        raise typer.Exit(1)
+        def show(text: str) -> None:
+            nonlocal printed
+            printed = True
+            typer.echo(text, nl=False)
+
+        try:
+            finished = await follow_answer(client.stream_query(request), on_token=show)
+        except ClientError:
+            if printed:
+                typer.echo("")  # the error starts on a line of its own
+            raise
+        typer.echo("")
+        print_answer_check(finished)
+        print_sources(finished.sources)
+
+    run_with_client(url, api_key, work)
 
 
 async def collect_answer(client: CarragClient, request: QueryRequest) -> QueryResponse:
     """The streamed answer gathered into POST /query's JSON shape."""
-    sources: list[Source] = []
-    streamed = ""
-    async for _, data in client.stream_query(request):
-        if isinstance(data, list):
-            sources = data
-        elif isinstance(data, StreamToken):
-            streamed += data.text
-        elif isinstance(data, StreamError):
-            raise ClientError(data.detail)
-        else:
-            fields = {name: getattr(data, name) for name in QueryResponse.model_fields if hasattr(data, name)}
-            return QueryResponse.model_validate({**fields, "answer": data.answer or streamed, "sources": sources})
-    raise ClientError("the answer stream ended without a result")
+    return (await follow_answer(client.stream_query(request))).response()
 
 
-def print_answer_check(done: StreamDone, streamed: str) -> None:
+def print_answer_check(finished: FinishedAnswer) -> None:
     """The final answer when the check changed the streamed one, and why it was made the way it was."""
-    if done.answer and done.answer.strip() != streamed.strip():
+    done = finished.done
+    if done.answer and done.answer.strip() != finished.streamed.strip():
         console.print("\n[bold]Checked answer[/bold]")
         typer.echo(done.answer)
     notes = [f"answer: {done.answer_mode}"]
@@ -576,13 +562,15 @@ def documents_list(
         url,
         api_key,
         lambda client: client.list_documents(
-            offset=offset,
-            limit=limit,
-            tag=tag,
-            collection=collection,
-            sort=sort.value,
-            order=order.value,
-            filename=filename,
+            DocumentListing(
+                offset=offset,
+                limit=limit,
+                tag=tag,
+                collection=collection,
+                sort=sort.value,
+                order=order.value,
+                filename=filename,
+            )
         ),
     )
     if as_json:
