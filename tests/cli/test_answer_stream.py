@@ -12,10 +12,11 @@ from collections.abc import AsyncGenerator
 import pytest
 from typer.testing import CliRunner
 
-import carrag.cli.main as cli
+import carrag.cli.running
 from carrag.api.schemas.query import QueryRequest, Source, StreamDone, StreamError, StreamPayload, StreamToken
 from carrag.cli.answer_stream import INCOMPLETE_STREAM, follow_answer
 from carrag.cli.client import ClientError, StreamEvent
+from carrag.cli.main import app
 
 SOURCES = [
     Source(
@@ -87,8 +88,8 @@ def test_an_error_event_or_a_missing_result_is_a_client_error_and_the_stream_is_
 
 def run_query(monkeypatch: pytest.MonkeyPatch, script: list[StreamEvent], *args: str) -> tuple[object, ScriptedClient]:
     client = ScriptedClient(script)
-    monkeypatch.setattr(cli, "open_client", lambda url, api_key: client)
-    result = CliRunner().invoke(cli.app, ["query", "How often?", *args], env={"NO_COLOR": "1", "COLUMNS": "200"})
+    monkeypatch.setattr(carrag.cli.running, "open_client", lambda url, api_key: client)
+    result = CliRunner().invoke(app, ["query", "How often?", *args], env={"NO_COLOR": "1", "COLUMNS": "200"})
     return result, client
 
 

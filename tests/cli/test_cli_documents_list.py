@@ -10,7 +10,7 @@ from typing import get_args
 
 import pytest
 
-from carrag.cli.main import DocumentSortKey, ListOrder
+from carrag.cli.documents import DocumentSortKey, ListOrder
 from carrag.services.stores.base import DocumentSort, SortOrder
 from tests.cli.test_cli import API_KEY, carrag, local_env, server, workdir  # noqa: F401
 
