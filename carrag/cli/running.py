@@ -12,7 +12,9 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from carrag.cli.client import CarragClient, ClientError, HttpClient, LocalClient
+from carrag.cli.client import CarragClient, ClientError
+from carrag.cli.http_client import HttpClient
+from carrag.cli.local_client import LocalClient
 from carrag.cli.references import AMBIGUOUS_EXIT_CODE, AmbiguousReference, print_candidates
 from carrag.services.settings import Settings
 
