@@ -217,6 +217,11 @@ class SearchResponse(Schema):
     reranked: bool
     rerank_note: str | None = None
     message: str | None = None
+    degraded: str | None = Field(
+        None,
+        description="Set when the results are lexical (BM25) only: during a change of embedding model whose "
+        "old model cannot be loaded, until the reindex swaps the new vectors in. Says why.",
+    )
 
 
 # --- /query/stream events (Server-Sent Events; the CLI reads them back) ------------------------------
