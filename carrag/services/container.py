@@ -307,7 +307,7 @@ async def build_container(
     collections = CollectionService(store)  # one registry cache for every service
     model_change = build_model_change(settings, store, embedder, telemetry)
     if "store" not in startup_errors:
-        await model_change.status()  # a pending model change is logged (and its model loaded) at start-up
+        await model_change.prepare()  # a pending model change is logged, and the store's model loaded
     search = SearchService(settings, store, embedder, reranker, telemetry, collections, model_change)
     ingestion = IngestionService(settings, store, embedder, tagger, fetcher, telemetry, collections, model_change)
     return Container(

@@ -28,14 +28,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from carrag.services.embedders.base import EmbeddingBackend
 from carrag.services.embedders.service import EmbeddingService, ProgressCallback
-from carrag.services.errors import Conflict, DependencyUnavailable, EmbeddingModelMismatch
+from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, EmbeddingModelMismatch
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, OriginalFile, ScoredChunk, SearchFilters
 from carrag.services.stores.base import Store
 from carrag.services.stores.sqlite import SqliteStore
@@ -44,6 +44,7 @@ from carrag.services.stores.sqlite_reindex import SqliteReindex, SwappedMeanwhil
 logger = logging.getLogger(__name__)
 
 RETRY_BUILD_SECONDS = 30.0  # a recorded model that could not be loaded is tried again after this long
+LOAD_TIMEOUT_SECONDS = 30.0  # building it and embedding one probe text
 
 BackendBuilder = Callable[[EmbeddingIdentity], EmbeddingBackend]  # raises DependencyUnavailable
 ServiceFactory = Callable[[EmbeddingBackend], EmbeddingService]
@@ -78,7 +79,7 @@ class ModelChangeStatus:
 
     stored: str
     configured: str
-    queries: str  # "stored model": embedded by the stored model, loaded beside; "lexical only"
+    queries: str  # "stored model" (loaded beside), "loading" or "lexical only" (it cannot be loaded)
     reindex: str  # "not started" | "building" (new vectors beside the live ones, possibly interrupted)
     done: int | None = None  # chunks with their new vector (SQLite)
     total: int | None = None
@@ -109,25 +110,35 @@ class ModelChange:
         self._loaded: dict[EmbeddingIdentity, EmbeddingService] = {}
         self._unavailable: dict[EmbeddingIdentity, _Unavailable] = {}
         self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[object]] = set()
 
     # --- the recorded model, loaded beside ------------------------------------------------------------
     async def recorded_embedder(self, identity: EmbeddingIdentity) -> EmbeddingService | None:
-        """The store's recorded model, built once (None, with the reason kept, when it cannot be)."""
+        """The store's recorded model, built once (None, with the reason kept, when it cannot be). The
+        first attempt is waited for (start-up begins it, `prepare`); after a failure, the next attempts
+        run in the background, at most every RETRY_BUILD_SECONDS, and callers do not wait for them."""
         if (loaded := self._loaded.get(identity)) is not None:
             return loaded
         failed = self._unavailable.get(identity)
-        if failed is not None and time.monotonic() - failed.since < RETRY_BUILD_SECONDS:
-            return None
+        if failed is None:
+            return await self._try_load(identity)
+        if time.monotonic() - failed.since >= RETRY_BUILD_SECONDS and not self._tasks:
+            failed.since = time.monotonic()
+            self._in_background(self._try_load(identity))
+        return None
+
+    async def _try_load(self, identity: EmbeddingIdentity) -> EmbeddingService | None:
         async with self._lock:
             if (loaded := self._loaded.get(identity)) is not None:
                 return loaded
             try:
-                service = await self._load(identity)
-            except DependencyUnavailable as exc:
-                self._unavailable[identity] = _Unavailable(exc.message, time.monotonic())
+                service = await asyncio.wait_for(self._load(identity), LOAD_TIMEOUT_SECONDS)
+            except (DependencyUnavailable, TimeoutError) as exc:
+                reason = getattr(exc, "message", None) or f"not loaded within {LOAD_TIMEOUT_SECONDS:.0f}s"
+                self._unavailable[identity] = _Unavailable(reason, time.monotonic())
                 logger.warning(
                     "the store's embedding model cannot be loaded: searches are lexical only until the reindex",
-                    extra={"stored_model": identity.describe(), "reason": exc.message},
+                    extra={"stored_model": identity.describe(), "reason": reason},
                 )
                 return None
             self._unavailable.pop(identity, None)
@@ -138,6 +149,30 @@ class ModelChange:
                 extra={"stored_model": identity.describe(), "configured_model": self.configured.identity},
             )
             return service
+
+    def _in_background(self, work: Coroutine[object, object, object]) -> None:
+        task = asyncio.create_task(work, name="load-recorded-embedder")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def prepare(self) -> None:
+        """At start-up: when a model change is pending, say so and begin loading the store's model (the
+        first search waits for it rather than the start-up)."""
+        recorded, configured = await self._identities()
+        if recorded is None or configured is None or recorded.accepts(configured):
+            return
+        logger.warning(
+            "the configured embedding model is not the store's: loading the store's beside it until"
+            " `carrag reindex` (POST /admin/reindex) re-embeds the store; the reindex does not start by itself",
+            extra={"stored_model": recorded.describe(), "configured_model": configured.describe()},
+        )
+        self._in_background(self._try_load(recorded))
+
+    async def _identities(self) -> tuple[EmbeddingIdentity | None, EmbeddingIdentity | None]:
+        try:
+            return await self.store.embedding_identity(), await self.configured.embedding_identity()
+        except CarragError:  # the store's and embedder's own health say what is wrong
+            return None, None
 
     async def _load(self, identity: EmbeddingIdentity) -> EmbeddingService:
         if self._build is None:
@@ -217,19 +252,16 @@ class ModelChange:
 
     # --- /health -------------------------------------------------------------------------------------
     async def status(self) -> ModelChangeStatus | None:
-        """None unless the store's model is another than the configured one."""
-        try:
-            recorded = await self.store.embedding_identity()
-            configured = await self.configured.embedding_identity()
-        except Exception:  # noqa: BLE001 - the store's and embedder's own health say what is wrong
+        """None unless the store's model is another than the configured one. Never waits for a load."""
+        recorded, configured = await self._identities()
+        if recorded is None or configured is None or recorded.accepts(configured):
             return None
-        if recorded is None or recorded.accepts(configured):
-            return None
-        serving = await self.recorded_embedder(recorded)
+        serving = self._loaded.get(recorded)
+        failed = self._unavailable.get(recorded)
         status = ModelChangeStatus(
             stored=recorded.describe(),
             configured=configured.describe(),
-            queries="stored model" if serving is not None else "lexical only",
+            queries="stored model" if serving is not None else "lexical only" if failed else "loading",
             reindex="not started",
         )
         if isinstance(self.store, SqliteStore):
@@ -237,11 +269,11 @@ class ModelChange:
             if await reindex.target() == configured:
                 counts = await reindex.counts()
                 status.reindex, status.done, status.total = "building", counts.done, counts.total
-        queries = (
-            "queries are embedded by the stored model"
-            if serving is not None
-            else f"searches are lexical only ({self.unavailable_reason(recorded)})"
-        )
+        queries = {
+            "stored model": "queries are embedded by the stored model",
+            "lexical only": f"searches are lexical only ({self.unavailable_reason(recorded)})",
+            "loading": "the stored model is loading to embed queries",
+        }[status.queries]
         progress = (
             f"new vectors built beside: {status.done}/{status.total} chunks"
             if status.reindex == "building"
@@ -255,6 +287,9 @@ class ModelChange:
         return status
 
     async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         for service in self._loaded.values():
             await service.aclose()
         self._loaded.clear()

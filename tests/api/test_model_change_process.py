@@ -117,7 +117,7 @@ def test_a_server_started_with_a_new_model_serves_throughout_its_reindex_and_aft
             seen = len(inputs)
             before = knn(url, "tyre pressure cold")
             assert before["results"][0]["filename"] == "tyres.txt" and before["degraded"] is None
-            assert inputs[seen:] == ["tyre pressure cold"], "the query was embedded by the store's model"
+            assert "tyre pressure cold" in inputs[seen:], "the query was embedded by the store's model"
             change = httpx.get(f"{url}/health").json()["components"]["model_change"]
             assert recorded in change["detail"] and "local:all-MiniLM-L6-v2" in change["model"]
 
