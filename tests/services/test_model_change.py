@@ -19,6 +19,7 @@ from carrag.api.main import create_app
 from carrag.services import reindexing
 from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
 from carrag.services.models import ComponentHealth, EmbeddingIdentity, SearchFilters
+from carrag.services.requests import IngestCommand, SearchQuery
 from carrag.services.stores.sqlite import SqliteStore
 from carrag.services.stores.sqlite_reindex import SqliteReindex
 from tests.conftest import close_container, open_container
@@ -87,16 +88,10 @@ async def search(client: httpx.AsyncClient, question: str, mode: str = "hybrid")
 async def minilm_store(settings, embedding_backend: LocalOnnxEmbedder):
     container = await open_container(settings, embedding_backend)
     for name, text in DOCUMENTS.items():
-        await container.ingestion.ingest_text(text, name, reindexing_command())
+        await container.ingestion.ingest_text(text, name, IngestCommand())
     assert await container.store.embedding_identity() == MINILM
     await close_container(container)
     return settings
-
-
-def reindexing_command():
-    from carrag.services.requests import IngestCommand
-
-    return IngestCommand()
 
 
 async def test_a_restart_with_a_new_model_serves_every_search_through_the_reindex(minilm_store, monkeypatch) -> None:
@@ -204,7 +199,7 @@ async def test_a_document_written_across_the_swap_gets_the_new_models_vectors(mi
             await SqliteReindex(store).begin(await container.embedder.embedding_identity())
         container.model_change.ingest_plan = plan_then_swap  # type: ignore[method-assign]
         text = "The spare wheel is under the boot floor."
-        result = await container.ingestion.ingest_text(text, "spare.txt", reindexing_command())
+        result = await container.ingestion.ingest_text(text, "spare.txt", IngestCommand())
         assert result.status == "ingested" and plans[0].with_new is building
         vectors = live_vectors(store.path)
         assert len(vectors) == len(DOCUMENTS) + 1 and all(blob in new_model.produced for blob in vectors.values())
@@ -231,4 +226,42 @@ async def test_a_search_straddling_the_swap_runs_its_knn_leg_again_with_the_new_
         assert used.embedder is container.embedder and not used.pending
         assert found[0].chunk.text == DOCUMENTS["oil.txt"] and new_model.queries == ["engine oil filter"]
     finally:
+        await close_container(container)
+
+
+async def test_a_stored_model_that_failed_to_load_is_retried_in_the_background(
+    minilm_store, embedding_backend, monkeypatch
+) -> None:
+    """Searches are lexical only while the store's model cannot be loaded; a later attempt, made in
+    the background (no search waits for it), brings semantic search back without a restart."""
+    from carrag.services import model_change
+    from carrag.services.errors import DependencyUnavailable
+
+    attempts: list[EmbeddingIdentity] = []
+
+    def flaky(identity: EmbeddingIdentity):
+        attempts.append(identity)
+        if len(attempts) == 1:
+            raise DependencyUnavailable("embedder", "the model server is down")
+        return embedding_backend
+
+    container = await open_container(minilm_store, WordHashingModel())
+    try:
+        change = container.model_change
+        await change.aclose()  # drop what start-up loaded: this test loads through `flaky`
+        change._build, change._loaded, change._unavailable = flaky, {}, {}
+        first = await container.search.search(SearchQuery("engine oil filter", top_k=1))
+        assert first.degraded is not None and "the model server is down" in first.degraded
+        assert first.hits and first.hits[0].knn_rank is None
+        assert len(attempts) == 1 and (await container.search.search(SearchQuery("oil", top_k=1))).degraded
+        assert len(attempts) == 1, "no new attempt within RETRY_BUILD_SECONDS"
+        assert "searches are lexical only" in (await change.status()).detail  # type: ignore[union-attr]
+
+        monkeypatch.setattr(model_change, "RETRY_BUILD_SECONDS", 0.0)
+        assert (await container.search.search(SearchQuery("oil", top_k=1))).degraded, "not waited for"
+        await asyncio.gather(*change._tasks)
+        recovered = await container.search.search(SearchQuery("engine oil filter", top_k=1))
+        assert recovered.degraded is None and recovered.hits[0].knn_rank == 1 and len(attempts) == 2
+    finally:
+        change._loaded = {}  # the session's embedder: not this test's to close
         await close_container(container)
