@@ -52,6 +52,8 @@ async def test_reindex_re_embeds_the_documents_after_a_model_change(
     lexical = await client.post("/search", json={"question": "engine oil"})
     assert lexical.status_code == 200 and lexical.json()["results"][0]["filename"] == "oil.txt"
     assert "lexical (BM25) results only" in lexical.json()["degraded"] and "old:model" in lexical.json()["degraded"]
+    answered = (await client.post("/query", json={"question": "engine oil", "answer_mode": "extract"})).json()
+    assert answered["sources"] and "lexical (BM25) results only" in answered["degraded"]
     health = (await client.get("/health")).json()
     assert health["status"] == "degraded" and "reindex not started" in health["components"]["model_change"]["detail"]
 

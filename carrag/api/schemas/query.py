@@ -209,6 +209,7 @@ class QueryResponse(AnswerCheck):
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Milliseconds spent in each stage.")
     reranked: bool = False
     rerank_note: str | None = Field(None, description="Why the passages were not reranked, when they were not.")
+    degraded: str | None = Field(None, description="Set when the passages come from BM25 alone (see /search): why.")
 
 
 class SearchResponse(Schema):
@@ -242,6 +243,7 @@ class StreamDone(AnswerCheck):
     reranked: bool = False
     rerank_note: str | None = None
     empty_index: bool = False
+    degraded: str | None = Field(None, description="Set when the passages come from BM25 alone (see /search): why.")
     answer: str = Field("", description="The final answer: replaces the streamed tokens.")
     highlights: list[list[Highlight]] = Field(default_factory=list, description="Per source, in `sources` order.")
     usage: Usage | None = None
