@@ -19,29 +19,33 @@ class AdmissionGate:
         self.timeout = timeout
         self.what = what  # e.g. "answer generation", for the refusal messages
         self._slots = asyncio.Semaphore(running)
-        self._queued = 0
+        # Callers admitted and not yet gone (holding a slot or waiting for one), counted before the
+        # first await: the decision to refuse never depends on when the event loop runs a waiter.
+        self._inside = 0
 
     @property
     def queued(self) -> int:
-        return self._queued
+        return max(0, self._inside - self.running)
 
     @contextlib.asynccontextmanager
     async def admit(self) -> AsyncIterator[None]:
-        if self._slots.locked() and self.waiting is not None and self._queued >= self.waiting:
+        if self.waiting is not None and self._inside >= self.running + self.waiting:
             raise Overloaded(
-                f"{self.what.capitalize()} is at capacity ({self.running} running, {self._queued} waiting); "
+                f"{self.what.capitalize()} is at capacity ({self.running} running, {self.queued} waiting); "
                 "retry shortly."
             )
-        self._queued += 1
+        self._inside += 1
         try:
-            await asyncio.wait_for(self._slots.acquire(), self.timeout)
-        except TimeoutError as exc:
-            raise Overloaded(
-                f"{self.what.capitalize()} had no free slot within {self.timeout:g}s; retry shortly."
-            ) from exc
+            try:
+                async with asyncio.timeout(self.timeout):
+                    await self._slots.acquire()
+            except TimeoutError as exc:
+                raise Overloaded(
+                    f"{self.what.capitalize()} had no free slot within {self.timeout:g}s; retry shortly."
+                ) from exc
+            try:
+                yield
+            finally:
+                self._slots.release()
         finally:
-            self._queued -= 1
-        try:
-            yield
-        finally:
-            self._slots.release()
+            self._inside -= 1

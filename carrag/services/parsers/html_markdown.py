@@ -15,7 +15,9 @@ is tried, then Windows-1252, and only then statistical detection. Hidden element
 ``display: none``) are dropped, and tables used for page layout are unwrapped into blocks.
 Images become their alt text (their URLs, often ``data:`` blobs, are noise for search), and the
 ``<head>`` is not converted. The title is the ``<title>``, else the first ``#`` heading. A
-document nested too deeply for the recursive converter falls back to its plain text.
+document nested deeper than `MAX_NESTING_DEPTH` elements falls back to its plain text without
+entering the recursive extractor and converter: deep recursion is never reached, so neither a
+RecursionError nor a finalizer run by the garbage collector at that depth can break a request.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
-from carrag.services.parsers.html_main_content import article_html, choose_content, restore_headings
+from carrag.services.parsers.html_main_content import ContentChoice, article_html, choose_content, restore_headings
 from carrag.services.parsers.optional import import_optional
 from carrag.services.parsers.text import first_markdown_h1, looks_binary
 
@@ -37,6 +39,7 @@ _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGN
 _TRAILING_SPACES = re.compile(r"[ \t]+$", re.MULTILINE)  # markdownify's "  " hard line breaks
 _EXCESS_BLANK_LINES = re.compile(r"\n{3,}")
 _EMPTY_TABLE_ROW = re.compile(r"^\|(?:[ \t]*\|)+\n", re.MULTILINE)
+MAX_NESTING_DEPTH = 200  # markdownify needs ~2.5 Python frames per level; real pages stay under ~60
 _ORPHAN_TABLE_RULE = re.compile(r"(^|\n\n)\|(?: *-+ *\|)+ *(?:\n|$)")
 # Tried in order when the file has no byte-order mark and declares no charset: UTF-8, then the
 # Windows-1252 fallback browsers use (before statistical detection, which confuses the
@@ -127,6 +130,17 @@ def html_to_markdown(soup) -> str:
     return tidy_markdown(markdown)
 
 
+def nested_deeper_than(soup, limit: int) -> bool:
+    """Whether any element lies more than ``limit`` levels down (walked without recursion)."""
+    stack = [(soup, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in getattr(node, "contents", ()) if hasattr(child, "contents"))
+    return False
+
+
 def _soup(markup: str):
     bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     import_optional("lxml", package="lxml", extension=".html")
@@ -163,9 +177,13 @@ def html_document(markup: str, filename: str, source_type: str, url: str | None 
     title_tag = soup.find("title")
     page_title = title_tag.get_text(" ", strip=True) or None if title_tag else None
     clean_page(soup)
-    article = article_soup(markup, url, soup)
-    choice = choose_content(article.get_text(" ") if article is not None else "", soup.get_text(" "))
-    text = html_to_markdown(article if choice.extraction == "main_content" else soup)
+    if nested_deeper_than(soup, MAX_NESTING_DEPTH):
+        choice = ContentChoice(extraction="whole_page", dropped_share=0.0)
+        text = tidy_markdown(soup.get_text("\n\n", strip=True))
+    else:
+        article = article_soup(markup, url, soup)
+        choice = choose_content(article.get_text(" ") if article is not None else "", soup.get_text(" "))
+        text = html_to_markdown(article if choice.extraction == "main_content" else soup)
     title = page_title or first_markdown_h1(text)
     return ParsedDocument(
         text=text,

@@ -73,3 +73,27 @@ def test_binary_named_html_is_refused() -> None:
 def test_script_only_page_has_no_text() -> None:
     with pytest.raises(InvalidInput, match="no extractable text"):
         parse_file(b"<html><head><title>T</title><script>alert(1)</script></head><body></body></html>", "empty.html")
+
+
+def test_very_deep_nesting_never_enters_the_recursive_extractor_or_converter(monkeypatch) -> None:
+    """CI once failed here: at recursion depth the garbage collector ran an unrelated finalizer
+    (a llama.cpp object's ``__del__``), which raised RecursionError as an unraisable exception.
+    The deep page must be handled without deep recursion at all."""
+    from carrag.services.parsers import html_markdown
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the recursive path was entered")
+
+    monkeypatch.setattr(html_markdown, "article_html", refuse)
+    monkeypatch.setattr(html_markdown, "_converter_class", refuse)
+    depth = html_markdown.MAX_NESTING_DEPTH + 50
+    html = "<body>" + "<div>" * depth + "deep text" + "</div>" * depth + "<p>after</p></body>"
+    parsed = parse_file(html.encode(), "deep.html")
+    assert parsed.text == "deep text\n\nafter"
+    assert parsed.metadata["extraction"] == "whole_page"
+
+
+def test_nesting_within_the_limit_keeps_the_markdown_conversion() -> None:
+    depth = 150
+    html = "<body>" + "<div>" * depth + "<h2>Deep heading</h2><p>deep text</p>" + "</div>" * depth + "</body>"
+    assert "## Deep heading" in parse_file(html.encode(), "nested.html").text
