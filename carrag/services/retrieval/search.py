@@ -25,7 +25,7 @@ from carrag.services.models import DEFAULT_COLLECTION, ScoredChunk, SearchFilter
 from carrag.services.requests import SearchQuery
 from carrag.services.rerankers.base import Reranker
 from carrag.services.retrieval.distinct import distinct_by_text
-from carrag.services.retrieval.expansion import build_passages
+from carrag.services.retrieval.expansion import build_passages, windows_in_hand
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
@@ -131,10 +131,20 @@ class SearchService:
     ) -> SearchOutcome:
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        await self.check_embedding_identity()
         depth = depth or top_k * self.settings.retrieval_k_multiplier
 
-        lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode, timings)
+        # The model check runs beside the legs (on Elasticsearch it is a round trip of its own); no
+        # result is returned unless it passes, and a mismatch is the error a failed leg reports.
+        identity = asyncio.ensure_future(self.check_embedding_identity())
+        try:
+            lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode, timings)
+        except CarragError:
+            await identity
+            raise
+        except BaseException:
+            identity.cancel()
+            raise
+        await identity
         timings["embed_query"] = embed_ms
         timings["retrieve"] = _ms(started)
 
@@ -187,7 +197,7 @@ class SearchService:
 
         if expand and self.settings.neighbour_window > 0:
             step = time.perf_counter()
-            hits = distinct_by_text(await self._expand(hits), lambda hit: hit.text)
+            hits = distinct_by_text(await self._expand(hits, chunks), lambda hit: hit.text)
             timings["expand"] = _ms(step)
         for rank, ranked in enumerate(hits, start=1):
             ranked.rank = rank
@@ -236,10 +246,12 @@ class SearchService:
         hits.sort(key=lambda hit: hit.rerank_score or 0.0, reverse=True)
         return True, None
 
-    async def _expand(self, hits: list[SearchHit]) -> list[SearchHit]:
+    async def _expand(self, hits: list[SearchHit], found: dict[tuple[str, int], ScoredChunk]) -> list[SearchHit]:
         radius = self.settings.neighbour_window
         winners = [hit.chunk for hit in hits]
-        neighbours = await self.store.get_windows([chunk.key for chunk in winners], radius)
+        neighbours, missing = windows_in_hand(winners, found, radius)  # read with the hits (Elasticsearch)
+        if missing:
+            neighbours += await self.store.get_windows(missing, radius)
         expanded: list[SearchHit] = []
         for passage in build_passages(winners, neighbours, radius):
             best = hits[passage.winners[0]]
