@@ -7,22 +7,17 @@
 Both return the API's wire types (`carrag.api.schemas`): the local client validates them from the
 services' domain objects, the HTTP client from the server's JSON, so every command is written once.
 Failures of either kind surface as `ClientError`, carrying the HTTP status the API would answer with.
+This module holds the interface and what both share; the two implementations are `local_client.py`
+and `http_client.py`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
-from urllib.parse import quote, unquote
+from typing import BinaryIO, Protocol
 
-import httpx
-
-from carrag.api.errors import status_for
 from carrag.api.schemas.collections import CollectionDeleted, CollectionListOut, CollectionOut
 from carrag.api.schemas.documents import (
     ChunkPageOut,
@@ -34,11 +29,11 @@ from carrag.api.schemas.documents import (
 )
 from carrag.api.schemas.health import HealthOut
 from carrag.api.schemas.ingest import IngestResponse
-from carrag.api.schemas.jobs import JobListOut, JobOut
-from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload, stream_payload
-from carrag.services.errors import CarragError, PayloadTooLarge
-from carrag.services.settings import Settings
-from carrag.services.vocabulary import FINISHED_JOB_STATES, ChunkingStrategy
+from carrag.api.schemas.jobs import JobListOut
+from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload
+from carrag.services.requests import IngestCommand, RequestFactory
+from carrag.services.stores.base import DocumentSort, SortOrder
+from carrag.services.vocabulary import ChunkingStrategy
 
 # (state, done, total): "parsing", "embedding" 32/120, ... as the jobs API reports them.
 ProgressCallback = Callable[[str, int, int], None]
@@ -46,8 +41,6 @@ ProgressCallback = Callable[[str, int, int], None]
 StreamEvent = tuple[str, StreamPayload]
 # `download_original`: the original's file name → where its bytes go
 OpenDestination = Callable[[str], BinaryIO]
-
-JOB_POLL_SECONDS = 0.25
 
 
 class ClientError(Exception):
@@ -71,6 +64,31 @@ class IngestSettings:
     metadata: dict[str, str] = field(default_factory=dict)
     collection: str | None = None  # None: default
 
+    def command(self, requests: RequestFactory, source_id: str | None = None) -> IngestCommand:
+        """These choices as one source's validated ingest (in-process)."""
+        return requests.ingest(
+            tags=self.tags,
+            source_id=source_id,
+            chunking=self.chunking,
+            force=self.force,
+            metadata=self.metadata,
+            collection=self.collection,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentListing:
+    """Which page of documents `list_documents` returns: GET /documents' query parameters (``filename``:
+    a case-insensitive substring, or a glob matched whole; ``collection``: None for every collection)."""
+
+    offset: int = 0
+    limit: int = 50
+    tag: str | None = None
+    collection: str | None = None
+    sort: DocumentSort = "created_at"
+    order: SortOrder = "desc"
+    filename: str | None = None
+
 
 class CarragClient(Protocol):
     async def ingest_file(
@@ -79,9 +97,7 @@ class CarragClient(Protocol):
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse: ...
 
-    async def list_documents(
-        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, collection: str | None = None
-    ) -> DocumentPageOut: ...
+    async def list_documents(self, listing: DocumentListing) -> DocumentPageOut: ...
 
     async def get_document(self, document_id: str) -> DocumentOut: ...
 
@@ -104,7 +120,7 @@ class CarragClient(Protocol):
 
     async def search(self, request: SearchRequest) -> SearchResponse: ...
 
-    def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]: ...
+    def stream_query(self, request: QueryRequest) -> AsyncGenerator[StreamEvent]: ...
 
     async def list_collections(self) -> CollectionListOut: ...
 
@@ -120,394 +136,9 @@ class CarragClient(Protocol):
 async def all_documents(client: CarragClient, page_size: int = 500, collection: str | None = None) -> list[DocumentOut]:
     documents: list[DocumentOut] = []
     while True:
-        page = await client.list_documents(offset=len(documents), limit=page_size, collection=collection)
+        page = await client.list_documents(
+            DocumentListing(offset=len(documents), limit=page_size, collection=collection)
+        )
         documents.extend(page.items)
         if not page.items or len(documents) >= page.total:
             return documents
-
-
-# --- in-process --------------------------------------------------------------------------------------
-class _ObserverAdapter:
-    """Turns the ingestion service's observer calls into the jobs API's (state, done, total)."""
-
-    def __init__(self, on_progress: ProgressCallback) -> None:
-        self.on_progress = on_progress
-        self.state = "queued"
-
-    def stage(self, stage: str) -> None:
-        self.state = stage
-        self.on_progress(stage, 0, 0)
-
-    def embedded(self, done: int, total: int) -> None:
-        self.on_progress(self.state, done, total)
-
-    def ocr_read(self, done: int, total: int) -> None:
-        self.on_progress(self.state, done, total)
-
-
-class LocalClient:
-    """Works on the configured store directly; models load on first use."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._container: Any = None
-
-    async def container(self) -> Any:
-        if self._container is None:
-            from carrag.services.container import build_container
-
-            self._container = await build_container(self.settings)
-        return self._container
-
-    @contextlib.asynccontextmanager
-    async def _errors(self) -> AsyncIterator[None]:
-        try:
-            yield
-        except CarragError as error:
-            raise ClientError(error.message, status_for(error)) from error
-
-    async def ingest_file(
-        self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
-    ) -> IngestResponse:
-        async with self._errors():
-            container = await self.container()
-            limit = container.settings.max_upload_bytes
-            if path.stat().st_size > limit:
-                raise PayloadTooLarge(f"{path} is larger than {limit} bytes (MAX_UPLOAD_BYTES).")
-            data = await asyncio.to_thread(path.read_bytes)
-            result = await container.ingestion.ingest_file(
-                data,
-                path.name,
-                container.requests.ingest(
-                    tags=options.tags,
-                    source_id=source_id,
-                    chunking=options.chunking,
-                    force=options.force,
-                    metadata=options.metadata,
-                    collection=options.collection,
-                ),
-                _ObserverAdapter(on_progress),
-            )
-            return IngestResponse.model_validate(result)
-
-    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
-        async with self._errors():
-            container = await self.container()
-            result = await container.ingestion.ingest_url(
-                url,
-                container.requests.ingest(
-                    tags=options.tags,
-                    chunking=options.chunking,
-                    force=options.force,
-                    metadata=options.metadata,
-                    collection=options.collection,
-                ),
-                _ObserverAdapter(on_progress),
-            )
-            return IngestResponse.model_validate(result)
-
-    async def list_documents(
-        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, collection: str | None = None
-    ) -> DocumentPageOut:
-        async with self._errors():
-            documents = (await self.container()).documents
-            page = await documents.page(
-                offset=offset, limit=limit, tag=tag, collections=[collection] if collection else None
-            )
-            return DocumentPageOut.model_validate(page)
-
-    async def get_document(self, document_id: str) -> DocumentOut:
-        async with self._errors():
-            return DocumentOut.model_validate(await (await self.container()).documents.get(document_id))
-
-    async def find_documents(
-        self, reference: str, *, limit: int = 10, collection: str | None = None
-    ) -> DocumentPageOut:
-        async with self._errors():
-            documents = (await self.container()).documents
-            found = await documents.find(reference, limit=limit, collections=[collection] if collection else None)
-            return DocumentPageOut.model_validate(found)
-
-    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
-        async with self._errors():
-            documents = (await self.container()).documents
-            return ChunkPageOut.model_validate(await documents.chunks(document_id, offset=offset, limit=limit))
-
-    async def delete_document(self, document_id: str) -> DeleteResponse:
-        async with self._errors():
-            return DeleteResponse.model_validate(await (await self.container()).documents.delete(document_id))
-
-    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
-        async with self._errors():
-            documents = (await self.container()).documents
-            deleted = await documents.delete_by_source(source_id, [collection] if collection else None)
-            return DeletedSourceOut.model_validate(deleted)
-
-    async def reset(self) -> ResetResponse:
-        async with self._errors():
-            return ResetResponse.model_validate(await (await self.container()).documents.reset())
-
-    async def health(self) -> HealthOut:
-        from carrag.api.routes.health import health_report
-
-        async with self._errors():
-            container = await self.container()
-            return health_report(await container.health(), container.settings)
-
-    async def list_jobs(self, *, limit: int = 50) -> JobListOut:
-        """The jobs recorded in the store (servers' async ingests; local ingests run without jobs)."""
-        async with self._errors():
-            jobs = (await self.container()).jobs
-            return JobListOut.model_validate({"items": await jobs.recent(limit), "total": await jobs.total()})
-
-    async def search(self, request: SearchRequest) -> SearchResponse:
-        async with self._errors():
-            container = await self.container()
-            return SearchResponse.model_validate(await container.search.search(request.to_query(container.requests)))
-
-    async def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]:
-        async with self._errors():
-            container = await self.container()
-            events = container.answers.stream_answer(request.to_query(container.requests))
-            try:
-                async for event in events:
-                    yield (event.kind, stream_payload(event.kind, event.data))
-            finally:
-                await events.aclose()
-
-    async def download_original(self, document_id: str, open_destination: OpenDestination) -> tuple[str, int]:
-        """Write a document's kept original to ``open_destination(its file name)``; (file name, bytes)."""
-        async with self._errors():
-            original = await (await self.container()).documents.original(document_id)
-            destination = open_destination(original.filename)
-            async for piece in original.pieces:
-                destination.write(piece)
-            return original.filename, original.size
-
-    async def list_collections(self) -> CollectionListOut:
-        async with self._errors():
-            collections = (await self.container()).collections
-            return CollectionListOut.model_validate({"items": await collections.list()})
-
-    async def create_collection(self, name: str) -> CollectionOut:
-        async with self._errors():
-            return CollectionOut.model_validate(await (await self.container()).collections.create(name))
-
-    async def rename_collection(self, name: str, new_name: str) -> CollectionOut:
-        async with self._errors():
-            return CollectionOut.model_validate(await (await self.container()).collections.rename(name, new_name))
-
-    async def delete_collection(self, name: str) -> CollectionDeleted:
-        async with self._errors():
-            deleted = await (await self.container()).collections.delete(name)
-            return CollectionDeleted(
-                name=deleted.name, collection_id=deleted.collection_id, documents_deleted=deleted.document_count
-            )
-
-    async def aclose(self) -> None:
-        if self._container is not None:
-            await self._container.aclose()
-            self._container = None
-
-
-# --- over HTTP -----------------------------------------------------------------------------------------
-class HttpClient:
-    """A running server at ``base_url``; ``api_key`` is sent as ``Authorization: Bearer``."""
-
-    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 120.0) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.base_url = base_url.rstrip("/")
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url, headers=headers, timeout=httpx.Timeout(timeout, connect=10.0)
-        )
-
-    async def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            response = await self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as error:
-            raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
-        if response.status_code >= 400:
-            raise http_error(response)
-        return response
-
-    async def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        return (await self._request(method, path, **kwargs)).json()
-
-    async def _ingest(self, path: str, on_progress: ProgressCallback, **kwargs: Any) -> IngestResponse:
-        """Start an async ingest job and follow it; a server without jobs answers synchronously."""
-        response = await self._request("POST", path, params={"async": "true"}, **kwargs)
-        body = response.json()
-        if response.status_code != 202:
-            return IngestResponse.model_validate(body)
-        job_url = body.get("status_url") or f"/jobs/{body['job_id']}"
-        try:
-            return await self._follow_job(job_url, on_progress)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):  # best effort: the user pressed Ctrl-C
-                await asyncio.shield(self._http.delete(job_url))
-            raise
-
-    async def _follow_job(self, job_url: str, on_progress: ProgressCallback) -> IngestResponse:
-        while True:
-            job = JobOut.model_validate(await self._json("GET", job_url))
-            on_progress(job.state, job.progress.done, job.progress.total)
-            if job.state == "done" and job.result is not None:
-                return job.result
-            if job.state in FINISHED_JOB_STATES:
-                raise ClientError(job.error or f"the ingest job was {job.state}")
-            await asyncio.sleep(JOB_POLL_SECONDS)
-
-    async def ingest_file(
-        self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
-    ) -> IngestResponse:
-        form = {"source_id": source_id, "tags": ",".join(options.tags), "force": str(options.force).lower()}
-        if options.chunking:
-            form["chunking"] = options.chunking
-        if options.metadata:
-            form["metadata"] = json.dumps(options.metadata)
-        if options.collection:
-            form["collection"] = options.collection
-        with path.open("rb") as handle:
-            return await self._ingest("/ingest/file", on_progress, data=form, files={"file": (path.name, handle)})
-
-    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
-        body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force, "metadata": options.metadata}
-        if options.chunking:
-            body["chunking"] = options.chunking
-        if options.collection:
-            body["collection"] = options.collection
-        return await self._ingest("/ingest/url", on_progress, json=body)
-
-    async def list_documents(
-        self, *, offset: int = 0, limit: int = 50, tag: str | None = None, collection: str | None = None
-    ) -> DocumentPageOut:
-        params: dict[str, Any] = {"offset": offset, "limit": limit}
-        if tag:
-            params["tag"] = tag
-        if collection:
-            params["collection"] = collection
-        return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
-
-    async def get_document(self, document_id: str) -> DocumentOut:
-        return DocumentOut.model_validate(await self._json("GET", f"/documents/{_segment(document_id)}"))
-
-    async def find_documents(
-        self, reference: str, *, limit: int = 10, collection: str | None = None
-    ) -> DocumentPageOut:
-        params: dict[str, Any] = {"ref": reference, "limit": limit}
-        if collection:
-            params["collection"] = collection
-        return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
-
-    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
-        path = f"/documents/{_segment(document_id)}/chunks"
-        return ChunkPageOut.model_validate(await self._json("GET", path, params={"offset": offset, "limit": limit}))
-
-    async def delete_document(self, document_id: str) -> DeleteResponse:
-        return DeleteResponse.model_validate(await self._json("DELETE", f"/documents/{_segment(document_id)}"))
-
-    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
-        params = {"source_id": source_id, **({"collection": collection} if collection else {})}
-        return DeletedSourceOut.model_validate(await self._json("DELETE", "/documents", params=params))
-
-    async def reset(self) -> ResetResponse:
-        return ResetResponse.model_validate(await self._json("POST", "/admin/reset", json={"confirm": True}))
-
-    async def health(self) -> HealthOut:
-        return HealthOut.model_validate(await self._json("GET", "/health"))
-
-    async def list_jobs(self, *, limit: int = 50) -> JobListOut:
-        return JobListOut.model_validate(await self._json("GET", "/jobs", params={"limit": limit}))
-
-    async def list_collections(self) -> CollectionListOut:
-        return CollectionListOut.model_validate(await self._json("GET", "/collections"))
-
-    async def create_collection(self, name: str) -> CollectionOut:
-        return CollectionOut.model_validate(await self._json("POST", "/collections", json={"name": name}))
-
-    async def rename_collection(self, name: str, new_name: str) -> CollectionOut:
-        path = f"/collections/{_segment(name)}"
-        return CollectionOut.model_validate(await self._json("PATCH", path, json={"name": new_name}))
-
-    async def delete_collection(self, name: str) -> CollectionDeleted:
-        return CollectionDeleted.model_validate(await self._json("DELETE", f"/collections/{_segment(name)}"))
-
-    async def search(self, request: SearchRequest) -> SearchResponse:
-        body = request.model_dump(mode="json", exclude_unset=True)
-        return SearchResponse.model_validate(await self._json("POST", "/search", json=body))
-
-    async def stream_query(self, request: QueryRequest) -> AsyncIterator[StreamEvent]:
-        from httpx_sse import aconnect_sse
-
-        body = request.model_dump(mode="json", exclude_unset=True)
-        try:
-            async with aconnect_sse(self._http, "POST", "/query/stream", json=body) as source:
-                if source.response.status_code >= 400:
-                    await source.response.aread()
-                    raise http_error(source.response)
-                async for event in source.aiter_sse():
-                    if event.event in ("sources", "token", "done", "error"):
-                        yield (event.event, stream_payload(event.event, json.loads(event.data)))
-        except httpx.HTTPError as error:
-            raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
-
-    async def download_original(self, document_id: str, open_destination: OpenDestination) -> tuple[str, int]:
-        """GET /documents/{id}/file, streamed to ``open_destination(its file name)``; (file name, bytes)."""
-        try:
-            async with self._http.stream("GET", f"/documents/{_segment(document_id)}/file") as response:
-                if response.status_code >= 400:
-                    await response.aread()
-                    status = response.status_code
-                    raise ClientError(_detail(response), status, fatal=status in (401, 403))
-                filename = disposition_filename(response.headers.get("content-disposition", "")) or document_id
-                destination = open_destination(filename)
-                written = 0
-                async for piece in response.aiter_bytes():
-                    destination.write(piece)
-                    written += len(piece)
-                return filename, written
-        except httpx.HTTPError as error:
-            raise ClientError(f"cannot reach {self.base_url}: {error}", fatal=True) from error
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
-
-
-AUTH_HINT = "pass a key with --api-key or set CARRAG_API_KEY (the server's API_KEYS)"
-
-
-def http_error(response: httpx.Response) -> ClientError:
-    """The server's error as a ClientError; a refused or missing key (401/403) says how to give one."""
-    status = response.status_code
-    detail = _detail(response)
-    if status == 401:
-        detail = f"{detail} (HTTP 401): {AUTH_HINT}"
-    elif status == 403:
-        detail = f"{detail} (HTTP 403): this key may not do that; {AUTH_HINT}"
-    return ClientError(detail, status, fatal=status in (401, 403))
-
-
-def _segment(value: str) -> str:
-    return quote(value, safe="")
-
-
-def disposition_filename(header: str) -> str | None:
-    """The file name of a Content-Disposition header (``filename*=UTF-8''…`` first, then ``filename=``)."""
-    parts = [part.strip() for part in header.split(";")]
-    for part in parts:
-        if part.lower().startswith("filename*=") and "''" in part:
-            return unquote(part.split("''", 1)[1])
-    for part in parts:
-        if part.lower().startswith("filename="):
-            return part.split("=", 1)[1].strip('"')
-    return None
-
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        detail = response.json().get("detail")
-    except (ValueError, AttributeError):
-        detail = None
-    if isinstance(detail, list):  # FastAPI validation errors
-        detail = "; ".join(f"{'.'.join(str(p) for p in item.get('loc', [])[1:])}: {item.get('msg')}" for item in detail)
-    return str(detail or f"HTTP {response.status_code}: {response.text[:200]}")

@@ -5,31 +5,20 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
+from carrag.cli.options import ApiKey, AsJson, Url
 from carrag.cli.output import Column, print_json, print_rows, short_id
+from carrag.cli.running import console, run_with_client
 
 collections_app = typer.Typer(
     help="List, create, rename and delete collections (knowledge bases).", no_args_is_help=True
 )
-console = Console(highlight=False)
-
-Url = Annotated[
-    str | None,
-    typer.Option("--url", envvar="CARRAG_URL", help="A running Carrag server; without it, work on the local store."),
-]
-ApiKey = Annotated[
-    str | None, typer.Option("--api-key", envvar="CARRAG_API_KEY", help="Bearer key for a server with API_KEYS.")
-]
-AsJson = Annotated[bool, typer.Option("--json", help="Print the raw JSON answer.")]
 
 
 @collections_app.command("list")
 def collections_list(as_json: AsJson = False, url: Url = None, api_key: ApiKey = None) -> None:
     """Every collection with its document count (`default` always exists)."""
-    from carrag.cli.main import run_with_client
-
     listing = run_with_client(url, api_key, lambda client: client.list_collections())
     if as_json:
         print_json(listing)
@@ -54,8 +43,6 @@ def collections_create(
     api_key: ApiKey = None,
 ) -> None:
     """Create an empty collection."""
-    from carrag.cli.main import run_with_client
-
     created = run_with_client(url, api_key, lambda client: client.create_collection(name))
     console.print(f"created collection [bold]{escape(created.name)}[/bold]")
 
@@ -68,8 +55,6 @@ def collections_rename(
     api_key: ApiKey = None,
 ) -> None:
     """Rename a collection (its documents are not touched)."""
-    from carrag.cli.main import run_with_client
-
     renamed = run_with_client(url, api_key, lambda client: client.rename_collection(name, new_name))
     console.print(f"renamed collection {escape(name)} to [bold]{escape(renamed.name)}[/bold]")
 
@@ -82,8 +67,6 @@ def collections_delete(
     api_key: ApiKey = None,
 ) -> None:
     """Delete a collection and every document and chunk in it."""
-    from carrag.cli.main import run_with_client
-
     if not yes:
         typer.confirm(f"Delete collection {name} and every document in it?", abort=True)
     deleted = run_with_client(url, api_key, lambda client: client.delete_collection(name))

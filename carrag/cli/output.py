@@ -15,6 +15,7 @@ Rich decides what is a terminal: ``TTY_COMPATIBLE=1`` forces tables into a pipe 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -162,3 +163,17 @@ def print_note(text: str) -> None:
     that a script reading the rows gets rows only."""
     console = stdout()
     (console if console.is_terminal else stderr()).print(escape(text))
+
+
+def pages_label(pages: list[int] | None, page: int | None = None) -> str:
+    shown = pages or ([page] if page else [])
+    if not shown:
+        return ""
+    if len(shown) == 1:
+        return f"p. {shown[0]}"
+    contiguous = all(later == earlier + 1 for earlier, later in itertools.pairwise(shown))
+    return f"pp. {shown[0]}–{shown[-1]}" if contiguous else "pp. " + ", ".join(map(str, shown))
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"

@@ -16,3 +16,18 @@ def test_help_names_the_store_in_use(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert f"sqlite at {tmp_path / 'somewhere' / 'carrag.db'}" in result.stdout
     assert not (tmp_path / "somewhere").exists()  # --help creates nothing
+
+
+def test_help_lists_the_commands_in_their_order() -> None:
+    """The commands live in several modules (carrag/cli/*); main registers them in this order."""
+    import typer.main
+
+    from carrag.cli.main import app
+
+    group = typer.main.get_command(app)
+    with typer.Context(group) as context:
+        names = group.list_commands(context)  # type: ignore[attr-defined]
+    assert names == [
+        "serve", "ingest", "query", "search", "health", "jobs", "reset", "eval", "eval-answers", "bench", "reindex",
+        "mcp", "documents", "collections",
+    ]  # fmt: skip

@@ -185,7 +185,7 @@ def test_the_same_source_in_two_collections_is_told_apart_with_collection(env) -
 
 
 def test_a_refused_key_names_the_option_and_the_variable(env) -> None:
-    from carrag.cli.client import AUTH_HINT
+    from carrag.cli.http_client import AUTH_HINT
 
     assert "--api-key" in AUTH_HINT and "CARRAG_API_KEY" in AUTH_HINT
 

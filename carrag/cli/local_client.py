@@ -1,0 +1,204 @@
+"""`LocalClient`: the `CarragClient` interface on the configured store in this process (the same
+composition root the server uses, `carrag.services.container.build_container`), for use without a server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from carrag.api.errors import status_for
+from carrag.api.schemas.collections import CollectionDeleted, CollectionListOut, CollectionOut
+from carrag.api.schemas.documents import (
+    ChunkPageOut,
+    DeletedSourceOut,
+    DeleteResponse,
+    DocumentOut,
+    DocumentPageOut,
+    ResetResponse,
+)
+from carrag.api.schemas.health import HealthOut
+from carrag.api.schemas.ingest import IngestResponse
+from carrag.api.schemas.jobs import JobListOut
+from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, stream_payload
+from carrag.cli.client import (
+    ClientError,
+    DocumentListing,
+    IngestSettings,
+    OpenDestination,
+    ProgressCallback,
+    StreamEvent,
+)
+from carrag.services.errors import CarragError, PayloadTooLarge
+from carrag.services.settings import Settings
+
+
+class _ObserverAdapter:
+    """Turns the ingestion service's observer calls into the jobs API's (state, done, total)."""
+
+    def __init__(self, on_progress: ProgressCallback) -> None:
+        self.on_progress = on_progress
+        self.state = "queued"
+
+    def stage(self, stage: str) -> None:
+        self.state = stage
+        self.on_progress(stage, 0, 0)
+
+    def embedded(self, done: int, total: int) -> None:
+        self.on_progress(self.state, done, total)
+
+    def ocr_read(self, done: int, total: int) -> None:
+        self.on_progress(self.state, done, total)
+
+
+class LocalClient:
+    """Works on the configured store directly; models load on first use."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._container: Any = None
+
+    async def container(self) -> Any:
+        if self._container is None:
+            from carrag.services.container import build_container
+
+            self._container = await build_container(self.settings)
+        return self._container
+
+    @contextlib.asynccontextmanager
+    async def _errors(self) -> AsyncIterator[None]:
+        try:
+            yield
+        except CarragError as error:
+            raise ClientError(error.message, status_for(error)) from error
+
+    async def ingest_file(
+        self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
+    ) -> IngestResponse:
+        async with self._errors():
+            container = await self.container()
+            limit = container.settings.max_upload_bytes
+            if path.stat().st_size > limit:
+                raise PayloadTooLarge(f"{path} is larger than {limit} bytes (MAX_UPLOAD_BYTES).")
+            data = await asyncio.to_thread(path.read_bytes)
+            result = await container.ingestion.ingest_file(
+                data, path.name, options.command(container.requests, source_id), _ObserverAdapter(on_progress)
+            )
+            return IngestResponse.model_validate(result)
+
+    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
+        async with self._errors():
+            container = await self.container()
+            result = await container.ingestion.ingest_url(
+                url, options.command(container.requests), _ObserverAdapter(on_progress)
+            )
+            return IngestResponse.model_validate(result)
+
+    async def list_documents(self, listing: DocumentListing) -> DocumentPageOut:
+        async with self._errors():
+            documents = (await self.container()).documents
+            page = await documents.page(
+                offset=listing.offset,
+                limit=listing.limit,
+                tag=listing.tag,
+                sort=listing.sort,
+                order=listing.order,
+                filename=listing.filename,
+                collections=[listing.collection] if listing.collection else None,
+            )
+            return DocumentPageOut.model_validate(page)
+
+    async def get_document(self, document_id: str) -> DocumentOut:
+        async with self._errors():
+            return DocumentOut.model_validate(await (await self.container()).documents.get(document_id))
+
+    async def find_documents(
+        self, reference: str, *, limit: int = 10, collection: str | None = None
+    ) -> DocumentPageOut:
+        async with self._errors():
+            documents = (await self.container()).documents
+            found = await documents.find(reference, limit=limit, collections=[collection] if collection else None)
+            return DocumentPageOut.model_validate(found)
+
+    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
+        async with self._errors():
+            documents = (await self.container()).documents
+            return ChunkPageOut.model_validate(await documents.chunks(document_id, offset=offset, limit=limit))
+
+    async def delete_document(self, document_id: str) -> DeleteResponse:
+        async with self._errors():
+            return DeleteResponse.model_validate(await (await self.container()).documents.delete(document_id))
+
+    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
+        async with self._errors():
+            documents = (await self.container()).documents
+            deleted = await documents.delete_by_source(source_id, [collection] if collection else None)
+            return DeletedSourceOut.model_validate(deleted)
+
+    async def reset(self) -> ResetResponse:
+        async with self._errors():
+            return ResetResponse.model_validate(await (await self.container()).documents.reset())
+
+    async def health(self) -> HealthOut:
+        from carrag.api.routes.health import health_report
+
+        async with self._errors():
+            container = await self.container()
+            return health_report(await container.health(), container.settings)
+
+    async def list_jobs(self, *, limit: int = 50) -> JobListOut:
+        """The jobs recorded in the store (servers' async ingests; local ingests run without jobs)."""
+        async with self._errors():
+            jobs = (await self.container()).jobs
+            return JobListOut.model_validate({"items": await jobs.recent(limit), "total": await jobs.total()})
+
+    async def search(self, request: SearchRequest) -> SearchResponse:
+        async with self._errors():
+            container = await self.container()
+            return SearchResponse.model_validate(await container.search.search(request.to_query(container.requests)))
+
+    async def stream_query(self, request: QueryRequest) -> AsyncGenerator[StreamEvent]:
+        async with self._errors():
+            container = await self.container()
+            events = container.answers.stream_answer(request.to_query(container.requests))
+            try:
+                async for event in events:
+                    yield (event.kind, stream_payload(event.kind, event.data))
+            finally:
+                await events.aclose()
+
+    async def download_original(self, document_id: str, open_destination: OpenDestination) -> tuple[str, int]:
+        """Write a document's kept original to ``open_destination(its file name)``; (file name, bytes)."""
+        async with self._errors():
+            original = await (await self.container()).documents.original(document_id)
+            destination = open_destination(original.filename)
+            async for piece in original.pieces:
+                destination.write(piece)
+            return original.filename, original.size
+
+    async def list_collections(self) -> CollectionListOut:
+        async with self._errors():
+            collections = (await self.container()).collections
+            return CollectionListOut.model_validate({"items": await collections.list()})
+
+    async def create_collection(self, name: str) -> CollectionOut:
+        async with self._errors():
+            return CollectionOut.model_validate(await (await self.container()).collections.create(name))
+
+    async def rename_collection(self, name: str, new_name: str) -> CollectionOut:
+        async with self._errors():
+            return CollectionOut.model_validate(await (await self.container()).collections.rename(name, new_name))
+
+    async def delete_collection(self, name: str) -> CollectionDeleted:
+        async with self._errors():
+            deleted = await (await self.container()).collections.delete(name)
+            return CollectionDeleted(
+                name=deleted.name, collection_id=deleted.collection_id, documents_deleted=deleted.document_count
+            )
+
+    async def aclose(self) -> None:
+        if self._container is not None:
+            await self._container.aclose()
+            self._container = None

@@ -1,0 +1,191 @@
+"""`carrag query` (the answer as it streams, then how it was made and its sources) and `carrag search`
+(a table of the best passages)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from carrag.api.schemas.query import QueryRequest, QueryResponse, SearchRequest, Source
+from carrag.cli.answer_stream import FinishedAnswer, follow_answer
+from carrag.cli.client import CarragClient, ClientError
+from carrag.cli.filters import CreatedAfter, CreatedBefore, FileName, MetaFilter, SourceType, TagPrefix, filter_fields
+from carrag.cli.options import ApiKey, AsJson, CollectionsOption, Rerank, SourceFilter, Tags, TopK, Url
+from carrag.cli.output import Column, one_line, pages_label, print_json, print_note, print_rows, short_id
+from carrag.cli.running import console, run_with_client
+from carrag.services.requests import split_tags
+from carrag.services.vocabulary import SearchMode
+
+
+def question_fields(
+    question: str,
+    top_k: int | None,
+    tags: str | None,
+    source: str | None,
+    rerank: bool | None,
+    collections: list[str] | None = None,
+) -> dict[str, Any]:
+    """The fields a query or search request sets (the rest keep the API's defaults)."""
+    fields: dict[str, Any] = {"question": question}
+    if top_k is not None:
+        fields["top_k"] = top_k
+    if collections:
+        fields["collections"] = collections
+    if split_tags(tags):
+        fields["tags"] = split_tags(tags)
+    if source:
+        fields["source"] = source
+    if rerank is not None:
+        fields["rerank"] = rerank
+    return fields
+
+
+def query(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    top_k: TopK = None,
+    tags: Tags = None,
+    source: SourceFilter = None,
+    rerank: Rerank = None,
+    answer_mode: Annotated[
+        str | None,
+        typer.Option("--answer-mode", help="generate, extract or auto (default: ANSWER_MODE).", show_default=False),
+    ] = None,
+    as_json: AsJson = False,
+    meta: MetaFilter = None,
+    tag_prefix: TagPrefix = None,
+    source_type: SourceType = None,
+    created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None,
+    filename: FileName = None,
+    collection: CollectionsOption = None,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Ask a question: the answer streams in, then its sources are listed."""
+    filters = filter_fields(meta, tag_prefix, source_type, created_after, created_before, filename)
+    request = QueryRequest.model_validate(
+        {**question_fields(question, top_k, tags, source, rerank, collection), **filters, "answer_mode": answer_mode}
+    )
+    if as_json:
+        print_json(run_with_client(url, api_key, lambda client: collect_answer(client, request)))
+        return
+
+    async def work(client: CarragClient) -> None:
+        printed = False
+
+        def show(text: str) -> None:
+            nonlocal printed
+            printed = True
+            typer.echo(text, nl=False)
+
+        try:
+            finished = await follow_answer(client.stream_query(request), on_token=show)
+        except ClientError:
+            if printed:
+                typer.echo("")  # the error starts on a line of its own
+            raise
+        typer.echo("")
+        print_answer_check(finished)
+        print_sources(finished.sources)
+
+    run_with_client(url, api_key, work)
+
+
+async def collect_answer(client: CarragClient, request: QueryRequest) -> QueryResponse:
+    """The streamed answer gathered into POST /query's JSON shape."""
+    return (await follow_answer(client.stream_query(request))).response()
+
+
+def print_answer_check(finished: FinishedAnswer) -> None:
+    """The final answer when the check changed the streamed one, and why it was made the way it was."""
+    done = finished.done
+    if done.answer and done.answer.strip() != finished.streamed.strip():
+        console.print("\n[bold]Checked answer[/bold]")
+        typer.echo(done.answer)
+    notes = [f"answer: {done.answer_mode}"]
+    if done.fallback_reason:
+        notes.append(done.fallback_reason)
+    if done.finish_reason not in ("stop", "no_answer"):
+        notes.append(f"finish: {done.finish_reason}")
+    if done.grounding is not None and done.grounding.unsupported:
+        notes.append(f"{len(done.grounding.unsupported)} unsupported sentence(s)")
+    console.print(f"({'; '.join(notes)})", markup=False, style="dim")
+
+
+def print_sources(sources: list[Source]) -> None:
+    if not sources:
+        return
+    console.print("\n[bold]Sources[/bold]")
+    for number, source in enumerate(sources, start=1):
+        where = ", ".join(filter(None, [pages_label(source.pages, source.page), f"chunk {source.chunk_index}"]))
+        console.print(f"  [{number}] {escape(source.source_id)} ({where}) score {source.score:.3f}", markup=False)
+
+
+def search(
+    question: Annotated[str, typer.Argument(help="What to look for.")],
+    top_k: TopK = None,
+    tags: Tags = None,
+    source: SourceFilter = None,
+    rerank: Rerank = None,
+    mode: Annotated[SearchMode, typer.Option("--mode", help="Retrieval legs to use.")] = SearchMode.HYBRID,
+    explain: Annotated[bool, typer.Option("--explain", help="Show BM25 and kNN ranks and the RRF score.")] = False,
+    meta: MetaFilter = None,
+    tag_prefix: TagPrefix = None,
+    source_type: SourceType = None,
+    created_after: CreatedAfter = None,
+    created_before: CreatedBefore = None,
+    filename: FileName = None,
+    as_json: AsJson = False,
+    collection: CollectionsOption = None,
+    url: Url = None,
+    api_key: ApiKey = None,
+) -> None:
+    """Search without generating an answer; a table of the best passages."""
+    filters = filter_fields(meta, tag_prefix, source_type, created_after, created_before, filename)
+    request = SearchRequest.model_validate(
+        {
+            **question_fields(question, top_k, tags, source, rerank, collection),
+            **filters,
+            "mode": mode,
+            "explain": explain,
+        }
+    )
+    outcome = run_with_client(url, api_key, lambda client: client.search(request))
+    if as_json:
+        print_json(outcome)
+        return
+    if not outcome.results:
+        print_note(outcome.message or "No results.")
+        return
+    columns = [
+        Column("#", justify="right"),
+        Column("score", justify="right"),
+        Column("document_id", on_terminal=short_id, terminal_header="id"),
+        Column("source", width=24),
+        Column("page", width=10),
+    ]
+    if explain:
+        columns += [Column(name, justify="right") for name in ("bm25", "knn", "rrf")]
+    columns.append(Column("text", flexible=True))
+    rows = []
+    for number, hit in enumerate(outcome.results, start=1):
+        row = [str(number), f"{hit.score:.3f}", hit.document_id, hit.source_id, pages_label(hit.pages, hit.page)]
+        if explain:
+            details = hit.explain
+            rrf = details.rrf_score if details else None
+            row += [
+                _rank(details.bm25_rank if details else None),
+                _rank(details.knn_rank if details else None),
+                f"{rrf:.4f}" if rrf is not None else "-",
+            ]
+        row.append(one_line(hit.text))
+        rows.append(row)
+    print_rows(columns, rows, title=f"{len(outcome.results)} results" + (" (reranked)" if outcome.reranked else ""))
+    if outcome.rerank_note:
+        print_note(outcome.rerank_note)
+
+
+def _rank(value: int | None) -> str:
+    return "-" if value is None else str(value)
