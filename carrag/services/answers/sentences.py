@@ -3,7 +3,8 @@
 Boundaries: sentence punctuation followed by white space and a capital, digit or bracket; blank
 lines; a line break before a list item, heading or table line; a line break after a line ending in
 a colon or without final punctuation when the next line starts with a capital (headings, PDF
-title lines). Lines of a table (markdown ``|`` lines; csv/xlsx rows: several short comma-separated
+title lines), except inside a paragraph of two short lines (a form's label and value: "Server" /
+"Quack Quackling"). Lines of a table (markdown ``|`` lines; csv/xlsx rows: several short comma-separated
 fields, next to another such line, so that a wrapped PDF line with two commas is prose) are one unit
 each. Soft
 line breaks inside a sentence (wrapped PDF text) are not boundaries. Units longer than
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 3
+MAX_FORM_LINE_CHARS = 40  # a label or value of a key-value form
+MAX_FORM_LINE_WORDS = 5
 
 _ABBREVIATIONS = {"e.g", "i.e", "etc", "fig", "no", "vs", "mr", "mrs", "dr", "st", "approx", "cf", "al", "inc", "ltd"}
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)(?=\s+[\"'(\[]?[A-Z0-9•\-*#])")
@@ -96,10 +99,24 @@ def _line_breaks(text: str) -> list[int]:
             or (stripped[-1] not in ".,;:-–—(" and next_stripped[:1].isupper() and len(stripped) < 80)
             or stripped[-1] in ".!?"
         )
-        if hard:
+        if hard and not _label_and_value(lines, index):
             breaks.append(position)
         position += 1
     return breaks
+
+
+def _label_and_value(lines: list[str], index: int) -> bool:
+    """Whether lines ``index`` and ``index + 1`` are a form's label and value ("Server" / "Quack Quackling",
+    as an HTML or docx key-value block reads): a paragraph of exactly these two short lines, the first
+    without final punctuation and neither a list item, heading or table line."""
+    label, value = lines[index].strip(), lines[index + 1].strip()
+    before = lines[index - 1].strip() if index > 0 else ""
+    after = lines[index + 2].strip() if index + 2 < len(lines) else ""
+    if before or after or not label or not value or label[-1] in ".!?:;,":
+        return False
+    if any(_LINE_START_ITEM.match(line) or is_table_line(line) for line in (label, value)):
+        return False
+    return all(len(line) <= MAX_FORM_LINE_CHARS and len(line.split()) <= MAX_FORM_LINE_WORDS for line in (label, value))
 
 
 def _is_abbreviation(text: str, end: int) -> bool:

@@ -65,3 +65,14 @@ def test_comma_separated_lines_next_to_each_other_are_table_rows() -> None:
     sheet = "Sheet: Prices\nitem,size,price\nduck,large,12.50\nfrog,small,3.10"
     rows = [s for s in split_sentences(sheet) if s.is_table_row]
     assert [s.text for s in rows] == ["item,size,price", "duck,large,12.50", "frog,small,3.10"]
+
+
+def test_a_form_label_and_its_value_are_one_unit() -> None:
+    form = "Receipt\n\nCashier\nLena Park\n\nTable\n12\n\nThank you for dining with us.\nSee you soon."
+    assert [s.text for s in split_sentences(form)] == [
+        "Receipt",
+        "Cashier Lena Park",
+        "Table 12",
+        "Thank you for dining with us.",
+        "See you soon.",
+    ]
