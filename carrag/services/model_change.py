@@ -111,6 +111,7 @@ class ModelChange:
         self._unavailable: dict[EmbeddingIdentity, _Unavailable] = {}
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[object]] = set()
+        self.seen_pending = False  # the last search found a model change pending: choose its model first
 
     # --- the recorded model, loaded beside ------------------------------------------------------------
     async def recorded_embedder(self, identity: EmbeddingIdentity) -> EmbeddingService | None:
@@ -161,6 +162,7 @@ class ModelChange:
         recorded, configured = await self._identities()
         if recorded is None or configured is None or recorded.accepts(configured):
             return
+        self.seen_pending = True
         logger.warning(
             "the configured embedding model is not the store's: loading the store's beside it until"
             " `carrag reindex` (POST /admin/reindex) re-embeds the store; the reindex does not start by itself",
@@ -195,6 +197,11 @@ class ModelChange:
 
     # --- queries -------------------------------------------------------------------------------------
     async def for_queries(self) -> QueryEmbedder:
+        chosen = await self._for_queries()
+        self.seen_pending = chosen.pending
+        return chosen
+
+    async def _for_queries(self) -> QueryEmbedder:
         recorded = await self.store.embedding_identity()
         if recorded is None:
             return QueryEmbedder(self.configured, None)

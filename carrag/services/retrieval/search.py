@@ -26,7 +26,7 @@ from carrag.services.models import DEFAULT_COLLECTION, ScoredChunk, SearchFilter
 from carrag.services.requests import SearchQuery
 from carrag.services.rerankers.base import Reranker
 from carrag.services.retrieval.distinct import distinct_by_text
-from carrag.services.retrieval.expansion import build_passages
+from carrag.services.retrieval.expansion import build_passages, windows_in_hand
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
@@ -130,12 +130,10 @@ class SearchService:
     ) -> SearchOutcome:
         timings: dict[str, float] = {}
         started = time.perf_counter()
-        serving = await self.model_change.for_queries()
+        depth = depth or top_k * self.settings.retrieval_k_multiplier
+        serving, (lexical, semantic, embed_ms) = await self._retrieve_served(question, depth, filters, mode, timings)
         if serving.note is not None:  # the store's model cannot be loaded (logged when it was tried)
             mode = SearchMode.BM25
-        depth = depth or top_k * self.settings.retrieval_k_multiplier
-
-        lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode, timings, serving)
         timings["embed_query"] = embed_ms
         timings["retrieve"] = _ms(started)
 
@@ -189,12 +187,41 @@ class SearchService:
 
         if expand and self.settings.neighbour_window > 0:
             step = time.perf_counter()
-            hits = distinct_by_text(await self._expand(hits), lambda hit: hit.text)
+            hits = distinct_by_text(await self._expand(hits, chunks), lambda hit: hit.text)
             timings["expand"] = _ms(step)
         for rank, ranked in enumerate(hits, start=1):
             ranked.rank = rank
         timings["total"] = _ms(started)
         return SearchOutcome(hits, timings, reranked, note, degraded=serving.note)
+
+    async def _retrieve_served(
+        self, question: str, depth: int, filters: SearchFilters, mode: SearchMode, timings: dict[str, float]
+    ) -> tuple[QueryEmbedder, tuple[list[ScoredChunk], list[ScoredChunk], float]]:
+        """The legs with the model of the live vectors. Usually the configured one: the model check
+        runs beside the legs (on Elasticsearch it is a round trip of its own), and only when it finds a
+        model change pending (`model_change.py`) do the legs run again, with the store's model (or BM25
+        alone); while one is pending, the check comes first."""
+        change = self.model_change
+        if not change.seen_pending:
+            check = asyncio.ensure_future(change.for_queries())
+            try:
+                legs = await self._retrieve(question, depth, filters, mode, timings, QueryEmbedder(self.embedder, None))
+            except Exception:
+                serving = await check  # its own error (the store is down, say) is the one reported
+                if not serving.pending:
+                    raise
+            except BaseException:
+                check.cancel()
+                raise
+            else:
+                serving = await check
+                if not serving.pending:
+                    return serving, legs
+        else:
+            serving = await change.for_queries()
+        if serving.note is not None:
+            mode = SearchMode.BM25
+        return serving, await self._retrieve(question, depth, filters, mode, timings, serving)
 
     async def _retrieve(
         self,
@@ -241,10 +268,12 @@ class SearchService:
         hits.sort(key=lambda hit: hit.rerank_score or 0.0, reverse=True)
         return True, None
 
-    async def _expand(self, hits: list[SearchHit]) -> list[SearchHit]:
+    async def _expand(self, hits: list[SearchHit], found: dict[tuple[str, int], ScoredChunk]) -> list[SearchHit]:
         radius = self.settings.neighbour_window
         winners = [hit.chunk for hit in hits]
-        neighbours = await self.store.get_windows([chunk.key for chunk in winners], radius)
+        neighbours, missing = windows_in_hand(winners, found, radius)  # read with the hits (Elasticsearch)
+        if missing:
+            neighbours += await self.store.get_windows(missing, radius)
         expanded: list[SearchHit] = []
         for passage in build_passages(winners, neighbours, radius):
             best = hits[passage.winners[0]]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from carrag.services.stores.elasticsearch.live_filter import LiveFilter
+from carrag.services.stores.elasticsearch.live_filter import LiveCheck, LiveFilter
 from carrag.services.stores.elasticsearch.versions import LiveToken
 
 
@@ -22,9 +22,11 @@ class Index:
         hits = self.results[min(len(self.searches) - 1, len(self.results) - 1)]
         return [h for h in hits if h["_source"]["document_id"] not in stale][:size]
 
-    async def check(self, sources: list[str]) -> dict[str, LiveToken]:
+    async def check(self, hits: list[dict]) -> LiveCheck:
         tokens = self.records[min(len(self.searches) - 1, len(self.records) - 1)]
-        return {source: tokens[source] for source in sources if source in tokens}
+        sources = [hit["_source"]["source_id"] for hit in hits]
+        # what the check read beside the records: here, which attempt it belonged to
+        return LiveCheck({s: tokens[s] for s in sources if s in tokens}, {"attempt": {"n": len(self.searches)}})
 
 
 async def test_a_version_flipped_during_the_search_is_searched_again_not_returned_in_part() -> None:
@@ -34,7 +36,7 @@ async def test_a_version_flipped_during_the_search_is_searched_again_not_returne
         results=[[hit("new", i) for i in range(3)], [hit("new", i) for i in range(6)]],
         records=[{"s.txt": new}],
     )
-    hits = await LiveFilter(index.check).hits(index.search, 10)
+    hits = (await LiveFilter(index.check).hits(index.search, 10)).hits
     assert [h["_id"] for h in hits] == [f"new-{i}" for i in range(6)]
     assert len(index.searches) == 2
 
@@ -45,7 +47,7 @@ async def test_a_source_unchanged_since_an_earlier_check_costs_one_search() -> N
     live = LiveFilter(index.check)
     await live.hits(index.search, 5)
     index.searches.clear()
-    assert len(await live.hits(index.search, 5)) == 2
+    assert len((await live.hits(index.search, 5)).hits) == 2
     assert len(index.searches) == 1
 
 
@@ -54,7 +56,7 @@ async def test_replaced_and_pending_versions_are_dropped_and_excluded_on_the_nex
     results = [[hit("v1", 0), hit("v1", 1), hit("v3", 0), hit("v2", 0)]]
     index = Index(results=results, records=[{"s.txt": live_token}])
     live = LiveFilter(index.check)
-    hits = await live.hits(index.search, 3)
+    hits = (await live.hits(index.search, 3)).hits
     assert [h["_id"] for h in hits] == ["v2-0"]
     assert index.searches[-1] == {"v1", "v3"}, "versions found not live are left out of the repeated search"
 
@@ -65,6 +67,18 @@ async def test_a_pending_version_that_goes_live_is_not_kept_excluded() -> None:
         results=[[hit("old", 0), hit("new", 0)], [hit("old", 0)], [hit("new", 0)]],
         records=[{"s.txt": before}, {"s.txt": after}],
     )
-    hits = await LiveFilter(index.check).hits(index.search, 5)
+    hits = (await LiveFilter(index.check).hits(index.search, 5)).hits
     assert [h["_id"] for h in hits] == ["new-0"]
     assert "new" not in index.searches[-1]
+
+
+async def test_what_the_check_read_comes_from_the_attempt_whose_hits_are_returned() -> None:
+    """Chunks read beside the records (neighbours) belong to the confirmed attempt, not an earlier one."""
+    new = LiveToken("new", seq_no=7, primary_term=1)
+    index = Index(
+        results=[[hit("new", i) for i in range(3)], [hit("new", i) for i in range(6)]],
+        records=[{"s.txt": new}],
+    )
+    found = await LiveFilter(index.check).hits(index.search, 10)
+    assert len(index.searches) == 2
+    assert found.chunks == {"attempt": {"n": 2}}

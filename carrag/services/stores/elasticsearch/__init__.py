@@ -3,6 +3,7 @@
 - `store.py`: the `Store` port (reads, and writes handed to the batcher);
 - `versions.py`: the visibility protocol (how a version becomes visible, is replaced, is deleted);
 - `live_filter.py`: its reader side (which search hits may be returned);
+- `windows.py`: the neighbours of the hits, read in the live check's multi-get (for expansion);
 - `batching.py`: concurrent writes gathered into bulk requests;
 - `layout.py`: the alias and its concrete index generations, the embedding identity;
 - `reindex.py`: re-embedding into a new generation and swapping the alias;

@@ -16,6 +16,10 @@ between. When a hit cannot be confirmed this way (first sight of that source in 
 recent flip), the search is run again: now the check just made precedes it. Versions found not
 live are left out of the repeated search. A process pays the extra search once per source change
 it meets, not per search.
+
+The check may read more than the records: the store asks it for the chunks around each hit too
+(`ElasticsearchStore`, for neighbour expansion), so a search needs no round trip after it. What
+the check read comes back with the hits of the attempt it confirmed (`LiveHits.chunks`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from carrag.services.stores.elasticsearch.mapping import record_key
@@ -35,8 +40,26 @@ ATTEMPTS = 8
 REMEMBERED_SOURCES = 200_000
 
 Hit = dict[str, Any]
+
+
+@dataclass(slots=True)
+class LiveCheck:
+    """What one check read: the hits' source records, and any chunks read with them (``_id → _source``)."""
+
+    tokens: dict[str, LiveToken]
+    chunks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    read_for: frozenset[str] = frozenset()  # ids of the hits the chunks were read for
+
+
+@dataclass(slots=True)
+class LiveHits:
+    hits: list[Hit]  # best first, every one of a live version
+    chunks: dict[str, dict[str, Any]]  # what the check that confirmed them read beside the records
+    read_for: frozenset[str] = frozenset()  # ... and for which hits (`LiveCheck.read_for`)
+
+
 Search = Callable[[int, set[str]], Awaitable[list[Hit]]]
-Check = Callable[[list[str]], Awaitable[dict[str, LiveToken]]]
+Check = Callable[[list[Hit]], Awaitable[LiveCheck]]
 
 
 class LiveFilter:
@@ -44,14 +67,16 @@ class LiveFilter:
         self._check = check
         self._seen: OrderedDict[str, tuple[LiveToken, float]] = OrderedDict()  # source → (token, checked at)
 
-    async def hits(self, search: Search, k: int) -> list[Hit]:
+    async def hits(self, search: Search, k: int) -> LiveHits:
         """The best ``k`` hits of ``search(size, stale_versions)`` that belong to live versions."""
         stale: set[str] = set()
         confirmed: list[Hit] = []
+        checked = LiveCheck({})
         for _ in range(ATTEMPTS):
             started = time.monotonic()
             hits = await search(k, stale)
-            tokens = await self._check([record_key(hit["_source"]) for hit in hits])
+            checked = await self._check(hits)
+            tokens = checked.tokens
             confirmed, unconfirmed, dropped = [], [], []
             for hit in hits:
                 source = hit["_source"]
@@ -69,15 +94,10 @@ class LiveFilter:
             # a dropped hit of a source live under another version: it flipped after the search began
             flipped = any(record_key(hit["_source"]) in tokens for hit in dropped)
             if not unconfirmed and not short and not flipped:
-                return confirmed[:k]
+                return LiveHits(confirmed[:k], checked.chunks, checked.read_for)
         if unconfirmed:
             logger.warning("search hits left out: their sources kept changing", extra={"hits": len(unconfirmed)})
-        return confirmed[:k]
-
-    async def check(self, source_ids: list[str]) -> dict[str, LiveToken]:
-        tokens = await self._check(source_ids)
-        self._remember(tokens)
-        return tokens
+        return LiveHits(confirmed[:k], checked.chunks, checked.read_for)
 
     def _unchanged_since(self, source_id: str, token: LiveToken, started: float) -> bool:
         seen = self._seen.get(source_id)

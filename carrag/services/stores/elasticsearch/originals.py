@@ -94,10 +94,14 @@ def original_operations(document_id: str, original: OriginalFile, written_at: st
     return operations
 
 
+def originals_index_name(alias: str) -> str:
+    return f"{alias}-originals"
+
+
 class OriginalsIndex:
     def __init__(self, connection: Connection, alias: str, *, shards: int = 1, replicas: int = 0) -> None:
         self.connection = connection
-        self.name = f"{alias}-originals"
+        self.name = originals_index_name(alias)
         self.shards = shards
         self.replicas = replicas
         self.ready = False

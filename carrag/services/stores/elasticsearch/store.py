@@ -48,17 +48,19 @@ from carrag.services.stores.elasticsearch.collections import CollectionRegistry
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
 from carrag.services.stores.elasticsearch.integrity import integrity_problems
 from carrag.services.stores.elasticsearch.layout import IndexLayout
-from carrag.services.stores.elasticsearch.live_filter import LiveFilter
+from carrag.services.stores.elasticsearch.live_filter import LiveCheck, LiveFilter
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
     collection_clause,
+    record_key,
     source_key,
     to_chunk,
     to_document,
 )
 from carrag.services.stores.elasticsearch.metadata import update_metadata
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex
-from carrag.services.stores.elasticsearch.versions import LiveToken, PendingWrite, Versions
+from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
+from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +91,8 @@ class ElasticsearchStore:
         abandoned_after: float = 600.0,
         batch_chunks: int = 2000,
         batches_in_flight: int = 4,
+        neighbour_window: int = 0,
+        retrieval_k_multiplier: int = 1,
     ) -> None:
         self.url = url
         self.index = index  # the alias
@@ -105,7 +109,8 @@ class ElasticsearchStore:
         self.collections = CollectionRegistry(self.versions)
         self.batcher = WriteBatcher(self._write_batch, max_chunks=batch_chunks, max_in_flight=batches_in_flight)
         self._sweeper: asyncio.Task[None] | None = None
-        self._live_filter = LiveFilter(self._live_tokens)
+        self._windows = PrefetchedWindows(neighbour_window, 1 / max(retrieval_k_multiplier, 1))
+        self._live_filter = LiveFilter(self._live_check)
 
     @classmethod
     def from_settings(cls, settings: Any) -> ElasticsearchStore:
@@ -122,6 +127,8 @@ class ElasticsearchStore:
             refresh_interval=settings.elasticsearch_refresh_interval,
             write_refresh=settings.elasticsearch_write_refresh,
             abandoned_after=settings.elasticsearch_abandoned_after_seconds,
+            neighbour_window=settings.neighbour_window,
+            retrieval_k_multiplier=settings.retrieval_k_multiplier,
         )
 
     @property
@@ -522,8 +529,8 @@ class ElasticsearchStore:
             response = await self._search("searching (BM25)", **request, source_excludes=CHUNK_SOURCE_EXCLUDES)  # type: ignore[arg-type]
             return response["hits"]["hits"]
 
-        hits = await self._live_hits(run, k)
-        return [ScoredChunk(to_chunk(hit["_source"]), float(hit["_score"])) for hit in hits]
+        found = await self._live_filter.hits(run, k)
+        return self._windows.scored(found, lambda hit: float(hit["_score"]))
 
     async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         if k <= 0:
@@ -535,22 +542,24 @@ class ElasticsearchStore:
             return response["hits"]["hits"]
 
         try:
-            hits = await self._live_hits(run, min(k, queries.MAX_NUM_CANDIDATES))
+            found = await self._live_filter.hits(run, min(k, queries.MAX_NUM_CANDIDATES))
         except UpstreamError:
             if await self.embedding_identity() is None:  # nothing was ever embedded: no vector field yet
                 return []
             raise
         # Elasticsearch scores cosine as (1 + cos) / 2; report the cosine itself, like SQLite.
-        return [ScoredChunk(to_chunk(hit["_source"]), 2.0 * float(hit["_score"]) - 1.0) for hit in hits]
+        return self._windows.scored(found, lambda hit: 2.0 * float(hit["_score"]) - 1.0)
 
-    async def _live_hits(self, search: Callable[[int, set[str]], Awaitable[list[Hit]]], k: int) -> list[Hit]:
-        """The best ``k`` hits of live versions (`live_filter.py`)."""
-        return await self._live_filter.hits(search, k)
-
-    async def _live_tokens(self, source_ids: list[str]) -> dict[str, LiveToken]:
-        return await self._guarded(
-            "checking which versions are live", lambda: self.versions.live_tokens(source_ids), {}
+    async def _live_check(self, hits: list[Hit]) -> LiveCheck:
+        """The hits' source records and, in the same multi-get, the chunks around them (`windows.py`)."""
+        sources = [record_key(hit["_source"]) for hit in hits]
+        around = self._windows.wanted(hits)
+        tokens, chunks = await self._guarded(
+            "checking which versions are live",
+            lambda: self.versions.live_tokens_and_chunks(sources, around),
+            ({}, {}),
         )
+        return LiveCheck(tokens, chunks, frozenset(hit["_id"] for hit in self._windows.covered(hits)))
 
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
         """One real-time multi-get of the neighbours' ids (derived from document id and index).

@@ -55,6 +55,7 @@ from carrag.services.stores.elasticsearch.connection import (
     bulk_failure,
 )
 from carrag.services.stores.elasticsearch.mapping import (
+    CHUNK_SOURCE_EXCLUDES,
     chunk_source,
     document_key,
     record_key,
@@ -153,21 +154,33 @@ class Versions:
 
     async def live_tokens(self, source_ids: Sequence[str]) -> dict[str, LiveToken]:
         """``source key → (document_id, seq_no, primary_term)`` of each source's record (real time)."""
+        tokens, _ = await self.live_tokens_and_chunks(source_ids, ())
+        return tokens
+
+    async def live_tokens_and_chunks(
+        self, source_ids: Sequence[str], chunk_ids: Sequence[str]
+    ) -> tuple[dict[str, LiveToken], dict[str, dict[str, Any]]]:
+        """`live_tokens`, and in the same real-time multi-get the chunks ``chunk_ids`` (``_id → _source``
+        without the vector; ids not found are left out). A chunk read here is the chunk as it was at
+        that moment: its version's content, or nothing if that version's chunks were deleted."""
         unique = list(dict.fromkeys(source_ids))
-        if not unique:
-            return {}
+        chunks = list(dict.fromkeys(chunk_ids))
+        if not unique and not chunks:
+            return {}, {}
+        docs: list[dict[str, Any]] = [
+            {"_id": source_record_id(source), "_source": {"includes": ["source_id", "document_id", "collection_id"]}}
+            for source in unique
+        ]
+        docs.extend({"_id": chunk, "_source": {"excludes": CHUNK_SOURCE_EXCLUDES}} for chunk in chunks)
         with self.connection.errors("checking which versions are live", self.alias):
-            response = await self.connection.client.mget(
-                index=self.alias,
-                ids=[source_record_id(source) for source in unique],
-                realtime=True,
-                source_includes=["source_id", "document_id", "collection_id"],
-            )
-        return {
+            response = await self.connection.client.mget(index=self.alias, docs=docs, realtime=True)
+        found = response["docs"]
+        tokens = {
             record_key(doc["_source"]): LiveToken(doc["_source"]["document_id"], doc["_seq_no"], doc["_primary_term"])
-            for doc in response["docs"]
+            for doc in found[: len(unique)]
             if doc.get("found")
         }
+        return tokens, {doc["_id"]: doc["_source"] for doc in found[len(unique) :] if doc.get("found")}
 
     async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
         """``source key → document_id`` of the live version, for the given sources (real time)."""

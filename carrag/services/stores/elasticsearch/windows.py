@@ -1,0 +1,78 @@
+"""Neighbour windows read with the live check, so expansion needs no round trip after the search.
+
+Each search leg checks its hits against the source records with a real-time multi-get
+(`live_filter.py`). The chunks around each hit (``neighbour_window`` on each side; ids are derived
+from the document id and index, so no search is needed) are asked for in that same multi-get and
+handed back on the hit (`ScoredChunk.neighbours`); `SearchService` then stitches passages from
+them and asks `get_windows` only for winners that came without.
+
+Why this shows nothing `get_windows` would not: a neighbour's id names the hit's own version
+(``document_id``), so it can only be a chunk of that version, which is returned only if the check
+found it live; and a real-time get returns a chunk as it is at that moment, or nothing once its
+version has been replaced and its chunks deleted (the passage is then shorter, as it would be had
+`get_windows` run a moment later).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from carrag.services.ids import chunk_id
+from carrag.services.models import ScoredChunk
+from carrag.services.stores.elasticsearch.live_filter import LiveHits
+from carrag.services.stores.elasticsearch.mapping import to_chunk
+
+MAX_PREFETCHED_CHUNKS = 1000  # per check, whatever the share
+
+Hit = dict[str, Any]
+
+
+class PrefetchedWindows:
+    """``radius``: chunks on each side (``NEIGHBOUR_WINDOW``). ``share``: the part of a leg's hits, best
+    first, whose windows are read (``1 / RETRIEVAL_K_MULTIPLIER``: as many as the search keeps; each
+    further chunk costs Elasticsearch a ``_source`` read, measured in docs/benchmarks.md). Winners
+    outside it are expanded by `get_windows`."""
+
+    def __init__(self, radius: int, share: float = 1.0, max_chunks: int = MAX_PREFETCHED_CHUNKS) -> None:
+        self.radius = max(radius, 0)
+        self.share = share
+        self.max_hits = max_chunks // (2 * self.radius) if self.radius else 0
+
+    def covered(self, hits: list[Hit]) -> list[Hit]:
+        """The hits whose windows are read: the best ``share`` of them, within the chunk budget."""
+        if not self.radius:
+            return []
+        return hits[: min(math.ceil(len(hits) * self.share), self.max_hits)]
+
+    def wanted(self, hits: list[Hit]) -> list[str]:
+        """Ids of the chunks around the covered hits that the hits themselves do not hold."""
+        held = {hit["_id"] for hit in hits}
+        return [
+            neighbour
+            for hit in self.covered(hits)
+            for neighbour in self._around(hit["_source"])
+            if neighbour not in held
+        ]
+
+    def scored(self, found: LiveHits, score: Callable[[Hit], float]) -> list[ScoredChunk]:
+        """The hits as scored chunks; a hit whose window was read carries the neighbours found."""
+        by_id = {**found.chunks, **{hit["_id"]: hit["_source"] for hit in found.hits}}
+        scored = []
+        for hit in found.hits:
+            chunk = to_chunk(hit["_source"])
+            if hit["_id"] not in found.read_for:
+                scored.append(ScoredChunk(chunk, score(hit)))
+                continue
+            neighbours = tuple(to_chunk(by_id[n]) for n in self._around(hit["_source"]) if n in by_id)
+            scored.append(ScoredChunk(chunk, score(hit), neighbour_radius=self.radius, neighbours=neighbours))
+        return scored
+
+    def _around(self, source: dict[str, Any]) -> list[str]:
+        centre = source["chunk_index"]
+        return [
+            chunk_id(source["document_id"], index)
+            for index in range(max(centre - self.radius, 0), centre + self.radius + 1)
+            if index != centre
+        ]
