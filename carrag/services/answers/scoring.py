@@ -181,10 +181,9 @@ async def score_passages(
             )
         )
     # The strongest sentences get their closeness to the asked noun ("how tall" for "the height"), for ``focus``.
-    asked = asked_nouns(question or query.split("\n")[-1])
+    asked_about = asked_nouns(question or query.split("\n")[-1])
     checked = sorted(scored, key=lambda s: s.score, reverse=True)[:ASKED_CHECKS]
-    for sentence, similarity in zip(
-        checked, await asked_similarities(asked, [s.readable for s in checked], embedder), strict=True
-    ):
-        sentence.asked_similarity = similarity
+    similarities = await asked_similarities(asked_about, [s.readable for s in checked], embedder)
+    for strong, similarity in zip(checked, similarities, strict=True):
+        strong.asked_similarity = similarity
     return ScoredPassages(query, query_terms, scored, weights)

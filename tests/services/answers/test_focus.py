@@ -179,7 +179,7 @@ async def test_a_count_must_say_what_it_counts(embedder) -> None:
 
 
 async def test_the_asked_noun_said_in_other_words_is_named(embedder) -> None:
-    """"Height" is in no sentence; "tall" says it (the embedder's word similarity), "opened" does not."""
+    """ "Height" is in no sentence; "tall" says it (the embedder's word similarity), "opened" does not."""
     tower = "The Orla tower stands 212 metres tall. The Orla tower opened in 1998 after four years of work."
     _, sentence = await first_answer(embedder, "What is the height of the Orla tower?", [tower])
     assert sentence is not None and "212 metres tall" in sentence.sentence.text
