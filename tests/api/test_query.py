@@ -98,6 +98,31 @@ async def test_stream_order_sources_tokens_done(served) -> None:
     assert {"retrieve", "generate", "total"} <= set(done["timings_ms"])
 
 
+async def test_auto_stream_sends_no_invented_text_before_done(served) -> None:
+    """Acceptance report P4: in auto mode the model's "3.2 psi" streamed before the check replaced it."""
+    url, container, _ = served
+    invented = ["The oil filter ", "is the FL-500S ", "and holds 3.2 ", "quarts of oil ", "[Source 1]."]
+    container.answers.llm = ScriptedLLM(invented)
+    events = await read_events(url, {"question": "Which oil filter fits the EcoBoost?", "answer_mode": "auto"})
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["sources", "token", "done"]
+    token, done = events[1][1], events[2][1]
+    assert token["draft"] is False and "3.2" not in token["text"] and token["text"] == done["answer"]
+    assert done["answer_mode"] == "extract" and done["fallback_reason"].startswith("generated answer not grounded")
+
+
+async def test_generate_stream_flags_its_tokens_as_draft(served) -> None:
+    url, container, _ = served
+    container.answers.llm = ScriptedLLM(["The oil filter ", "holds 3.2 ", "quarts [Source 1]."])
+    events = await read_events(url, {"question": "Which oil filter fits the EcoBoost?", "answer_mode": "generate"})
+    tokens = [data for kind, data in events if kind == "token"]
+    assert [token["draft"] for token in tokens] == [True, True, True]
+    done = events[-1][1]
+    assert done["grounding"]["unsupported"] == [0] and done["answer_mode"] == "generate"
+    extracted = await read_events(url, {"question": "Which oil filter fits the EcoBoost?", "answer_mode": "extract"})
+    assert [data["draft"] for kind, data in extracted if kind == "token"] == [False]
+
+
 async def test_done_carries_the_final_answer_and_its_check(served) -> None:
     url, container, _ = served
     container.answers.llm = ScriptedLLM(["The correct oil filter ", "is the Motorcraft FL-500S ", "[Source 9]."])

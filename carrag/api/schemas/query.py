@@ -228,6 +228,11 @@ class SearchResponse(Schema):
 # --- /query/stream events (Server-Sent Events; the CLI reads them back) ------------------------------
 class StreamToken(Schema):
     text: str = Field(description="One text delta; never cumulative.")
+    draft: bool = Field(
+        False,
+        description="True: the model's raw output as it is written (`generate` mode), not checked yet; "
+        "`done.answer` replaces it and `done.grounding` marks what no source supports. False: checked text.",
+    )
 
 
 class Usage(Schema):
