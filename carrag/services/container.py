@@ -301,6 +301,7 @@ async def build_container(
             settings.reranker_model,
             settings.resolved_reranker_cache_dir,
             max_length=settings.reranker_max_length,
+            required=settings.rerank_enabled is True,
         )
     fetcher = fetcher or build_fetcher(settings)
     tagger = build_tagger(settings, llm)
