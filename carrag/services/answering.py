@@ -170,7 +170,7 @@ class AnswerService:
         step = time.perf_counter()
         passages = [hit.text for hit in outcome.hits]
         try:
-            scored = await score_passages(query, passages, self.embedder)
+            scored = await score_passages(query, passages, self.embedder, question=request.question)
         except CarragError as exc:
             yield AnswerEvent("error", exc.message)
             return
