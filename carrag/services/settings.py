@@ -532,8 +532,13 @@ honouring `Retry-After`; a refused key (401/403) or an unknown model (404) fails
 setting to check.
 
 Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`, `EMBEDDINGS_MODEL`) makes the existing vectors
-incomparable: ingestion and queries are refused with a message naming both models until the store
-is emptied (`carrag reset`, or `POST /admin/reset`) and the documents ingested again.
+incomparable with the new model's. Re-embed the stored documents with `carrag reindex` (or
+`POST /admin/reindex`); it does not start by itself. Until its swap, the service keeps working with
+the old vectors: the store's old model is loaded beside the new one (the packaged ONNX model, an
+Ollama model on `OLLAMA_BASE_URL`, or an OpenAI-compatible one on `EMBEDDINGS_BASE_URL`) to embed
+queries and new documents, and `/health` shows the pending change. When the old model cannot be
+loaded any more, searches are lexical (BM25) only and ingests are refused (409) until the swap.
+`carrag reset` (`POST /admin/reset`) empties the store instead.
 
 ## Answer modes and thresholds
 

@@ -209,6 +209,7 @@ class QueryResponse(AnswerCheck):
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Milliseconds spent in each stage.")
     reranked: bool = False
     rerank_note: str | None = Field(None, description="Why the passages were not reranked, when they were not.")
+    degraded: str | None = Field(None, description="Set when the passages come from BM25 alone (see /search): why.")
 
 
 class SearchResponse(Schema):
@@ -217,6 +218,11 @@ class SearchResponse(Schema):
     reranked: bool
     rerank_note: str | None = None
     message: str | None = None
+    degraded: str | None = Field(
+        None,
+        description="Set when the results are lexical (BM25) only: during a change of embedding model whose "
+        "old model cannot be loaded, until the reindex swaps the new vectors in. Says why.",
+    )
 
 
 # --- /query/stream events (Server-Sent Events; the CLI reads them back) ------------------------------
@@ -237,6 +243,7 @@ class StreamDone(AnswerCheck):
     reranked: bool = False
     rerank_note: str | None = None
     empty_index: bool = False
+    degraded: str | None = Field(None, description="Set when the passages come from BM25 alone (see /search): why.")
     answer: str = Field("", description="The final answer: replaces the streamed tokens.")
     highlights: list[list[Highlight]] = Field(default_factory=list, description="Per source, in `sources` order.")
     usage: Usage | None = None

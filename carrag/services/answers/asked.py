@@ -123,11 +123,15 @@ def asked_nouns(question: str) -> list[str]:
     ("location code" is answered by a "Location" column), or the common noun owning a generic head ("his
     mother's name": the mother). Empty when the question does not ask for an attribute in that form:
     "what does X stand for", "which act removed ..." or "what material is it made of" (the answer
-    names an instance, not the category), "how many ...", yes/no questions."""
+    names an instance, not the category), yes/no questions. "How many <noun>" asks for a count of the
+    noun: the answer says what it counts ("600 million records", not "by 15%")."""
     tokens = _TOKEN.findall(question)
     while tokens and tokens[0].lower() in _LEADING_PREPOSITION:
         tokens = tokens[1:]
-    if len(tokens) < 3 or tokens[0].lower() not in _QUESTION_WORD or tokens[1].lower() not in _BE:
+    if len(tokens) < 3:
+        return []
+    counted = tokens[0].lower() == "how" and tokens[1].lower() in ("many", "much")
+    if not counted and (tokens[0].lower() not in _QUESTION_WORD or tokens[1].lower() not in _BE):
         return []
     rest = tokens[2:]
     while rest and rest[0].lower() in _DETERMINERS:

@@ -13,7 +13,9 @@ checks on a candidate answer sentence (with its table title and header, for a ta
   still apply to it.
 - **Answer type**: a question asking for a quantity (how many, what year, what score ...) needs a
   number the question does not already contain; a question asking "who" needs a capitalised name
-  the question does not already contain.
+  the question does not already contain (a capitalised first word alone is not a name).
+- **Asked noun** (``asked``): "what is Jim's email", "his mother's name", "how many records" — the
+  sentence must name the email, the mother, the records: naming the person or the year is not enough.
 
 ``answering`` picks, among the few strongest sentences, the first that passes both: the extractive
 answer quotes it, and when none passes the documents don't say.

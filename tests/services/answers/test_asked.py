@@ -17,6 +17,8 @@ from carrag.services.answers.asked import asked_nouns
         ("What is the Vickers hardness of the alloy?", ["hardness", "vickers"]),
         ("In which year was the bridge opened?", []),  # a year is answered by the number itself
         ("What is the carbon (C) share of the alloy?", ["share", "carbon"]),
+        ("How many spare bolts does the kit contain?", ["bolts", "spare"]),
+        ("In how many cities does the chain operate?", ["cities"]),
     ],
 )
 def test_the_noun_an_attribute_question_asks_about(question: str, asked: list[str]) -> None:
@@ -29,7 +31,8 @@ def test_the_noun_an_attribute_question_asks_about(question: str, asked: list[st
         "What does API stand for?",  # a verb's object, not a noun's value
         "Which engine powers the boat?",  # the answer names an instance ("the V6"), not the category
         "What material is the hull made of?",
-        "How many wheels does the cart have?",
+        "How many Oscars has she won?",  # a name: checked as a key term
+        "How much did the ticket cost?",
         "Who repaired the roof?",
         "Is the museum open on Mondays?",
         "What is Ana Silva's?",

@@ -163,3 +163,15 @@ async def test_a_cover_page_row_answers_for_the_company_its_passage_names(embedd
     scored = await score_passages(question, [sales, other], embedder)
     sources = [("sales.md", sales), ("news.txt", other)]
     assert answering_sentence(question, scored, ranked_candidates(scored), MIN_FOCUS, sources) is None
+
+
+async def test_a_count_must_say_what_it_counts(embedder) -> None:
+    """The sentence naming the year asked about gives a percentage, not a number of records."""
+    breaches = (
+        "Since 2010, over 300 million records have been lost in data breaches. "
+        "In 2019 the average cost of a data breach rose by 12% worldwide."
+    )
+    _, sentence = await first_answer(embedder, "How many records were lost in data breaches in 2019?", [breaches])
+    assert sentence is None
+    _, since = await first_answer(embedder, "How many records were lost in data breaches since 2010?", [breaches])
+    assert since is not None and "300 million records" in since.sentence.text
