@@ -12,6 +12,12 @@ key terms elsewhere); words too generic to check ("name", "number", "value") are
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from carrag.services.embedders.service import EmbeddingService
+from carrag.services.stop_words import ENGLISH_STOP_WORDS
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'’\-]*|\(|\)|[0-9][\w.,\-]*")
 _LEADING_PREPOSITION = frozenset(
@@ -194,3 +200,34 @@ def _noun_phrase(tokens: list[str]) -> list[str]:
             break
         phrase.append(token)
     return phrase if len(phrase) <= MAX_PHRASE_WORDS else []
+
+
+_WORD = re.compile(r"[a-z][a-z'’-]+")
+PARAPHRASE_WORD_COSINE = 0.62
+
+
+async def asked_similarities(asked: Sequence[str], texts: Sequence[str], embedder: EmbeddingService) -> list[float]:
+    """For each text, how close its closest word comes to one of the ``asked`` words, by the embedder
+    (one batched call over the distinct words; the embedding cache makes repeats free). A text saying
+    the asked noun in other words ("how tall", "born in", "costs") scores about 0.62-0.9 with all-MiniLM-L6-v2;
+    unrelated or merely neighbouring words ("officer" / "address", "email" / "invoices", "mother" / "name")
+    0.25-0.45 — though a sibling ("mother" / "father", 0.73) passes too."""
+    if not asked or not texts:
+        return [0.0] * len(texts)
+    words_of = [
+        {word for word in _WORD.findall(text.lower()) if word not in ENGLISH_STOP_WORDS and len(word) > 2}
+        for text in texts
+    ]
+    vocabulary = sorted(set().union(*words_of))
+    if not vocabulary:
+        return [0.0] * len(texts)
+    vectors = _unit(np.asarray(await embedder.embed_documents([*asked, *vocabulary]), dtype=np.float32))
+    closeness = (vectors[len(asked) :] @ vectors[: len(asked)].T).max(axis=1)
+    by_word = dict(zip(vocabulary, closeness.tolist(), strict=True))
+    return [max((by_word[word] for word in words), default=0.0) for words in words_of]
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms

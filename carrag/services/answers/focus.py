@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from carrag.services.answers.asked import asked_nouns
+from carrag.services.answers.asked import PARAPHRASE_WORD_COSINE, asked_nouns
 from carrag.services.answers.evidence import STOP_WORDS, missing_key_terms, numbers, terms, weighted_coverage
 from carrag.services.answers.question_types import expects_number, expects_person
 from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
@@ -86,9 +86,9 @@ def asks_empty_column(question: str, sentence: ScoredSentence) -> bool:
 def mentions_asked_noun(question: str, sentence: ScoredSentence) -> bool:
     """Whether the sentence names what the question asks about (``asked``: "Jim Bainbridge's email" needs
     an email, not only Jim Bainbridge): one of the asked words, in the same or a near form (nickname /
-    nicknamed)."""
+    nicknamed), or in other words the embedder finds close ("how tall" for the height)."""
     wanted = terms(" ".join(asked_nouns(question)))
-    if not wanted:
+    if not wanted or sentence.asked_similarity >= PARAPHRASE_WORD_COSINE:
         return True
     return bool(set(wanted) & _covered(wanted, set(terms(sentence_text(sentence)))))
 

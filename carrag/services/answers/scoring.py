@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from carrag.services.answers.asked import asked_nouns, asked_similarities
 from carrag.services.answers.evidence import idf, numbers, terms, weighted_coverage
 from carrag.services.answers.question_types import expects_number
 from carrag.services.answers.sentences import Sentence, code_spans, split_sentences
@@ -32,6 +33,7 @@ MAX_SENTENCES = 160  # bound the embedding work of one request (top_k × window 
 INFORMATIVE_TERMS = 3  # terms beyond the question's that make a sentence a possible answer
 NO_NUMBER_FACTOR = 0.6
 HEADING_FACTOR = 0.5
+ASKED_CHECKS = 20  # the strongest sentences whose words are compared with the asked noun
 _HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*$)")
 
 
@@ -49,6 +51,7 @@ class ScoredSentence:
     is_header_row: bool = False  # the first row of a table block
     in_code: bool = False  # inside a fenced code block: an answer only as what a sentence announces
     reading: RowReading | None = None  # for a table row: its title, column names and aligned cells
+    asked_similarity: float = 0.0  # how close its closest word is to the noun the question asks about (``asked``)
 
     @property
     def display(self) -> str:
@@ -177,4 +180,10 @@ async def score_passages(
                 reading=reading,
             )
         )
+    # The strongest sentences get their closeness to the asked noun ("how tall" for "the height"), for ``focus``.
+    asked_about = asked_nouns(question or query.split("\n")[-1])
+    checked = sorted(scored, key=lambda s: s.score, reverse=True)[:ASKED_CHECKS]
+    similarities = await asked_similarities(asked_about, [s.readable for s in checked], embedder)
+    for strong, similarity in zip(checked, similarities, strict=True):
+        strong.asked_similarity = similarity
     return ScoredPassages(query, query_terms, scored, weights)

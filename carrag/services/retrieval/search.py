@@ -178,8 +178,9 @@ class SearchService:
         hits = distinct_by_text(hits, lambda hit: hit.chunk.text)  # the same passage stored twice shows once
 
         reranked, note = False, None
-        wants_rerank = self.settings.rerank_enabled if rerank is None else rerank
-        if wants_rerank:
+        if rerank is None:
+            rerank = self.settings.rerank_enabled if self.settings.rerank_enabled != "auto" else self.reranker.available
+        if rerank:
             step = time.perf_counter()
             reranked, note = await self._rerank(question, hits)
             timings["rerank"] = _ms(step)

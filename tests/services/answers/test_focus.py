@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from carrag.services.answers.asked import PARAPHRASE_WORD_COSINE
 from carrag.services.answers.extractive import extract_answer
 from carrag.services.answers.focus import answering_sentence, ranked_candidates
 from carrag.services.answers.question_types import expects_number, expects_person
@@ -175,3 +176,14 @@ async def test_a_count_must_say_what_it_counts(embedder) -> None:
     assert sentence is None
     _, since = await first_answer(embedder, "How many records were lost in data breaches since 2010?", [breaches])
     assert since is not None and "300 million records" in since.sentence.text
+
+
+async def test_the_asked_noun_said_in_other_words_is_named(embedder) -> None:
+    """ "Height" is in no sentence; "tall" says it (the embedder's word similarity), "opened" does not."""
+    tower = "The Orla tower stands 212 metres tall. The Orla tower opened in 1998 after four years of work."
+    _, sentence = await first_answer(embedder, "What is the height of the Orla tower?", [tower])
+    assert sentence is not None and "212 metres tall" in sentence.sentence.text
+    scored = await score_passages("What is the height of the Orla tower?", [tower], embedder)
+    opened = next(s for s in scored.sentences if "opened" in s.sentence.text)
+    tall = next(s for s in scored.sentences if "tall" in s.sentence.text)
+    assert opened.asked_similarity < PARAPHRASE_WORD_COSINE <= tall.asked_similarity
