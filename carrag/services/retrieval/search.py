@@ -27,6 +27,7 @@ from carrag.services.rerankers.base import Reranker
 from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.expansion import build_passages, windows_in_hand
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
+from carrag.services.retrieval.one_version import one_version_per_source
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.telemetry import NullTelemetry, Telemetry
@@ -138,6 +139,7 @@ class SearchService:
         identity = asyncio.ensure_future(self.check_embedding_identity())
         try:
             lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode, timings)
+            lexical, semantic = await one_version_per_source(self.store, lexical, semantic)
         except CarragError:
             await identity
             raise
