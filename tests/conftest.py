@@ -81,6 +81,8 @@ async def close_container(container: Container) -> None:
         await container.reindexer.aclose()
     await container.jobs.aclose()
     await container.fetcher.aclose()
+    if container.model_change is not None:
+        await container.model_change.aclose()  # a store's old model, loaded beside (not the session's)
     await container.store.close()
 
 

@@ -68,6 +68,7 @@ class AnswerSummary:
     highlights: list[list[dict[str, int]]] = field(default_factory=list)
     usage: dict[str, int] | None = None
     relevance: float | None = None
+    degraded: str | None = None  # the search was lexical only, and why (`SearchOutcome.degraded`)
 
 
 @dataclass(slots=True)
@@ -96,6 +97,7 @@ class Answer:
     grounding: dict[str, Any] | None = None
     usage: dict[str, int] = field(default_factory=dict)
     relevance: float | None = None
+    degraded: str | None = None  # the search was lexical only, and why (`SearchOutcome.degraded`)
 
 
 @dataclass(slots=True)
@@ -168,7 +170,7 @@ class AnswerService:
         step = time.perf_counter()
         passages = [hit.text for hit in outcome.hits]
         try:
-            scored = await score_passages(query, passages, self.embedder)
+            scored = await score_passages(query, passages, self.embedder, question=request.question)
         except CarragError as exc:
             yield AnswerEvent("error", exc.message)
             return
@@ -367,6 +369,7 @@ class AnswerService:
             highlights=highlights,
             usage=result.usage,
             relevance=result.relevance,
+            degraded=outcome.degraded,
         )
 
     async def answer(self, request: AnswerQuery) -> Answer:
@@ -398,6 +401,7 @@ class AnswerService:
             grounding=done.grounding,
             usage=done.usage or {},
             relevance=done.relevance,
+            degraded=done.degraded,
         )
 
 

@@ -19,6 +19,7 @@ from carrag.services.answering import AnswerService
 from carrag.services.collections import CollectionService
 from carrag.services.documents import DocumentService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
+from carrag.services.embedders.recorded import recorded_backend
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.fetchers.base import Fetcher
@@ -28,6 +29,7 @@ from carrag.services.job_repository import InMemoryJobRepository, JobRepository
 from carrag.services.jobs import JobManager
 from carrag.services.llms.base import LLM
 from carrag.services.llms.extractive import ExtractiveLLM
+from carrag.services.model_change import ModelChange
 from carrag.services.models import ComponentHealth
 from carrag.services.reindexing import Reindexer
 from carrag.services.requests import RequestFactory
@@ -134,6 +136,31 @@ def build_embedding_backend(settings: Settings) -> EmbeddingBackend:
         return UnavailableEmbedder(settings.embedder, exc.message)
 
 
+def embedding_service(settings: Settings, backend: EmbeddingBackend, telemetry: Telemetry) -> EmbeddingService:
+    return EmbeddingService(
+        backend,
+        batch_size=settings.embed_batch_size,
+        cache_size=settings.embed_cache_size,
+        retries=settings.embed_retries,
+        backoff=settings.embed_retry_backoff,
+        timeout=settings.embed_timeout,
+        telemetry=telemetry,
+    )
+
+
+def build_model_change(
+    settings: Settings, store: Store, embedder: EmbeddingService, telemetry: Telemetry
+) -> ModelChange:
+    """While the store holds another model's vectors than the configured one's, that model is built
+    from its recorded identity (`embedders/recorded.py`) to embed queries and new documents."""
+    return ModelChange(
+        store,
+        embedder,
+        lambda identity: recorded_backend(identity.model, identity.dimension, settings),
+        lambda backend: embedding_service(settings, backend, telemetry),
+    )
+
+
 def build_llm(settings: Settings) -> LLM:
     if settings.llm == "ollama":
         from carrag.services.llms.ollama import OllamaLLM
@@ -205,6 +232,7 @@ class Container:
     telemetry: Telemetry
     startup_errors: dict[str, str] = field(default_factory=dict)
     reindexer: Reindexer | None = None  # `carrag reindex` / POST /admin/reindex
+    model_change: ModelChange | None = None  # the store's model loaded beside a newly configured one
 
     @property
     def collections(self) -> CollectionService:
@@ -215,12 +243,22 @@ class Container:
         store, embedder, llm, reranker = await asyncio.gather(
             self.store.health(), self.embedder.health(), self.llm.health(), self.reranker.health()
         )
-        return {"store": store, "embedder": embedder, "llm": llm, "reranker": reranker}
+        components = {"store": store, "embedder": embedder, "llm": llm, "reranker": reranker}
+        if self.model_change is not None and (change := await self.model_change.status()) is not None:
+            if self.reindexer is not None and self.reindexer.running:
+                change.detail += "; a reindex is running in this process"
+            components["model_change"] = ComponentHealth(
+                "model_change", "degraded", self.store.backend, change.configured, change.detail
+            )
+        return components
 
     async def aclose(self) -> None:
         if self.reindexer is not None:
             await self.reindexer.aclose()  # committed batches stay: the next run continues from them
-        for close in (self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close):
+        closes = [self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close]
+        if self.model_change is not None:
+            closes.insert(3, self.model_change.aclose)
+        for close in closes:
             try:
                 await close()
             except Exception:
@@ -254,15 +292,7 @@ async def build_container(
         if embedding_backend is not None
         else await asyncio.to_thread(build_embedding_backend, settings)
     )
-    embedder = EmbeddingService(
-        backend,
-        batch_size=settings.embed_batch_size,
-        cache_size=settings.embed_cache_size,
-        retries=settings.embed_retries,
-        backoff=settings.embed_retry_backoff,
-        timeout=settings.embed_timeout,
-        telemetry=telemetry,
-    )
+    embedder = embedding_service(settings, backend, telemetry)
     if llm is None:
         llm = await asyncio.to_thread(build_llm, settings)
     if reranker is None:
@@ -271,12 +301,16 @@ async def build_container(
             settings.reranker_model,
             settings.resolved_reranker_cache_dir,
             max_length=settings.reranker_max_length,
+            required=settings.rerank_enabled is True,
         )
     fetcher = fetcher or build_fetcher(settings)
     tagger = build_tagger(settings, llm)
     collections = CollectionService(store)  # one registry cache for every service
-    search = SearchService(settings, store, embedder, reranker, telemetry, collections)
-    ingestion = IngestionService(settings, store, embedder, tagger, fetcher, telemetry, collections)
+    model_change = build_model_change(settings, store, embedder, telemetry)
+    if "store" not in startup_errors:
+        await model_change.prepare()  # a pending model change is logged, and the store's model loaded
+    search = SearchService(settings, store, embedder, reranker, telemetry, collections, model_change)
+    ingestion = IngestionService(settings, store, embedder, tagger, fetcher, telemetry, collections, model_change)
     return Container(
         settings=settings,
         store=store,
@@ -296,4 +330,5 @@ async def build_container(
         telemetry=telemetry,
         startup_errors=startup_errors,
         reindexer=Reindexer(store, embedder),
+        model_change=model_change,
     )

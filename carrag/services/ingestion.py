@@ -26,6 +26,7 @@ from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, InvalidInput
 from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, Fetcher
 from carrag.services.ids import content_hash, new_document_id
+from carrag.services.model_change import ModelChange, PendingChangeWrite
 from carrag.services.models import (
     DEFAULT_COLLECTION,
     Chunk,
@@ -146,9 +147,11 @@ class IngestionService:
         fetcher: Fetcher,
         telemetry: Telemetry | None = None,
         collections: CollectionService | None = None,
+        model_change: ModelChange | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
+        self.model_change = model_change  # while the store holds another model's vectors (model_change.py)
         self.collections = collections or CollectionService(store)
         self.embedder = embedder
         self.tagger = tagger
@@ -366,7 +369,7 @@ class IngestionService:
                     timings_ms=timings,
                     collection=collection.name,
                 )
-        identity = await self._check_embedding_identity()
+        identity, pending_change = await self._check_embedding_identity()
 
         observer.stage(JobState.TAGGING)
         started = time.perf_counter()
@@ -389,9 +392,11 @@ class IngestionService:
 
         observer.stage(JobState.EMBEDDING)
         started = time.perf_counter()
-        vectors = await (embed or self.embedder.embed_documents)(
-            [embedding_input(chunk, parsed) for chunk in chunks], progress=observer.embedded
-        )
+        texts = [embedding_input(chunk, parsed) for chunk in chunks]
+        if pending_change is not None:  # both models' vectors (`model_change.py`); no coalescing
+            twice = await pending_change.embed(texts, progress=observer.embedded)
+        else:
+            vectors = await (embed or self.embedder.embed_documents)(texts, progress=observer.embedded)
         timings["embed"] = _ms(started)
 
         observer.stage(JobState.INDEXING)
@@ -417,7 +422,10 @@ class IngestionService:
             collection_id=collection.collection_id,
         )
         # the original (when kept) is written with the document, in the same atomic step
-        replaced = await self.store.write_document(record, chunks, vectors, identity, original=original)
+        if pending_change is not None:
+            replaced = await pending_change.write(record, chunks, twice, original)
+        else:
+            replaced = await self.store.write_document(record, chunks, vectors, identity, original=original)
         timings["index"] = _ms(started)
         self.telemetry.chunks_indexed(len(chunks))
         self._report(IngestStatus.INGESTED, timings)
@@ -463,14 +471,18 @@ class IngestionService:
             user_metadata=combined if combined != document.user_metadata else None,
         )
 
-    async def _check_embedding_identity(self) -> EmbeddingIdentity:
+    async def _check_embedding_identity(self) -> tuple[EmbeddingIdentity, PendingChangeWrite | None]:
         """Fail before any embedding work if the store holds another model's vectors (409 naming
-        `carrag reset`)."""
+        `carrag reset`), unless the model change can be served (`model_change.py`): then how to embed
+        and write with both models."""
         current = await self.embedder.embedding_identity()
         stored = await self.store.embedding_identity()
-        if stored is not None:
-            stored.check_accepts(current)
-        return current
+        if stored is not None and not stored.accepts(current):
+            if self.model_change is None:
+                stored.check_accepts(current)
+            else:
+                return current, await self.model_change.ingest_plan(stored, current)
+        return current, None
 
 
 def document_name(url: str, extension: str) -> str:

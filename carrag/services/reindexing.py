@@ -6,10 +6,9 @@
   run are picked up by another pass before the swap.
 - Elasticsearch (`stores/elasticsearch/reindex.py`): the next index generation, then the alias swap.
 
-Until the swap, searches are answered from the old vectors. They need a query embedded by the
-model of those vectors: a process configured with another model gets the usual 409 (model
-mismatch) for searches until the swap, exactly as before the reindex; re-embedding with the same
-model (for example after a change of embedding input) keeps every search working throughout.
+Until the swap, searches are answered from the old vectors, with queries embedded by their model:
+a process configured with another model loads the store's beside it (`services/model_change.py`),
+or answers from BM25 alone when it cannot; documents ingested meanwhile are embedded by both.
 
 One reindex at a time per process (`Reindexer`); the route starts it in the background and reports
 its progress, the CLI runs it in the foreground with a progress bar.

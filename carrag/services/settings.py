@@ -303,7 +303,12 @@ class Settings(BaseSettings):
     )
 
     # --- reranking ---------------------------------------------------------------------------------
-    rerank_enabled: bool = Field(True, description="Rerank by default (per-request `rerank` wins).")
+    rerank_enabled: Literal["auto"] | bool = Field(
+        "auto",
+        description="Rerank by default (per-request `rerank` wins). `auto`: when the reranker model is installed "
+        "(no model ships in a PyPI package, so the embedded default runs without, and /health says `off`); `true`: "
+        "always, and a missing model makes /health `degraded` and every answer carry a `rerank_note`.",
+    )
     reranker_model: str = Field("ms-marco-MiniLM-L-12-v2", description="flashrank model name.")
     reranker_cache_dir: Path | None = Field(
         None, description="Directory holding `<model>/` files (default: `<DATA_DIR>/flashrank`)."
@@ -532,8 +537,13 @@ honouring `Retry-After`; a refused key (401/403) or an unknown model (404) fails
 setting to check.
 
 Changing the embedding model (`EMBEDDER`, `OLLAMA_EMBED_MODEL`, `EMBEDDINGS_MODEL`) makes the existing vectors
-incomparable: ingestion and queries are refused with a message naming both models until the store
-is emptied (`carrag reset`, or `POST /admin/reset`) and the documents ingested again.
+incomparable with the new model's. Re-embed the stored documents with `carrag reindex` (or
+`POST /admin/reindex`); it does not start by itself. Until its swap, the service keeps working with
+the old vectors: the store's old model is loaded beside the new one (the packaged ONNX model, an
+Ollama model on `OLLAMA_BASE_URL`, or an OpenAI-compatible one on `EMBEDDINGS_BASE_URL`) to embed
+queries and new documents, and `/health` shows the pending change. When the old model cannot be
+loaded any more, searches are lexical (BM25) only and ingests are refused (409) until the swap.
+`carrag reset` (`POST /admin/reset`) empties the store instead.
 
 ## Answer modes and thresholds
 

@@ -48,7 +48,14 @@ async def test_reindex_re_embeds_the_documents_after_a_model_change(
     assert isinstance(store, SqliteStore)
     # as if the store had been filled by another model of the same dimension
     await store._write(lambda c: c.execute("UPDATE meta SET value = 'old:model' WHERE key = 'embedding_model'"))
-    assert (await client.post("/search", json={"question": "engine oil"})).status_code == 409
+    # "old:model" cannot be built here: searches answer from BM25 alone and say why, instead of a 409
+    lexical = await client.post("/search", json={"question": "engine oil"})
+    assert lexical.status_code == 200 and lexical.json()["results"][0]["filename"] == "oil.txt"
+    assert "lexical (BM25) results only" in lexical.json()["degraded"] and "old:model" in lexical.json()["degraded"]
+    answered = (await client.post("/query", json={"question": "engine oil", "answer_mode": "extract"})).json()
+    assert answered["sources"] and "lexical (BM25) results only" in answered["degraded"]
+    health = (await client.get("/health")).json()
+    assert health["status"] == "degraded" and "reindex not started" in health["components"]["model_change"]["detail"]
 
     started = await client.post("/admin/reindex")
     assert started.status_code == 202 and started.json()["state"] == "running"
@@ -59,7 +66,8 @@ async def test_reindex_re_embeds_the_documents_after_a_model_change(
     assert await store.embedding_identity() == identity and status["model"] == identity.describe()
 
     hits = (await client.post("/search", json={"question": "how often to change the oil", "mode": "knn"})).json()
-    assert hits["results"][0]["filename"] == "oil.txt"
+    assert hits["results"][0]["filename"] == "oil.txt" and hits["degraded"] is None
+    assert "model_change" not in (await client.get("/health")).json()["components"]
     assert (await client.get("/documents")).json()["total"] == 2, "no document was lost"
 
 

@@ -29,7 +29,9 @@ pytestmark = pytest.mark.slow
 
 
 @contextlib.contextmanager
-def carrag_serve(data_dir: Path, grace: float) -> Iterator[tuple[subprocess.Popen, str, Path]]:
+def carrag_serve(
+    data_dir: Path, grace: float, extra_env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen, str, Path]]:
     port = free_port()
     env = clean_environment()
     env.update(
@@ -42,6 +44,7 @@ def carrag_serve(data_dir: Path, grace: float) -> Iterator[tuple[subprocess.Pope
             "LOG_LEVEL": "INFO",
             "EMBED_BATCH_SIZE": "8",
             "SHUTDOWN_GRACE_SECONDS": str(grace),
+            **(extra_env or {}),
         }
     )
     log_path = data_dir / "server.log"

@@ -193,7 +193,8 @@ def test_reindex_re_embeds_a_store_built_by_another_model(workdir: Path, local_e
         await container.store.close()
 
     asyncio.run(build_store_with_other_model())
-    assert carrag(local_env, "query", "snapshot retention").exit_code == 1, "the other model's vectors are refused"
+    # test:other cannot be loaded here: the question is answered from BM25 alone until the reindex (no 409)
+    assert carrag(local_env, "query", "snapshot retention").exit_code == 0
 
     result = carrag(local_env, "reindex")
     assert result.exit_code == 0, result.output

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from carrag.services.container import Container
-from carrag.services.errors import DependencyUnavailable, EmbeddingModelMismatch
-from carrag.services.models import EmbeddingIdentity, SearchFilters
+from carrag.services.errors import Conflict, DependencyUnavailable
+from carrag.services.models import SearchFilters
 from carrag.services.requests import IngestCommand, SearchQuery
 from tests.conftest import close_container, open_container
 
@@ -85,29 +85,39 @@ async def test_tagging_failure_never_blocks(container: Container, caplog) -> Non
     assert any("auto-tagging failed" in r.message for r in caplog.records)
 
 
-async def test_model_change_is_refused_until_the_store_is_reset(settings, embedding_backend) -> None:
-    container = await open_container(settings, embedding_backend)
+class OtherModel:
+    """A model no process can build from its recorded identity (``test:other``)."""
+
+    provider, model, identity, dimension = "test", "other", "test:other", 8
+
+    async def embed(self, texts, kind):
+        return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
+
+    async def health(self):
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_an_unloadable_stored_model_refuses_ingests_until_the_store_is_reset(settings, embedding_backend) -> None:
+    """The store's model (test:other) cannot be loaded beside the configured MiniLM: ingests get a 409
+    naming both and the ways out, searches are lexical only (tests/services/test_model_change.py has
+    the model change that can be served)."""
+    container = await open_container(settings, OtherModel())
     await container.ingestion.ingest_file(TEXT.encode(), "policy.txt", IngestCommand())
     await close_container(container)
 
-    class OtherModel:
-        provider, model, identity, dimension = "test", "other", "test:other", 8
-
-        async def embed(self, texts, kind):
-            return np.ones((len(texts), 8), dtype=np.float32) / np.sqrt(8)
-
-        async def health(self):
-            raise NotImplementedError
-
-    other = await open_container(settings, OtherModel())
-    with pytest.raises(EmbeddingModelMismatch) as raised:
+    other = await open_container(settings, embedding_backend)
+    with pytest.raises(Conflict) as raised:
         await other.ingestion.ingest_file(b"new content entirely", "new.txt", IngestCommand())
     message = raised.value.message
     assert "local:all-MiniLM-L6-v2 (384-d)" in message and "test:other (8-d)" in message
-    assert "`carrag reset`" in message and "POST /admin/reset" in message
-    with pytest.raises(EmbeddingModelMismatch):
-        await other.search.search(SearchQuery("snapshot", top_k=3))
-    with pytest.raises(EmbeddingModelMismatch):
+    assert "`carrag reset`" in message and "POST /admin/reset" in message and "`carrag reindex`" in message
+    lexical = await other.search.search(SearchQuery("snapshot", top_k=3))
+    assert lexical.degraded is not None and "lexical (BM25) results only" in lexical.degraded
+    assert [hit.chunk.document_id for hit in lexical.hits] and all(hit.knn_rank is None for hit in lexical.hits)
+    with pytest.raises(Conflict):
         await other.ingestion.ingest_file(b"new content entirely", "new.txt", IngestCommand(force=True))
     assert (await other.store.list_documents(offset=0, limit=10)).total == 1, "force re-ingests; it never wipes"
 
@@ -115,7 +125,7 @@ async def test_model_change_is_refused_until_the_store_is_reset(settings, embedd
     assert await other.store.embedding_identity() is None
     after = await other.ingestion.ingest_file(b"new content entirely", "new.txt", IngestCommand())
     assert after.status == "ingested"
-    assert await other.store.embedding_identity() == EmbeddingIdentity("test:other", 8)
+    assert await other.store.embedding_identity() == await other.embedder.embedding_identity()
     assert [d.source_id for d in (await other.store.list_documents(offset=0, limit=10)).items] == ["new.txt"]
     await close_container(other)
 

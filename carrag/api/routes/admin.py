@@ -2,9 +2,9 @@
 POST /admin/reindex: re-embed every document with the configured model, in the background;
 GET /admin/reindex: its progress.
 
-Reset is the quick way out after a change of embedding model (the store refuses the new model's
-vectors with 409 until then); reindex keeps the documents and swaps the new vectors in at the end
-(`carrag/services/reindexing.py`). The CLI's ``carrag reset`` and ``carrag reindex`` do the same.
+After a change of embedding model, reindex keeps the documents and swaps the new vectors in at the
+end (`carrag/services/reindexing.py`; until then the store's old model serves, `services/model_change.py`);
+reset is the quick way out. The CLI's ``carrag reset`` and ``carrag reindex`` do the same.
 Behind API_KEYS like every other route; only a key with full access (not limited by
 API_KEY_SCOPES) may use them.
 """

@@ -22,7 +22,9 @@ class HistoryMessage(Schema):
 
 class _QuestionBase(Schema):
     question: str = Field(..., min_length=1, max_length=20000)
-    top_k: int | None = Field(None, ge=1, le=100, description="Passages to return (default: DEFAULT_TOP_K).")
+    top_k: int | None = Field(
+        None, ge=1, le=1000, description="Passages to return (default: DEFAULT_TOP_K; at most MAX_TOP_K)."
+    )
     tags: list[str] | None = Field(None, max_length=50, description="Only documents with any of these tags.")
     source: str | None = Field(None, max_length=2048, description="Exact source id or glob (`*.md`).")
     rerank: bool | None = Field(None, description="Override RERANK_ENABLED for this request.")
@@ -209,6 +211,7 @@ class QueryResponse(AnswerCheck):
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Milliseconds spent in each stage.")
     reranked: bool = False
     rerank_note: str | None = Field(None, description="Why the passages were not reranked, when they were not.")
+    degraded: str | None = Field(None, description="Set when the passages come from BM25 alone (see /search): why.")
 
 
 class SearchResponse(Schema):
@@ -217,6 +220,11 @@ class SearchResponse(Schema):
     reranked: bool
     rerank_note: str | None = None
     message: str | None = None
+    degraded: str | None = Field(
+        None,
+        description="Set when the results are lexical (BM25) only: during a change of embedding model whose "
+        "old model cannot be loaded, until the reindex swaps the new vectors in. Says why.",
+    )
 
 
 # --- /query/stream events (Server-Sent Events; the CLI reads them back) ------------------------------
@@ -237,6 +245,7 @@ class StreamDone(AnswerCheck):
     reranked: bool = False
     rerank_note: str | None = None
     empty_index: bool = False
+    degraded: str | None = Field(None, description="Set when the passages come from BM25 alone (see /search): why.")
     answer: str = Field("", description="The final answer: replaces the streamed tokens.")
     highlights: list[list[Highlight]] = Field(default_factory=list, description="Per source, in `sources` order.")
     usage: Usage | None = None

@@ -201,7 +201,8 @@ _FOOTNOTE_MARK = re.compile(r"\b([A-Za-z]{3,})\d{1,2}\b")  # "Resource Center1 r
 def missing_key_terms(question: str, passages: Sequence[str]) -> list[str]:
     """The key terms of ``question`` that none of ``passages`` mentions. A word written with a footnote
     mark ("Center1") or inside a hyphenated word ("White-headed") counts as mentioned; a code also
-    when written apart or without hyphens (top-5, top 5, top5)."""
+    when written apart or without hyphens (top-5, top 5, top5); a bare number only as a whole token
+    ("FY 23" is not mentioned by "2023")."""
     text = "\n".join(passages)
     lowered = text.lower()
     mentioned = set(terms(text)) | numbers(text, spelled=True) | set(lowered.split())
@@ -212,6 +213,8 @@ def missing_key_terms(question: str, passages: Sequence[str]) -> list[str]:
     def found(term: str) -> bool:
         if term in mentioned:
             return True  # codes also match written apart or without hyphens: top-5, top 5, top5
-        return any(ch.isdigit() for ch in term) and term.replace("-", "") in squashed
+        # a bare number only as a whole token: "FY 23" is not in "2023"
+        code = any(ch.isdigit() for ch in term) and not term.replace(".", "").isdigit()
+        return code and term.replace("-", "") in squashed
 
     return sorted(term for term in key_terms(question) if not found(term))

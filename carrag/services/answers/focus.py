@@ -13,7 +13,9 @@ checks on a candidate answer sentence (with its table title and header, for a ta
   still apply to it.
 - **Answer type**: a question asking for a quantity (how many, what year, what score ...) needs a
   number the question does not already contain; a question asking "who" needs a capitalised name
-  the question does not already contain.
+  the question does not already contain (a capitalised first word alone is not a name).
+- **Asked noun** (``asked``): "what is Jim's email", "his mother's name", "how many records" — the
+  sentence must name the email, the mother, the records: naming the person or the year is not enough.
 
 ``answering`` picks, among the few strongest sentences, the first that passes both: the extractive
 answer quotes it, and when none passes the documents don't say.
@@ -24,9 +26,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from carrag.services.answers.asked import asked_nouns
 from carrag.services.answers.evidence import STOP_WORDS, missing_key_terms, numbers, terms, weighted_coverage
 from carrag.services.answers.question_types import expects_number, expects_person
 from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
+from carrag.services.answers.sentences import table_lines
 
 CANDIDATES = 5  # how far down the strength ranking an answering sentence is looked for
 # all-MiniLM-L6-v2 cosines, measured: paraphrased question/answer pairs 0.70-0.80; a sentence on the
@@ -79,16 +83,40 @@ def asks_empty_column(question: str, sentence: ScoredSentence) -> bool:
     return False
 
 
+def mentions_asked_noun(question: str, sentence: ScoredSentence) -> bool:
+    """Whether the sentence names what the question asks about (``asked``: "Jim Bainbridge's email" needs
+    an email, not only Jim Bainbridge): one of the asked words, in the same or a near form (nickname /
+    nicknamed)."""
+    wanted = terms(" ".join(asked_nouns(question)))
+    if not wanted:
+        return True
+    return bool(set(wanted) & _covered(wanted, set(terms(sentence_text(sentence)))))
+
+
 def has_answer_type(question: str, sentence: ScoredSentence) -> bool:
     text = sentence_text(sentence)
     if expects_number(question) and not numbers(text, spelled=True) - numbers(question, spelled=True):
         return False
     if expects_person(question):
         asked = {word.lower() for word in _CAPITALISED.findall(question)}
-        found = {word.lower() for word in _CAPITALISED.findall(sentence.sentence.text)}
-        if not {word for word in found - asked if word not in STOP_WORDS}:
+        if not {word for word in _names(sentence) - asked if word not in STOP_WORDS}:
             return False
     return True
+
+
+def _names(sentence: ScoredSentence) -> set[str]:
+    """Capitalised words that may be names (lower-cased). The first word of a sentence or of a table
+    cell only when a capitalised word follows it ("Quack Quackling served"): alone it is a capitalised
+    common word ("Address of principal executive offices")."""
+    found = set()
+    for part in re.split(r"[|;]", sentence.sentence.text):
+        tokens = re.findall(r"[A-Za-z][\w'’-]*", part)
+        for position, word in enumerate(tokens):
+            if not _CAPITALISED.fullmatch(word):
+                continue
+            if position > 0 or (len(tokens) > 1 and tokens[1][:1].isupper()):
+                found.add(word.lower())
+    return found
 
 
 def ranked_candidates(scored: ScoredPassages) -> list[ScoredSentence]:
@@ -112,13 +140,24 @@ def answers_question(
     passages, ``refusal``: the sentence may say "it".)"""
     if sentence.is_header_row or not has_answer_type(question, sentence) or asks_empty_column(question, sentence):
         return False
-    title, _ = source
+    if not mentions_asked_noun(question, sentence):
+        return False
+    title, passage = source
     own = [title, sentence_text(sentence)]
-    # a table row names its own subject (the June row, the Wood Duck row); a sentence may say "it"
-    names_itself = sentence.reading is not None and bool(sentence.reading.names)
-    if [term for term in missing_key_terms(question, own) if _has_digit(term) or names_itself]:
+    # A row of a table names its own subject (the June row, the Wood Duck row): a name the question asks
+    # about must be in the row unless the passage names it outside its table lines (a company's cover-page
+    # table is about the company its prose names). A sentence may say "it".
+    is_row = sentence.reading is not None and bool(sentence.reading.names)
+    prose = set(terms(_prose_text(passage))) if is_row else set()
+    if [term for term in missing_key_terms(question, own) if _has_digit(term) or (is_row and term not in prose)]:
         return False
     return sentence.cosine >= PARAPHRASE_COSINE or focus_coverage(question, sentence, weights) >= min_focus
+
+
+def _prose_text(passage: str) -> str:
+    """The passage without its table lines."""
+    lines = passage.split("\n")
+    return "\n".join(line for line, row in zip(lines, table_lines(lines), strict=True) if not row)
 
 
 def _has_digit(term: str) -> bool:

@@ -14,8 +14,9 @@ title or file name ("the Vodafone workbook"); a word written with a footnote mar
 inside a hyphenated word ("White-headed") counts as mentioned.
 
 And a relevant passage is not yet an answer: unless one of the strongest sentences covers the
-question's own focus and holds the kind of answer it asks for (``focus``: a number for "how many",
-a name for "who"), the documents don't say (``ANSWER_MIN_FOCUS``).
+question's own focus, holds the kind of answer it asks for (``focus``: a number for "how many",
+a name for "who") and names what the question asks about (``asked``: the email, not only Jim), the
+documents don't say (``ANSWER_MIN_FOCUS``).
 """
 
 from __future__ import annotations

@@ -66,7 +66,11 @@ class ScoredSentence:
 
     @property
     def score(self) -> float:
-        return COSINE_WEIGHT * max(self.cosine, 0.0) + LEXICAL_WEIGHT * self.lexical
+        return _combined(self.cosine, self.lexical)
+
+
+def _combined(cosine: float, lexical: float) -> float:
+    return COSINE_WEIGHT * max(cosine, 0.0) + LEXICAL_WEIGHT * lexical
 
 
 @dataclass(slots=True)
@@ -113,7 +117,13 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
-async def score_passages(query: str, passages: Sequence[str], embedder: EmbeddingService) -> ScoredPassages:
+async def score_passages(
+    query: str, passages: Sequence[str], embedder: EmbeddingService, *, question: str | None = None
+) -> ScoredPassages:
+    """``query``: what was searched (a follow-up together with the previous user turn); ``question``: the
+    follow-up as asked, when it differs. A sentence then scores the better of the two: the previous turn
+    names the subject ("DPR"), the follow-up what is asked about it ("which pretrained model"), and a
+    sentence answering the follow-up need not repeat the subject."""
     query_terms = terms(query)
     per_source = max(MAX_SENTENCES // max(len(passages), 1), 1)
     candidates: list[tuple[int, Sentence, RowReading | None]] = []
@@ -131,23 +141,33 @@ async def score_passages(query: str, passages: Sequence[str], embedder: Embeddin
     sentence_terms = [terms(text) for text in readable]
     weights = idf(sentence_terms)
     cosines = np.zeros(len(candidates), dtype=np.float32)
+    question_cosines = cosines
     vectors: np.ndarray | None = None
+    follow_up = question is not None and question.strip() != query.strip()
     if candidates:
         query_vector = _unit(await embedder.embed_query(query))
         vectors = _unit(await embedder.embed_documents(readable))
         cosines = vectors @ query_vector.reshape(-1)
+        if follow_up:
+            question_cosines = vectors @ _unit(await embedder.embed_query(question or "")).reshape(-1)
+    question_terms = terms(question or "") if follow_up else []
     asked = set(query_terms)
     code = [code_spans(text) for text in passages]
     scored = []
     for i, ((source, sentence, reading), found) in enumerate(zip(candidates, sentence_terms, strict=True)):
         has_number = bool(numbers(sentence.text))
+        cosine, lexical = float(cosines[i]), weighted_coverage(query_terms, set(found), weights)
+        if follow_up:
+            by_question = float(question_cosines[i]), weighted_coverage(question_terms, set(found), weights)
+            if _combined(*by_question) > _combined(cosine, lexical):
+                cosine, lexical = by_question
         scored.append(
             ScoredSentence(
                 source=source,
                 sentence=sentence,
                 terms=found,
-                cosine=float(cosines[i]),
-                lexical=weighted_coverage(query_terms, set(found), weights),
+                cosine=cosine,
+                lexical=lexical,
                 vector=None if vectors is None else vectors[i],
                 new_terms=len(set(found) - asked),
                 has_number=has_number,

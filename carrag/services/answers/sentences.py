@@ -3,19 +3,25 @@
 Boundaries: sentence punctuation followed by white space and a capital, digit or bracket; blank
 lines; a line break before a list item, heading or table line; a line break after a line ending in
 a colon or without final punctuation when the next line starts with a capital (headings, PDF
-title lines). Lines of a table (csv/xlsx rows: several commas or ``|``) are one unit each. Soft
+title lines), except inside a paragraph of two short lines (a form's label and value: "Server" /
+"Quack Quackling"). Lines of a table (markdown ``|`` lines; csv/xlsx rows: several short comma-separated
+fields, next to another such line, so that a wrapped PDF line with two commas is prose) are one unit
+each. Soft
 line breaks inside a sentence (wrapped PDF text) are not boundaries. Units longer than
 ``MAX_SENTENCE_CHARS`` are cut at ``;`` or at line breaks.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 from dataclasses import dataclass
 
 MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 3
+MAX_FORM_LINE_CHARS = 40  # a label or value of a key-value form
+MAX_FORM_LINE_WORDS = 5
 
 _ABBREVIATIONS = {"e.g", "i.e", "etc", "fig", "no", "vs", "mr", "mrs", "dr", "st", "approx", "cf", "al", "inc", "ltd"}
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)(?=\s+[\"'(\[]?[A-Z0-9•\-*#])")
@@ -59,28 +65,58 @@ def code_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def table_lines(lines: list[str]) -> list[bool]:
+    """Which lines are table rows, in context: a markdown line always; a comma-separated line only next
+    to another one (a csv/xlsx sheet has rows; a wrapped PDF line "models, such as TF-IDF or BM25, are
+    the de" is prose)."""
+    candidates = [is_table_line(line) for line in lines]
+    rows = []
+    for index, line in enumerate(lines):
+        if line.strip().startswith("|") or not candidates[index]:
+            rows.append(candidates[index])
+            continue
+        neighbours = [lines[i] for i in (index - 1, index + 1) if 0 <= i < len(lines)]
+        rows.append(any(is_table_line(other) and not other.strip().startswith("|") for other in neighbours))
+    return rows
+
+
 def _line_breaks(text: str) -> list[int]:
     """Offsets where a line ends a unit (the offset of the newline)."""
     breaks: list[int] = []
     lines = text.split("\n")
+    rows = table_lines(lines)
     position = 0
-    for current, following in itertools.pairwise(lines):
+    for index, (current, following) in enumerate(itertools.pairwise(lines)):
         position += len(current)
         stripped, next_stripped = current.strip(), following.strip()
         hard = (
             not stripped
             or not next_stripped
-            or is_table_line(stripped)
-            or is_table_line(next_stripped)
+            or rows[index]
+            or rows[index + 1]
             or _LINE_START_ITEM.match(following) is not None
             or stripped.endswith(":")
             or (stripped[-1] not in ".,;:-–—(" and next_stripped[:1].isupper() and len(stripped) < 80)
             or stripped[-1] in ".!?"
         )
-        if hard:
+        if hard and not _label_and_value(lines, index):
             breaks.append(position)
         position += 1
     return breaks
+
+
+def _label_and_value(lines: list[str], index: int) -> bool:
+    """Whether lines ``index`` and ``index + 1`` are a form's label and value ("Server" / "Quack Quackling",
+    as an HTML or docx key-value block reads): a paragraph of exactly these two short lines, the first
+    without final punctuation and neither a list item, heading or table line."""
+    label, value = lines[index].strip(), lines[index + 1].strip()
+    before = lines[index - 1].strip() if index > 0 else ""
+    after = lines[index + 2].strip() if index + 2 < len(lines) else ""
+    if before or after or not label or not value or label[-1] in ".!?:;,":
+        return False
+    if any(_LINE_START_ITEM.match(line) or is_table_line(line) for line in (label, value)):
+        return False
+    return all(len(line) <= MAX_FORM_LINE_CHARS and len(line.split()) <= MAX_FORM_LINE_WORDS for line in (label, value))
 
 
 def _is_abbreviation(text: str, end: int) -> bool:
@@ -101,10 +137,13 @@ def split_sentences(text: str) -> list[Sentence]:
                 continue  # 1. 2 …
         cuts.add(end)
     ordered = sorted(cuts)
+    lines = text.split("\n")
+    line_starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    row_starts = {start for start, row in zip(line_starts, table_lines(lines), strict=True) if row}
     sentences: list[Sentence] = []
     for start, end in itertools.pairwise(ordered):
         for piece_start, piece_end in _cut_long(text, start, end):
-            sentence = _make(text, piece_start, piece_end)
+            sentence = _make(text, piece_start, piece_end, line_starts, row_starts)
             if sentence is not None:
                 sentences.append(sentence)
     return sentences
@@ -127,7 +166,7 @@ def _cut_long(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return pieces
 
 
-def _make(text: str, start: int, end: int) -> Sentence | None:
+def _make(text: str, start: int, end: int, line_starts: list[int], row_starts: set[int]) -> Sentence | None:
     raw = text[start:end]
     leading = len(raw) - len(raw.lstrip())
     trailing = len(raw) - len(raw.rstrip())
@@ -137,4 +176,5 @@ def _make(text: str, start: int, end: int) -> Sentence | None:
     body = text[start:end]
     if not any(ch.isalnum() for ch in body):
         return None
-    return Sentence(start, end, " ".join(body.split()), is_table_row=is_table_line(body) and "\n" not in body)
+    on_table_line = line_starts[bisect.bisect_right(line_starts, start) - 1] in row_starts
+    return Sentence(start, end, " ".join(body.split()), is_table_row=on_table_line and "\n" not in body)

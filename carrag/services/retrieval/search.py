@@ -21,6 +21,7 @@ from carrag.services.admission import AdmissionGate
 from carrag.services.collections import CollectionService
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError
+from carrag.services.model_change import ModelChange, QueryEmbedder
 from carrag.services.models import DEFAULT_COLLECTION, ScoredChunk, SearchFilters, StoredChunk
 from carrag.services.requests import SearchQuery
 from carrag.services.rerankers.base import Reranker
@@ -77,6 +78,7 @@ class SearchOutcome:
     rerank_note: str | None = None
     empty_index: bool = False
     message: str | None = None
+    degraded: str | None = None  # why the results are lexical only (a model change; `model_change.py`)
 
 
 class SearchService:
@@ -88,6 +90,7 @@ class SearchService:
         reranker: Reranker,
         telemetry: Telemetry | None = None,
         collections: CollectionService | None = None,
+        model_change: ModelChange | None = None,
     ) -> None:
         self.settings = settings
         self.telemetry = telemetry or NullTelemetry()
@@ -95,16 +98,12 @@ class SearchService:
         self.embedder = embedder
         self.reranker = reranker
         self.collections = collections or CollectionService(store)
+        # the model that embeds queries: the store's, loaded beside the configured one during a change
+        self.model_change = model_change or ModelChange(store, embedder)
         # Bounded concurrency for retrieval: wait up to QUERY_QUEUE_TIMEOUT for a slot, then 429.
         self.admission = AdmissionGate(
             settings.max_concurrent_queries, None, "search", timeout=settings.query_queue_timeout
         )
-
-    async def check_embedding_identity(self) -> None:
-        stored = await self.store.embedding_identity()
-        if stored is None:
-            return
-        stored.check_accepts(await self.embedder.embedding_identity())
 
     async def search(self, query: SearchQuery, *, expand: bool = True, depth: int | None = None) -> SearchOutcome:
         """``query`` comes validated from `RequestFactory.search`. ``depth``: candidates per leg
@@ -133,20 +132,10 @@ class SearchService:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         depth = depth or top_k * self.settings.retrieval_k_multiplier
-
-        # The model check runs beside the legs (on Elasticsearch it is a round trip of its own); no
-        # result is returned unless it passes, and a mismatch is the error a failed leg reports.
-        identity = asyncio.ensure_future(self.check_embedding_identity())
-        try:
-            lexical, semantic, embed_ms = await self._retrieve(question, depth, filters, mode, timings)
-            lexical, semantic = await one_version_per_source(self.store, lexical, semantic)
-        except CarragError:
-            await identity
-            raise
-        except BaseException:
-            identity.cancel()
-            raise
-        await identity
+        serving, (lexical, semantic, embed_ms) = await self._retrieve_served(question, depth, filters, mode, timings)
+        lexical, semantic = await one_version_per_source(self.store, lexical, semantic)
+        if serving.note is not None:  # the store's model cannot be loaded (logged when it was tried)
+            mode = SearchMode.BM25
         timings["embed_query"] = embed_ms
         timings["retrieve"] = _ms(started)
 
@@ -171,7 +160,8 @@ class SearchService:
         if not fused:
             empty = await self.store.count_chunks() == 0
             timings["total"] = _ms(started)
-            return SearchOutcome([], timings, False, None, empty, EMPTY_INDEX_MESSAGE if empty else NO_MATCH_MESSAGE)
+            message = EMPTY_INDEX_MESSAGE if empty else NO_MATCH_MESSAGE
+            return SearchOutcome([], timings, False, None, empty, message, degraded=serving.note)
 
         hits = [
             SearchHit(
@@ -190,8 +180,9 @@ class SearchService:
         hits = distinct_by_text(hits, lambda hit: hit.chunk.text)  # the same passage stored twice shows once
 
         reranked, note = False, None
-        wants_rerank = self.settings.rerank_enabled if rerank is None else rerank
-        if wants_rerank:
+        if rerank is None:
+            rerank = self.settings.rerank_enabled if self.settings.rerank_enabled != "auto" else self.reranker.available
+        if rerank:
             step = time.perf_counter()
             reranked, note = await self._rerank(question, hits)
             timings["rerank"] = _ms(step)
@@ -204,10 +195,45 @@ class SearchService:
         for rank, ranked in enumerate(hits, start=1):
             ranked.rank = rank
         timings["total"] = _ms(started)
-        return SearchOutcome(hits, timings, reranked, note)
+        return SearchOutcome(hits, timings, reranked, note, degraded=serving.note)
+
+    async def _retrieve_served(
+        self, question: str, depth: int, filters: SearchFilters, mode: SearchMode, timings: dict[str, float]
+    ) -> tuple[QueryEmbedder, tuple[list[ScoredChunk], list[ScoredChunk], float]]:
+        """The legs with the model of the live vectors. Usually the configured one: the model check
+        runs beside the legs (on Elasticsearch it is a round trip of its own), and only when it finds a
+        model change pending (`model_change.py`) do the legs run again, with the store's model (or BM25
+        alone); while one is pending, the check comes first."""
+        change = self.model_change
+        if not change.seen_pending:
+            check = asyncio.ensure_future(change.for_queries())
+            try:
+                legs = await self._retrieve(question, depth, filters, mode, timings, QueryEmbedder(self.embedder, None))
+            except Exception:
+                serving = await check  # its own error (the store is down, say) is the one reported
+                if not serving.pending:
+                    raise
+            except BaseException:
+                check.cancel()
+                raise
+            else:
+                serving = await check
+                if not serving.pending:
+                    return serving, legs
+        else:
+            serving = await change.for_queries()
+        if serving.note is not None:
+            mode = SearchMode.BM25
+        return serving, await self._retrieve(question, depth, filters, mode, timings, serving)
 
     async def _retrieve(
-        self, question: str, depth: int, filters: SearchFilters, mode: SearchMode, timings: dict[str, float]
+        self,
+        question: str,
+        depth: int,
+        filters: SearchFilters,
+        mode: SearchMode,
+        timings: dict[str, float],
+        serving: QueryEmbedder,
     ) -> tuple[list[ScoredChunk], list[ScoredChunk], float]:
         """Both legs at once; ``timings`` gets each leg's own store time (``bm25_leg``, ``knn_leg``)."""
         embed_ms = 0.0
@@ -225,11 +251,8 @@ class SearchService:
             if mode == SearchMode.BM25:
                 return []
             step = time.perf_counter()
-            vector = await self.embedder.embed_query(question)
-            embed_ms = _ms(step)
-            step = time.perf_counter()
-            found = await self.store.vector_search(vector, depth, filters)
-            timings["knn_leg"] = _ms(step)
+            found, embed_ms, _ = await self.model_change.vector_search(question, depth, filters, serving)
+            timings["knn_leg"] = round(_ms(step) - embed_ms, 2)
             return found
 
         lexical, semantic = await asyncio.gather(bm25_leg(), knn_leg())

@@ -8,6 +8,10 @@ ones, then swapped in by one transaction (issue 14, item 5).
 - Searches keep using ``chunks.embedding`` and the indexes built from it until the swap. Chunks
   written meanwhile are picked up by the next pass (their rowids are higher), and a deleted chunk
   takes its new vector with it (trigger), so a reused rowid can never inherit a stale one.
+- A document ingested while the model change is pending (`services/model_change.py`) is written by
+  `write_document` with the live model's vectors and, when a reindex towards the new model has begun,
+  its new vectors beside, in one transaction that re-reads which model is live: after a swap the new
+  vectors go live instead (`SwappedMeanwhile` when the caller has none).
 - The swap is one write transaction: it checks that every chunk has its new vector (otherwise
   nothing changes and another pass follows), copies them into ``chunks.embedding``, records the new
   model as the store's, empties the side table and renews ``index_epoch`` so the search indexes
@@ -19,12 +23,22 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from carrag.services.models import Chunk, EmbeddingIdentity
+from carrag.services.errors import EmbeddingModelMismatch
+from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, OriginalFile
+from carrag.services.stores.base import checked_vectors
 from carrag.services.stores.sqlite import SqliteStore
+
+Vectors = tuple[EmbeddingIdentity, np.ndarray | None]  # a model and its vectors of a document's chunks (if any)
+
+
+class SwappedMeanwhile(Exception):
+    """The new model went live (or the store was emptied) before a document with only the old model's
+    vectors could be written: embed it with the new model and write it as usual."""
 
 
 @dataclass(slots=True)
@@ -155,3 +169,46 @@ class SqliteReindex:
             return True
 
         return await self.store._write(swap)
+
+    async def write_document(
+        self,
+        document: DocumentRecord,
+        chunks: Sequence[Chunk],
+        live: Vectors,
+        new: Vectors,
+        original: OriginalFile | None = None,
+    ) -> str | None:
+        """Write a document during a model change: ``live`` (the recorded model) as its live vectors and
+        ``new`` beside when a reindex towards that model is building; ``new`` live when the swap came
+        first. One transaction, like `SqliteStore.write_document`."""
+        chunk_list = list(chunks)
+        live_identity, live_vectors = live
+        new_identity, new_vectors = new
+        live_matrix = None if live_vectors is None else checked_vectors(chunk_list, live_vectors, live_identity)
+        new_matrix = None if new_vectors is None else checked_vectors(chunk_list, new_vectors, new_identity)
+        store = self.store
+
+        def write(connection: sqlite3.Connection) -> str | None:
+            recorded = store._identity(connection)
+            if recorded is None or recorded.accepts(new_identity):
+                if new_matrix is None:
+                    raise SwappedMeanwhile
+                replaced = store._insert(connection, document, chunk_list, new_matrix, new_identity)
+            elif recorded.accepts(live_identity) and live_matrix is not None:
+                replaced = store._insert(connection, document, chunk_list, live_matrix, live_identity)
+                if new_matrix is not None and self._target(connection) == new_identity:
+                    rowids = connection.execute(
+                        "SELECT id, chunk_index FROM chunks WHERE document_id = ?", (document.document_id,)
+                    ).fetchall()
+                    position = {chunk.chunk_index: i for i, chunk in enumerate(chunk_list)}
+                    connection.executemany(
+                        "INSERT OR REPLACE INTO reindex_vectors(chunk_rowid, embedding) VALUES (?, ?)",
+                        [(row[0], new_matrix[position[row[1]]].tobytes()) for row in rowids],
+                    )
+            else:
+                raise EmbeddingModelMismatch(recorded.describe(), live_identity.describe())
+            if original is not None:
+                store._put_original(connection, document.document_id, original)
+            return replaced
+
+        return await store._write(write)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from carrag.services.answers.evidence import idf, numbers, terms, weighted_coverage
+from carrag.services.answers.evidence import idf, missing_key_terms, numbers, terms, weighted_coverage
 
 
 def test_terms_drop_stop_words_stem_plurals_and_keep_codes() -> None:
@@ -27,3 +27,10 @@ def test_rare_terms_weigh_more() -> None:
     query = terms("Which oil filter is the FL-500S?")
     assert weighted_coverage(query, set(sentences[0]), weights) == 1.0
     assert weighted_coverage(query, set(sentences[1]), weights) < 0.3
+
+
+def test_a_number_the_question_names_is_mentioned_only_as_a_whole_token() -> None:
+    sheet = "Topic: Store churn; Period: FY 2022 to FY 2023"
+    assert missing_key_terms("What was the store churn in FY 23?", [sheet]) == ["23"]
+    assert missing_key_terms("What was the store churn in FY 23?", [sheet + "; Guidance: FY 23/24"]) == []
+    assert missing_key_terms("Which model reaches the best top-5 score?", ["its top 5 score"]) == []

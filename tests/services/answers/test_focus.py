@@ -109,3 +109,69 @@ async def test_a_close_sentence_without_the_kind_of_answer_asked_for_still_does_
     backups = "Snapshots are kept for a while. Snapshots run nightly."
     _, sentence = await first_answer(embedder, "How many days are snapshots kept?", [backups])
     assert sentence is None
+
+
+async def test_a_sentence_naming_the_person_but_not_the_asked_attribute_does_not_answer(embedder) -> None:
+    """The question's person is named, but the only email given is another person's."""
+    staff = (
+        "Maria Lopez leads the design team in Lisbon. "
+        "For questions about invoices, write to tom.reyes@example.com or call the office."
+    )
+    _, sentence = await first_answer(embedder, "What is Maria Lopez's email address?", [staff])
+    assert sentence is None
+    with_email = staff + " Maria Lopez's email address is maria.lopez@example.com."
+    _, found = await first_answer(embedder, "What is Maria Lopez's email address?", [with_email])
+    assert found is not None and "maria.lopez@example.com" in found.sentence.text
+
+
+async def test_a_follow_up_asking_for_a_relative_is_not_answered_by_the_full_name(embedder) -> None:
+    profile = (
+        "Full name Carlos Alberto Mendes\n"
+        "Carlos Mendes (born 3 May 1970) is a Portuguese former cyclist who rode for three teams."
+    )
+    _, sentence = await first_answer(embedder, "What was his mother's name?", [profile])
+    assert sentence is None
+
+
+async def test_a_company_name_line_does_not_say_who_its_officer_is(embedder) -> None:
+    cover = (
+        "Acme Widgets, Inc.\n\n(Exact name of registrant as specified in its charter)\n\n"
+        "| (Address of principal executive offices) | | |"
+    )
+    _, sentence = await first_answer(embedder, "Who is the chief executive officer of Acme Widgets?", [cover])
+    assert sentence is None, "a capitalised common word (Address) is not a name; the company line names no officer"
+    named = cover + "\n\nDana Whitfield has been the chief executive officer of Acme Widgets since 2019."
+    _, found = await first_answer(embedder, "Who is the chief executive officer of Acme Widgets?", [named])
+    assert found is not None and "Dana Whitfield" in found.sentence.text
+
+
+async def test_a_cover_page_row_answers_for_the_company_its_passage_names(embedder) -> None:
+    """The row does not repeat the company's name; the passage's prose does, so the table is about it. A row
+    of a table whose rows name their subjects (the months) still needs the month asked about."""
+    cover = (
+        "Acme Widgets, Inc.\n\nSecurities registered under the Act:\n\n"
+        "| Title of each class | | Trading symbol | | Exchange |\n"
+        "| Common stock | | ACMW | | Nasdaq |"
+    )
+    question = "What is Acme Widgets' trading symbol?"
+    scored = await score_passages(question, [cover], embedder)
+    sentence = answering_sentence(question, scored, ranked_candidates(scored), MIN_FOCUS, [("acme.html", cover)])
+    assert sentence is not None and "ACMW" in sentence.display
+    sales = "Sales by month\n\n| Month | Sales |\n| --- | --- |\n| April | $210 |\n| May | $280 |"
+    other = "The June 2024 newsletter announces a new shop."
+    question = "What were the sales in June?"
+    scored = await score_passages(question, [sales, other], embedder)
+    sources = [("sales.md", sales), ("news.txt", other)]
+    assert answering_sentence(question, scored, ranked_candidates(scored), MIN_FOCUS, sources) is None
+
+
+async def test_a_count_must_say_what_it_counts(embedder) -> None:
+    """The sentence naming the year asked about gives a percentage, not a number of records."""
+    breaches = (
+        "Since 2010, over 300 million records have been lost in data breaches. "
+        "In 2019 the average cost of a data breach rose by 12% worldwide."
+    )
+    _, sentence = await first_answer(embedder, "How many records were lost in data breaches in 2019?", [breaches])
+    assert sentence is None
+    _, since = await first_answer(embedder, "How many records were lost in data breaches since 2010?", [breaches])
+    assert since is not None and "300 million records" in since.sentence.text

@@ -43,3 +43,36 @@ def test_a_sentence_with_commas_and_thousands_is_not_a_table_row() -> None:
 def test_long_units_are_cut() -> None:
     text = "; ".join(f"clause number {i} of a very long statement" for i in range(40))
     assert all(len(s.text) <= 401 for s in split_sentences(text))
+
+
+def test_a_wrapped_pdf_line_with_two_commas_stays_inside_its_sentence() -> None:
+    pdf = (
+        "Search engines rank pages with simple models, where classic term weighting\n"
+        "schemes, such as TF-IDF or BM25, are the\n"
+        "usual choice.\n"
+        "Learned models came later."
+    )
+    sentences = split_sentences(pdf)
+    assert [s.text for s in sentences] == [
+        "Search engines rank pages with simple models, where classic term weighting schemes, such as TF-IDF or "
+        "BM25, are the usual choice.",
+        "Learned models came later.",
+    ]
+    assert not any(s.is_table_row for s in sentences)
+
+
+def test_comma_separated_lines_next_to_each_other_are_table_rows() -> None:
+    sheet = "Sheet: Prices\nitem,size,price\nduck,large,12.50\nfrog,small,3.10"
+    rows = [s for s in split_sentences(sheet) if s.is_table_row]
+    assert [s.text for s in rows] == ["item,size,price", "duck,large,12.50", "frog,small,3.10"]
+
+
+def test_a_form_label_and_its_value_are_one_unit() -> None:
+    form = "Receipt\n\nCashier\nLena Park\n\nTable\n12\n\nThank you for dining with us.\nSee you soon."
+    assert [s.text for s in split_sentences(form)] == [
+        "Receipt",
+        "Cashier Lena Park",
+        "Table 12",
+        "Thank you for dining with us.",
+        "See you soon.",
+    ]

@@ -1,0 +1,79 @@
+"""An embedding backend for a model a store recorded (``provider:model[:urlhash]``), built from that
+identity and the current settings, so that a store's old vectors can still be queried while the
+configured model is another one (a model change waiting for, or in the middle of, `carrag reindex`).
+
+What can be built:
+
+- ``local:all-MiniLM-L6-v2``: the packaged ONNX model (or LOCAL_EMBEDDING_MODEL_PATH), whatever
+  EMBEDDER says now;
+- ``ollama:<model>[:urlhash]``: that model on OLLAMA_BASE_URL, when the URL hash (or its absence, for
+  the default URL) says the vectors came from that server;
+- ``openai:<model>[:urlhash]``: that model on EMBEDDINGS_BASE_URL with EMBEDDINGS_API_KEY, on the
+  same condition.
+
+Anything else (a model from another server, an identity from a test or a removed adapter) cannot be
+built: `DependencyUnavailable` says why. Whatever is built is checked against the recorded identity
+(the URL hash included), so a vector is never queried with a look-alike model.
+"""
+
+from __future__ import annotations
+
+from carrag.services.embedders.base import EmbeddingBackend
+from carrag.services.errors import DependencyUnavailable
+from carrag.services.settings import Settings, revealed
+
+
+def recorded_backend(identity: str, dimension: int, settings: Settings) -> EmbeddingBackend:
+    """The backend whose ``identity`` is ``identity``; `DependencyUnavailable` when it cannot be built."""
+    provider, _, rest = identity.partition(":")
+    backend: EmbeddingBackend
+    if provider == "local":
+        from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
+
+        backend = LocalOnnxEmbedder(
+            settings.local_embedding_model_path,
+            settings.local_embedding_tokenizer_path,
+            threads=settings.local_embedding_threads,
+            max_tokens=settings.local_embedding_max_tokens,
+        )
+    elif provider == "ollama":
+        from carrag.services.embedders.ollama import OllamaEmbedder
+
+        backend = OllamaEmbedder(
+            settings.ollama_base_url, _model_name(rest, identity, "ollama"), timeout=settings.ollama_timeout
+        )
+    elif provider == "openai":
+        from carrag.services.embedders.openai_compatible import OpenAICompatibleEmbedder
+
+        model = _model_name(rest, identity, "openai")
+        backend = OpenAICompatibleEmbedder(
+            settings.embeddings_base_url,
+            model,
+            revealed(settings.embeddings_api_key),
+            # the same model at another size is the same identity: ask for the recorded size then
+            dimensions=dimension if model == settings.embeddings_model else None,
+            max_inputs=settings.embed_batch_size,
+            timeout=settings.embed_timeout,
+            retries=settings.embed_retries,
+            backoff=settings.embed_retry_backoff,
+        )
+    else:
+        raise DependencyUnavailable("embedder", f"no embedder can be built for {identity!r} here")
+    if backend.identity != identity:
+        raise DependencyUnavailable(
+            "embedder",
+            f"{identity!r} came from another server than the configured one ({backend.identity!r} can be built)",
+        )
+    return backend
+
+
+def _model_name(rest: str, identity: str, provider: str) -> str:
+    """The model name inside ``rest`` (``model`` or ``model:urlhash``; model names may hold colons, as
+    in ``nomic-embed-text:latest``): the caller compares the rebuilt identity with the recorded one, so
+    a wrong guess here can only make the build refuse, never pick another model."""
+    if not rest:
+        raise DependencyUnavailable("embedder", f"{identity!r} names no {provider} model")
+    head, _, tail = rest.rpartition(":")
+    if head and len(tail) == 8 and all(c in "0123456789abcdef" for c in tail):
+        return head
+    return rest
