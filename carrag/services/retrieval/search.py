@@ -28,6 +28,7 @@ from carrag.services.rerankers.base import Reranker
 from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.expansion import build_passages, windows_in_hand
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
+from carrag.services.retrieval.one_version import one_version_per_source
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.telemetry import NullTelemetry, Telemetry
@@ -132,6 +133,7 @@ class SearchService:
         started = time.perf_counter()
         depth = depth or top_k * self.settings.retrieval_k_multiplier
         serving, (lexical, semantic, embed_ms) = await self._retrieve_served(question, depth, filters, mode, timings)
+        lexical, semantic = await one_version_per_source(self.store, lexical, semantic)
         if serving.note is not None:  # the store's model cannot be loaded (logged when it was tried)
             mode = SearchMode.BM25
         timings["embed_query"] = embed_ms
