@@ -16,11 +16,13 @@ INCOMPLETE_STREAM = "the answer stream ended without a result"
 @dataclass(slots=True)
 class FinishedAnswer:
     """What a whole answer stream said: the passages, the text streamed, and the `done` summary (whose
-    ``answer``, when set, is the checked answer that replaces the streamed text)."""
+    ``answer``, when set, is the checked answer that replaces the streamed text). ``drafted``: some of
+    the streamed text was the model's unchecked draft (``generate`` mode)."""
 
     done: StreamDone
     streamed: str = ""
     sources: list[Source] = field(default_factory=list)
+    drafted: bool = False
 
     @property
     def answer(self) -> str:
@@ -33,12 +35,14 @@ class FinishedAnswer:
 
 
 async def follow_answer(
-    events: AsyncGenerator[StreamEvent], on_token: Callable[[str], None] | None = None
+    events: AsyncGenerator[StreamEvent], on_token: Callable[[StreamToken], None] | None = None
 ) -> FinishedAnswer:
-    """Read the stream to its end; ``on_token`` gets each text delta as it arrives. An `error` event,
-    or an end without `done`, raises `ClientError`; the stream is closed either way."""
+    """Read the stream to its end; ``on_token`` gets each token (its text delta, and whether it is an
+    unchecked draft) as it arrives. An `error` event, or an end without `done`, raises `ClientError`;
+    the stream is closed either way."""
     sources: list[Source] = []
     streamed = ""
+    drafted = False
     done: StreamDone | None = None
     async with contextlib.aclosing(events):
         async for _, data in events:
@@ -46,12 +50,13 @@ async def follow_answer(
                 sources = data
             elif isinstance(data, StreamToken):
                 streamed += data.text
+                drafted = drafted or data.draft
                 if on_token is not None:
-                    on_token(data.text)
+                    on_token(data)
             elif isinstance(data, StreamError):
                 raise ClientError(data.detail)
             else:
                 done = data
     if done is None:
         raise ClientError(INCOMPLETE_STREAM)
-    return FinishedAnswer(done, streamed, sources)
+    return FinishedAnswer(done, streamed, sources, drafted)

@@ -157,6 +157,7 @@ def documents_show(
     fields = []
     for key in (
         "document_id",
+        "collection",
         "filename",
         "source_id",
         "source_type",

@@ -1,5 +1,10 @@
 """`carrag query` (the answer as it streams, then how it was made and its sources) and `carrag search`
-(a table of the best passages)."""
+(a table of the best passages).
+
+What the terminal shows of an answer: checked text as it arrives (extract, refusals, and `auto`, which
+the server sends only once checked). A `generate` answer streams the model's raw text under a "Draft"
+label, then the checked answer follows with each sentence no source supports marked
+(`answers.marking.MARK`)."""
 
 from __future__ import annotations
 
@@ -8,13 +13,14 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from carrag.api.schemas.query import QueryRequest, QueryResponse, SearchRequest, Source
+from carrag.api.schemas.query import QueryRequest, QueryResponse, SearchRequest, Source, StreamToken
 from carrag.cli.answer_stream import FinishedAnswer, follow_answer
 from carrag.cli.client import CarragClient, ClientError
 from carrag.cli.filters import CreatedAfter, CreatedBefore, FileName, MetaFilter, SourceType, TagPrefix, filter_fields
 from carrag.cli.options import ApiKey, AsJson, CollectionsOption, Rerank, SourceFilter, Tags, TopK, Url
 from carrag.cli.output import Column, one_line, pages_label, print_json, print_note, print_rows, short_id
 from carrag.cli.running import console, run_with_client
+from carrag.services.answers.marking import mark_unsupported
 from carrag.services.requests import split_tags
 from carrag.services.vocabulary import SearchMode
 
@@ -75,10 +81,12 @@ def query(
     async def work(client: CarragClient) -> None:
         printed = False
 
-        def show(text: str) -> None:
+        def show(token: StreamToken) -> None:
             nonlocal printed
+            if token.draft and not printed:
+                console.print(DRAFT_LABEL, markup=False, style="dim")
             printed = True
-            typer.echo(text, nl=False)
+            typer.echo(token.text, nl=False)
 
         try:
             finished = await follow_answer(client.stream_query(request), on_token=show)
@@ -98,12 +106,18 @@ async def collect_answer(client: CarragClient, request: QueryRequest) -> QueryRe
     return (await follow_answer(client.stream_query(request))).response()
 
 
+DRAFT_LABEL = "Draft (the model's text as it is written, not checked yet):"
+
+
 def print_answer_check(finished: FinishedAnswer) -> None:
-    """The final answer when the check changed the streamed one, and why it was made the way it was."""
+    """The final answer when the streamed text was a draft, the check changed it or found unsupported
+    sentences (marked), and why it was made the way it was."""
     done = finished.done
-    if done.answer and done.answer.strip() != finished.streamed.strip():
+    grounding = done.grounding.model_dump() if done.grounding is not None else None
+    marked = mark_unsupported(done.answer, grounding) if done.answer else ""
+    if marked and (finished.drafted or marked.strip() != finished.streamed.strip()):
         console.print("\n[bold]Checked answer[/bold]")
-        typer.echo(done.answer)
+        typer.echo(marked)
     notes = [f"answer: {done.answer_mode}"]
     if done.fallback_reason:
         notes.append(done.fallback_reason)

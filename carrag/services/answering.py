@@ -5,6 +5,12 @@ first, then ``token`` deltas, then ``done`` (or ``error`` if generation fails mi
 ``done`` event carries the final ``answer`` (citations fixed, loops cut, or the extractive fallback
 of ``auto``) and how it was made and checked.
 
+What a token may carry: only ``generate`` (the caller asked for the model's raw text) streams the
+model's deltas as they come, each flagged ``draft``; ``done.answer`` then replaces them, and its
+``grounding`` marks the sentences no source supports. Every other mode sends checked text only:
+``auto`` holds the generation back until the grounding check has run and sends the kept answer (or
+the extractive fallback) as one token, so unverified model text never reaches the user as the answer.
+
 The steps, each in its own module under ``carrag/services/answers/``:
 
 1. ``conversation``: a follow-up question is retrieved together with the previous user turn;
@@ -12,7 +18,8 @@ The steps, each in its own module under ``carrag/services/answers/``:
 3. ``refusal``: when no sentence is relevant enough, "the documents don't say" (no LLM);
 4. ``modes``: extract (``extractive``) or generate from the fitted context (``context``), with the
    ``loops`` detector watching the stream;
-5. ``grounding``: a generated answer is checked; ``auto`` falls back to extract when it is not grounded.
+5. ``scaffolding`` strips the prompt layout a small model echoes ("Question: …"), then ``grounding``
+   checks the generated answer; ``auto`` falls back to extract when it is not grounded.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from carrag.services.answers.grounding import Grounding, check_grounding
 from carrag.services.answers.loops import LoopDetector
 from carrag.services.answers.modes import AnswerMode, effective_mode
 from carrag.services.answers.refusal import judge_relevance, no_answer_text
+from carrag.services.answers.scaffolding import strip_prompt_echo
 from carrag.services.answers.scoring import ScoredPassages, score_passages
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable
@@ -73,8 +81,9 @@ class AnswerSummary:
 
 @dataclass(slots=True)
 class AnswerEvent:
-    """``sources``: list[SearchHit]; ``token``: str (a text delta); ``done``: AnswerSummary;
-    ``error``: str (why generation stopped after the stream began)."""
+    """``sources``: list[SearchHit]; ``token``: str (checked text) or {"text", "draft": True} (a raw
+    model delta in ``generate`` mode, not checked yet); ``done``: AnswerSummary; ``error``: str (why
+    generation stopped after the stream began)."""
 
     kind: Literal["sources", "token", "done", "error"]
     data: Any
@@ -221,7 +230,7 @@ class AnswerService:
                     return
         assert generated is not None
         generated.relevance = relevance.relevance
-        if not request.live_tokens:
+        if mode != "generate":  # auto streamed nothing: its checked answer (or the fallback) goes out now
             yield AnswerEvent("token", generated.answer)
         yield AnswerEvent("done", self._done(started, timings, outcome, generated))
 
@@ -283,8 +292,8 @@ class AnswerService:
                             first_token_ms = _ms(generation_started)
                         deltas += 1
                         looping = detector.feed(delta)
-                        if request.live_tokens and not looping:
-                            yield AnswerEvent("token", delta)
+                        if mode == "generate" and not looping:  # auto holds the text until it is checked
+                            yield AnswerEvent("token", {"text": delta, "draft": True})
                         if looping:
                             break  # closing the stream stops the generation
         except (TimeoutError, CarragError) as exc:
@@ -314,7 +323,7 @@ class AnswerService:
         step = time.perf_counter()
         try:
             grounding = await check_grounding(
-                detector.trimmed,
+                strip_prompt_echo(detector.trimmed),  # "Question: …" / "Answer based on context above:" echoes
                 fitted,
                 self.embedder,
                 question=request.question,

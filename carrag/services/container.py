@@ -25,8 +25,7 @@ from carrag.services.errors import DependencyUnavailable
 from carrag.services.fetchers.base import Fetcher
 from carrag.services.fetchers.http import HttpFetcher
 from carrag.services.ingestion import IngestionService
-from carrag.services.job_repository import InMemoryJobRepository, JobRepository
-from carrag.services.jobs import JobManager
+from carrag.services.jobs import InMemoryJobRepository, JobManager, JobRepository
 from carrag.services.llms.base import LLM
 from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.model_change import ModelChange
@@ -301,6 +300,7 @@ async def build_container(
             settings.reranker_model,
             settings.resolved_reranker_cache_dir,
             max_length=settings.reranker_max_length,
+            required=settings.rerank_enabled is True,
         )
     fetcher = fetcher or build_fetcher(settings)
     tagger = build_tagger(settings, llm)

@@ -80,7 +80,7 @@ class ModelChangeStatus:
     stored: str
     configured: str
     queries: str  # "stored model" (loaded beside), "loading" or "lexical only" (it cannot be loaded)
-    reindex: str  # "not started" | "building" (new vectors beside the live ones, possibly interrupted)
+    reindex: str  # SQLite: "not started" | "building" (new vectors beside, possibly interrupted); else a note
     done: int | None = None  # chunks with their new vector (SQLite)
     total: int | None = None
     detail: str = ""
@@ -269,7 +269,7 @@ class ModelChange:
             stored=recorded.describe(),
             configured=configured.describe(),
             queries="stored model" if serving is not None else "lexical only" if failed else "loading",
-            reindex="not started",
+            reindex="not started" if isinstance(self.store, SqliteStore) else "moves the alias when done",
         )
         if isinstance(self.store, SqliteStore):
             reindex = SqliteReindex(self.store)
@@ -281,11 +281,10 @@ class ModelChange:
             "lexical only": f"searches are lexical only ({self.unavailable_reason(recorded)})",
             "loading": "the stored model is loading to embed queries",
         }[status.queries]
-        progress = (
-            f"new vectors built beside: {status.done}/{status.total} chunks"
-            if status.reindex == "building"
-            else "reindex not started"
-        )
+        progress = {
+            "building": f"new vectors built beside: {status.done}/{status.total} chunks",
+            "not started": "reindex not started",
+        }.get(status.reindex, f"reindex: a new index generation; the reindex {status.reindex}")
         status.detail = (
             f"embedding model change pending: the live vectors are {status.stored}, the configured model is "
             f"{status.configured}; {queries} until `carrag reindex` (POST /admin/reindex) swaps the new vectors "

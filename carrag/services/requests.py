@@ -48,7 +48,6 @@ class AnswerQuery:
     max_tokens: int | None = None  # None: LLM_MAX_TOKENS (a request can only lower it)
     temperature: float | None = None  # None: LLM_TEMPERATURE
     client_instructions: str | None = None  # a client's system message, added after SYSTEM_PROMPT
-    live_tokens: bool = True  # False: send the answer only once it is checked (OpenAI streams)
 
     @property
     def question(self) -> str:

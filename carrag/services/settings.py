@@ -303,7 +303,12 @@ class Settings(BaseSettings):
     )
 
     # --- reranking ---------------------------------------------------------------------------------
-    rerank_enabled: bool = Field(True, description="Rerank by default (per-request `rerank` wins).")
+    rerank_enabled: Literal["auto"] | bool = Field(
+        "auto",
+        description="Rerank by default (per-request `rerank` wins). `auto`: when the reranker model is installed "
+        "(no model ships in a PyPI package, so the embedded default runs without, and /health says `off`); `true`: "
+        "always, and a missing model makes /health `degraded` and every answer carry a `rerank_note`.",
+    )
     reranker_model: str = Field("ms-marco-MiniLM-L-12-v2", description="flashrank model name.")
     reranker_cache_dir: Path | None = Field(
         None, description="Directory holding `<model>/` files (default: `<DATA_DIR>/flashrank`)."

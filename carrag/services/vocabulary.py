@@ -64,5 +64,6 @@ class PdfMode(StrEnum):
     MARKDOWN = "markdown"
 
 
-HealthStatus = Literal["ok", "degraded", "unavailable"]
-"""A component's state in /health (every adapter reports one)."""
+HealthStatus = Literal["ok", "off", "degraded", "unavailable"]
+"""A component's state in /health (every adapter reports one); ``off``: left out by configuration
+(`RERANK_ENABLED=auto` without an installed model), which does not make the service degraded."""

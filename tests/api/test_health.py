@@ -13,8 +13,22 @@ async def test_health_reports_every_component(client: httpx.AsyncClient) -> None
     assert body["components"]["store"]["status"] == "ok"
     assert body["components"]["embedder"]["model"] == "all-MiniLM-L6-v2"
     reranker = body["components"]["reranker"]
-    assert reranker["status"] == "unavailable" and "not installed" in reranker["detail"]
-    assert body["status"] == "degraded"
+    assert reranker["status"] == "off" and "not installed" in reranker["detail"], "RERANK_ENABLED=auto, no model"
+    others = {name: c["status"] for name, c in body["components"].items() if name != "reranker"}
+    assert body["status"] == ("ok" if set(others.values()) == {"ok"} else "degraded"), "an off reranker is no fault"
+
+
+async def test_a_required_reranker_without_its_model_makes_the_service_degraded(tmp_path, embedding_backend) -> None:
+    from carrag.api.routes.health import health_report
+    from tests.conftest import close_container, make_settings, open_container
+
+    settings = make_settings(tmp_path, rerank_enabled=True)
+    container = await open_container(settings, embedding_backend)
+    try:
+        report = health_report(await container.health(), settings)
+        assert report.components["reranker"].status == "unavailable" and report.status == "degraded"
+    finally:
+        await close_container(container)
 
 
 async def test_the_version_is_the_installed_packages_everywhere(client: httpx.AsyncClient) -> None:

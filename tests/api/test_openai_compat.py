@@ -12,6 +12,7 @@ import openai
 import pytest
 
 from carrag.api.main import create_app
+from carrag.services.answers.marking import NOTE_HEADING, unsupported_note
 from carrag.services.container import Container
 from carrag.services.llms.ollama import OllamaLLM
 from carrag.services.requests import IngestCommand
@@ -68,7 +69,10 @@ async def test_non_stream_completion_answers_with_sources(sdk: openai.AsyncOpenA
     )
     assert completion.object == "chat.completion" and completion.model == "carrag"
     assert completion.choices[0].message.role == "assistant"
-    assert completion.choices[0].message.content == RECORDED_ANSWER
+    grounding = completion.model_extra["grounding"]
+    content = completion.choices[0].message.content
+    assert content == RECORDED_ANSWER + unsupported_note(grounding), "unsupported sentences are named in the text"
+    assert content.endswith(f"{NOTE_HEADING}\n- Snapshots are retained for thirty days.\n- The answer is: 30 days")
     assert completion.choices[0].finish_reason == "stop"
     sources = completion.model_extra["sources"]
     assert 1 <= len(sources) <= 2
@@ -76,7 +80,6 @@ async def test_non_stream_completion_answers_with_sources(sdk: openai.AsyncOpenA
     meta = completion.model_extra["carrag"]
     assert meta["llm"] == "llama3.2" and meta["reranked"] is False and meta["timings_ms"]["generate"] >= 0
     assert meta["answer_mode"] == "generate" and meta["finish_reason"] == "stop"
-    grounding = completion.model_extra["grounding"]
     assert grounding["grounded"] is False, "the recorded answer (snapshots, 30 days) is not about brake fluid"
     assert completion.usage is not None and completion.usage.completion_tokens > 0
     assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens
@@ -109,11 +112,27 @@ async def test_stream_is_openai_chunks_with_sources_first(sdk: openai.AsyncOpenA
     assert chunks[0].choices[0].delta.role == "assistant"
     assert chunks[0].model_extra["sources"][0]["source_id"] == "brakes.txt"
     text = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
-    assert text == RECORDED_ANSWER
+    note = unsupported_note(chunks[-1].model_extra["grounding"])
+    assert note and text == RECORDED_ANSWER + note, "the raw answer streams, then a note names what is unsupported"
+    assert chunks[-2].choices[0].delta.content == note
     assert len(chunks) > 3, "the answer arrives as many deltas"
     assert chunks[-1].choices[0].finish_reason == "stop"
     assert chunks[-1].model_extra["carrag"]["llm"] == "llama3.2"
     assert chunks[-1].model_extra["grounding"]["sentences"], "the last chunk carries the grounding check"
+
+
+async def test_auto_stream_sends_only_the_checked_answer(sdk: openai.AsyncOpenAI) -> None:
+    stream = await sdk.chat.completions.create(
+        model="carrag",
+        stream=True,
+        messages=[{"role": "user", "content": QUESTION}],
+        extra_body={"answer_mode": "auto"},
+    )
+    chunks = [chunk async for chunk in stream]
+    contents = [chunk.choices[0].delta.content for chunk in chunks if chunk.choices[0].delta.content]
+    assert len(contents) == 1, "the checked answer in one chunk, nothing of the draft"
+    assert "brake fluid" in contents[0] and "30 days" not in contents[0] and "thirty" not in contents[0]
+    assert chunks[-1].model_extra["carrag"]["answer_mode"] == "extract"
 
 
 async def test_history_is_passed_on(sdk: openai.AsyncOpenAI, replay: OllamaReplay) -> None:

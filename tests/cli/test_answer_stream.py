@@ -17,6 +17,8 @@ from carrag.api.schemas.query import QueryRequest, Source, StreamDone, StreamErr
 from carrag.cli.answer_stream import INCOMPLETE_STREAM, follow_answer
 from carrag.cli.client import ClientError, StreamEvent
 from carrag.cli.main import app
+from carrag.cli.questions import DRAFT_LABEL
+from carrag.services.answers.marking import MARK
 
 SOURCES = [
     Source(
@@ -58,7 +60,7 @@ class ScriptedClient:
 
 def follow(script: list[StreamEvent], tokens: list[str] | None = None):
     client = ScriptedClient(script)
-    on_token = tokens.append if tokens is not None else None
+    on_token = (lambda token: tokens.append(token.text)) if tokens is not None else None
     finished = asyncio.run(follow_answer(client.stream_query(QueryRequest(question="q")), on_token))
     return finished, client
 
@@ -153,3 +155,41 @@ def test_query_json_is_post_query_shape_from_the_same_walk(monkeypatch: pytest.M
 
     failed, _ = run_query(monkeypatch, events(StreamToken(text="x"), StreamError(detail="boom")), "--json")
     assert failed.exit_code == 1 and failed.stdout == "" and failed.stderr.strip() == "error: boom"
+
+
+def test_query_labels_a_draft_and_marks_unsupported_sentences_in_the_checked_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Acceptance report P4/P5: the model's invented "3.2 psi" was printed first with nothing saying it was unchecked."""
+    answer = "Inflate to 35 psi [Source 1]. It holds 3.2 psi."
+    grounding = {
+        "grounded": False,
+        "support": 0.2,
+        "sentences": [
+            {"text": "Inflate to 35 psi [Source 1].", "start": 0, "end": 29, "support": 0.9, "supported": True},
+            {"text": "It holds 3.2 psi.", "start": 30, "end": 47, "support": 0.2, "supported": False},
+        ],
+        "unsupported": [1],
+    }
+    draft = [StreamToken(text="Inflate to 35 psi [1]. ", draft=True), StreamToken(text="It holds 3.2 psi.", draft=True)]
+    script = events(*draft, done(answer=answer, answer_mode="generate", grounding=grounding))
+    result, _ = run_query(monkeypatch, script)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        f"{DRAFT_LABEL}\n"
+        "Inflate to 35 psi [1]. It holds 3.2 psi.\n"
+        "\nChecked answer\n"
+        f"Inflate to 35 psi [Source 1]. It holds 3.2 psi. {MARK}\n"
+        "(answer: generate; 1 unsupported sentence(s))\n"
+    )
+
+
+def test_query_prints_a_checked_auto_answer_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto sends its checked answer as one token: printed once, no draft label, no second copy."""
+    text = "Use DOT 4 LV [Source 1]."
+    script = events(
+        SOURCES[:1], StreamToken(text=text), done(answer=text, answer_mode="extract", requested_mode="auto")
+    )
+    result, _ = run_query(monkeypatch, script)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"{text}\n(answer: extract)\n") and DRAFT_LABEL not in result.stdout

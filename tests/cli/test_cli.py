@@ -165,6 +165,7 @@ def test_query_search_and_documents(workdir: Path, local_env) -> None:
     shown = carrag(local_env, "documents", "show", manual["document_id"], "--full")
     assert shown.exit_code == 0, shown.output
     assert re.search(r"^source_id\tmanual\.pdf$", shown.stdout, re.M) and "system.total_pages" in shown.stdout
+    assert re.search(r"^collection\tdefault$", shown.stdout, re.M), "which collection the copy shown is in"
     assert re.search(r"^2\tpp\. 3–4\t", shown.stdout, re.M) and "FL-500S" in shown.stdout
 
     refused = carrag(local_env, "documents", "delete", manual["document_id"], input="n\n")

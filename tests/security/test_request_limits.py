@@ -42,6 +42,21 @@ async def test_top_k_over_max_top_k_is_400(limited_client: httpx.AsyncClient, ro
     assert "MAX_TOP_K" in response.json()["detail"]
 
 
+async def test_max_top_k_above_a_hundred_is_honoured(tmp_path, embedding_backend) -> None:
+    """The request schema once capped top_k at 100 whatever MAX_TOP_K said (422 for 150 with MAX_TOP_K=300)."""
+    container = await open_container(make_settings(tmp_path, max_top_k=300), embedding_backend)
+    app = create_app(container=container)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://carrag.test") as client:
+            for route in ("/search", "/query"):
+                response = await client.post(route, json={"question": "tire pressure", "top_k": 150})
+                assert response.status_code == 200, response.text[:300]
+            over = await client.post("/search", json={"question": "tire pressure", "top_k": 301})
+            assert over.status_code == 400 and "MAX_TOP_K" in over.json()["detail"]
+    finally:
+        await close_container(container)
+
+
 @pytest.mark.parametrize("route", QUESTION_ROUTES)
 @pytest.mark.parametrize(
     "body",
@@ -55,7 +70,7 @@ async def test_top_k_over_max_top_k_is_400(limited_client: httpx.AsyncClient, ro
         {"question": "x" * 20_001},
         {"question": "oil", "top_k": 0},
         {"question": "oil", "top_k": -5},
-        {"question": "oil", "top_k": 101},
+        {"question": "oil", "top_k": 1001},  # past the largest MAX_TOP_K there can be
         {"question": "oil", "top_k": 10**30},
         {"question": "oil", "top_k": 2.5},
         {"question": "oil", "top_k": "many"},

@@ -176,3 +176,44 @@ async def test_every_listed_source_reaches_the_model(answers_with) -> None:
     prompt = llm.calls[0]["messages"][-1].content
     assert all(f"[Source {n}:" in prompt for n in range(1, len(answer.sources) + 1))
     assert prompt.index("Question:") - prompt.index("Context:") <= 1200 + 20
+
+
+async def events_of(answers, request: AnswerQuery) -> list[tuple[str, object]]:
+    return [(event.kind, event.data) async for event in answers.stream_answer(request)]
+
+
+async def test_auto_sends_no_model_text_until_it_is_checked(answers_with) -> None:
+    """The acceptance report saw the invented text stream first in auto mode; now only the checked answer goes out."""
+    answers = await answers_with(RecordingLLM(INVENTED))
+    events = await events_of(answers, AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="auto"))
+    kinds = [kind for kind, _ in events]
+    assert kinds == ["sources", "token", "done"], "one token: the checked answer (here the fallback)"
+    token, done = events[1][1], events[2][1]
+    assert isinstance(token, str) and "Bosch" not in token and token == done.answer
+    assert done.answer_mode == "extract" and done.requested_mode == "auto"
+
+    kept = await answers_with(RecordingLLM(GROUNDED))
+    events = await events_of(kept, AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="auto"))
+    assert [kind for kind, _ in events] == ["sources", "token", "done"]
+    assert events[1][1] == events[2][1].answer and events[2][1].answer_mode == "generate"
+
+
+async def test_generate_streams_the_model_text_as_a_draft(answers_with) -> None:
+    answers = await answers_with(RecordingLLM(INVENTED))
+    events = await events_of(answers, AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="generate"))
+    tokens = [data for kind, data in events if kind == "token"]
+    assert len(tokens) > 1 and all(token["draft"] is True for token in tokens)  # type: ignore[index]
+    done = events[-1][1]
+    assert done.grounding["unsupported"] == [0], "the final answer's check marks the invented sentence"
+
+
+async def test_echoed_prompt_scaffolding_is_stripped_before_the_check(answers_with) -> None:
+    echoed = (
+        f"{GROUNDED}\nQuestion: Which oil filter fits the 3.5L EcoBoost engine [Source 2]?\n"
+        f"Answer based on context above: {GROUNDED}"
+    )
+    answers = await answers_with(RecordingLLM(echoed))
+    answer = await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="auto"))
+    assert answer.answer_mode == "generate", answer.fallback_reason
+    assert "Question:" not in answer.answer and "Answer based on" not in answer.answer
+    assert [s["text"].startswith("The correct oil filter") for s in answer.grounding["sentences"]] == [True, True]

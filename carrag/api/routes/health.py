@@ -19,12 +19,12 @@ async def health(container: ContainerDep) -> HealthOut:
 
 
 def health_report(components: dict[str, ComponentHealth], settings: Settings) -> HealthOut:
-    """Overall: unavailable without a store or embedder, degraded when anything else is not ok; and the
-    store in use (``settings``)."""
-    states = {c.status for c in components.values()}
+    """Overall: unavailable without a store or embedder, degraded when anything else is neither ok nor
+    off (left out by configuration); and the store in use (``settings``)."""
+    states = {c.status for c in components.values()} - {"off"}
     if components["store"].status == "unavailable" or components["embedder"].status == "unavailable":
         overall = "unavailable"
-    elif states != {"ok"}:
+    elif states - {"ok"}:
         overall = "degraded"
     else:
         overall = "ok"

@@ -1,6 +1,6 @@
 """POST /ingest/file and POST /ingest/url: validate, hand to the ingestion service, answer.
 
-With ``?async=true`` the validated input becomes an ingest job instead (`carrag/services/jobs.py`): the
+With ``?async=true`` the validated input becomes an ingest job instead (`carrag/services/jobs/`): the
 answer is 202 with the job id at once; GET /jobs/{id} follows it.
 """
 

@@ -1,4 +1,4 @@
-"""GET /jobs, GET /jobs/{id}, DELETE /jobs/{id}: asynchronous ingests (see `carrag/services/jobs.py`).
+"""GET /jobs, GET /jobs/{id}, DELETE /jobs/{id}: asynchronous ingests (see `carrag/services/jobs/`).
 
 Jobs are created by ``POST /ingest/file?async=true`` and ``POST /ingest/url?async=true``. Their records
 live in the store, so every replica answers for every job, and a cancel works from any replica.

@@ -14,7 +14,10 @@ The answer comes from the same path as ``/query`` (`AnswerService.stream_answer`
   timings_ms, ...) are on the response or the last chunk. The openai SDK exposes them through
   ``model_extra``. ``usage`` counts tokens (prompt tokens estimated).
 - a stream in ``auto`` mode sends the answer once it is checked (one content chunk), since an
-  OpenAI stream cannot take back text it already sent.
+  OpenAI stream cannot take back text it already sent;
+- OpenAI clients never read ``grounding``, so when sentences of a generated answer are not supported
+  by the sources, the content ends with a note listing them (`answers.marking.unsupported_note`):
+  appended to the whole answer, or sent as the last content chunk of a stream.
 
 Streams are OpenAI's format: ``data: {chat.completion.chunk}`` lines, then ``data: [DONE]``. An
 error after the stream began is sent as ``data: {"error": {...}}`` (the SDK raises it). Error
@@ -49,6 +52,7 @@ from carrag.api.schemas.query import SOURCE_LIST, Grounding, Usage, jsonable, st
 from carrag.api.streaming import opened
 from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.answering import AnswerEvent
+from carrag.services.answers.marking import unsupported_note
 from carrag.services.errors import InvalidInput, NotFound
 from carrag.services.models import DEFAULT_COLLECTION, ChatMessage
 from carrag.services.requests import AnswerQuery, RequestFactory
@@ -180,7 +184,6 @@ def answer_query(
         max_tokens=body.max_completion_tokens or body.max_tokens,
         temperature=body.temperature,
         client_instructions=instructions[:MAX_MESSAGE_CHARS] or None,
-        live_tokens=(body.answer_mode or requests.settings.resolved_answer_mode) != "auto",
     )
 
 
@@ -221,7 +224,7 @@ async def chat_completions(
             model=MODEL_ID,
             choices=[
                 Choice(
-                    message=AssistantMessage(content=answer.answer),
+                    message=AssistantMessage(content=answer.answer + unsupported_note(answer.grounding)),
                     finish_reason=openai_finish_reason(answer.finish_reason),  # type: ignore[arg-type]
                 )
             ],
@@ -260,7 +263,9 @@ async def chat_completions(
         if event.kind == "done":
             meta = carrag_meta(payload)
             extra = {"grounding": payload["grounding"], "usage": payload["usage"], "carrag": meta}
-            return chunk({}, openai_finish_reason(payload["finish_reason"]), **extra) + "data: [DONE]\n\n"
+            note = unsupported_note(payload["grounding"])
+            marked = chunk({"content": note}) if note else ""
+            return marked + chunk({}, openai_finish_reason(payload["finish_reason"]), **extra) + "data: [DONE]\n\n"
         return f"data: {json.dumps({'error': {'message': payload['detail'], 'type': 'server_error'}})}\n\n"
 
     async def stream() -> AsyncIterator[str]:

@@ -41,7 +41,9 @@ class ChatCompletionRequest(AnswerOptions):
     max_completion_tokens: int | None = Field(None, ge=1, description="OpenAI's newer name for max_tokens.")
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature (default LLM_TEMPERATURE).")
     # Carrag's extras
-    top_k: int | None = Field(None, ge=1, le=100, description="Passages retrieved (default DEFAULT_TOP_K).")
+    top_k: int | None = Field(
+        None, ge=1, le=1000, description="Passages retrieved (default DEFAULT_TOP_K; at most MAX_TOP_K)."
+    )
     tags: list[str] | None = Field(None, max_length=50, description="Only documents with any of these tags.")
     source: str | None = Field(None, max_length=2048, description="Exact source id or glob (`*.md`).")
     rerank: bool | None = Field(None, description="Override RERANK_ENABLED for this request.")

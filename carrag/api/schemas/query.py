@@ -22,7 +22,9 @@ class HistoryMessage(Schema):
 
 class _QuestionBase(Schema):
     question: str = Field(..., min_length=1, max_length=20000)
-    top_k: int | None = Field(None, ge=1, le=100, description="Passages to return (default: DEFAULT_TOP_K).")
+    top_k: int | None = Field(
+        None, ge=1, le=1000, description="Passages to return (default: DEFAULT_TOP_K; at most MAX_TOP_K)."
+    )
     tags: list[str] | None = Field(None, max_length=50, description="Only documents with any of these tags.")
     source: str | None = Field(None, max_length=2048, description="Exact source id or glob (`*.md`).")
     rerank: bool | None = Field(None, description="Override RERANK_ENABLED for this request.")
@@ -228,6 +230,11 @@ class SearchResponse(Schema):
 # --- /query/stream events (Server-Sent Events; the CLI reads them back) ------------------------------
 class StreamToken(Schema):
     text: str = Field(description="One text delta; never cumulative.")
+    draft: bool = Field(
+        False,
+        description="True: the model's raw output as it is written (`generate` mode), not checked yet; "
+        "`done.answer` replaces it and `done.grounding` marks what no source supports. False: checked text.",
+    )
 
 
 class Usage(Schema):

@@ -5,6 +5,8 @@
 // (every field may be absent): sentences the sources do not support are marked (`grounding`), an
 // answer cut by the token limit says so (`finish_reason`), "the documents don't say" (`answerable:
 // false`) is shown as such with the closest passages, and source cards highlight `highlights`.
+// Tokens flagged `draft` (the model's raw text in `generate` mode) are shown as a draft, labelled as
+// not checked, until `done` replaces them with the checked answer; `auto` answers arrive checked.
 
 import { streamEvents } from "./api.js";
 import { currentCollection } from "./collections.js";
@@ -15,6 +17,7 @@ import { highlightedText, highlightedSnippet } from "./highlight.js";
 const CITATION = /\[Sources? \d+(?:\s*(?:,|and|&)\s*(?:Source )?\d+)*\]/g;
 const HISTORY_TURNS = 10; // question/answer pairs sent with the next question
 const NO_ANSWER = "The documents don't say. These are the closest passages:";
+const DRAFT = "Draft: the model's text as it is written, not checked against the sources yet.";
 const STOPPED = {
   length: "Answer cut off: it reached the length limit (LLM_MAX_TOKENS).",
   loop: "Answer stopped: it had started repeating itself.",
@@ -85,6 +88,7 @@ function addTurnElement(question) {
   for (const element of $("#conversation").querySelectorAll("[aria-live]")) element.removeAttribute("aria-live");
   const parts = {
     notice: h("p", { class: "notice no-answer", hidden: true }, NO_ANSWER),
+    draft: h("p", { class: "notice draft", hidden: true }, DRAFT),
     text: h("div", { id: "answer-text", class: "answer-text", "aria-live": "polite", "aria-busy": "true" }),
     stopped: h("p", { class: "notice stopped", hidden: true }),
     meta: h("p", { id: "answer-meta", class: "hint answer-meta" }, "Searching…"),
@@ -94,7 +98,8 @@ function addTurnElement(question) {
   parts.sourcesBox = h("section", { class: "turn-sources", hidden: true }, parts.sourcesTitle, parts.sources);
   parts.element = h("li", { class: "turn", dataset: { state: "streaming" } },
     h("p", { class: "turn-question" }, h("span", { class: "visually-hidden" }, "Question: "), question),
-    h("article", { class: "card answer", "aria-label": "Answer" }, parts.notice, parts.text, parts.stopped, parts.meta),
+    h("article", { class: "card answer", "aria-label": "Answer" },
+      parts.notice, parts.draft, parts.text, parts.stopped, parts.meta),
     parts.sourcesBox);
   $("#conversation").append(parts.element);
   return parts;
@@ -130,6 +135,11 @@ async function ask() {
         renderSources(view, sources);
         view.meta.textContent = sources.length ? "Generating…" : "";
       } else if (event === "token") {
+        if (data.draft && view.draft.hidden) {
+          view.draft.hidden = false;
+          view.text.classList.add("draft");
+          view.meta.textContent = "Generating… (draft, checked when it is complete)";
+        }
         turn.answer += data.text;
         if (!pending) {
           pending = true;
@@ -138,6 +148,8 @@ async function ask() {
       } else if (event === "done") {
         done = data || {};
         if (typeof done.answer === "string") turn.answer = done.answer; // the checked answer, citations fixed
+        view.draft.hidden = true;
+        view.text.classList.remove("draft");
         if (Array.isArray(done.sources)) sources = done.sources;
         sources = withHighlights(sources, done.highlights);
         turn.finished = true;

@@ -5,8 +5,13 @@ the model was given, and do its citations point at them?
    are read too); a citation to a source that does not exist is removed and reported.
 2. The answer is split into sentences. Each sentence's support against each source mixes the best
    cosine similarity to the source's sentences (the embedder) with the share of the sentence's
-   content terms found in the source. Numbers found in no source (nor the question) make the
-   sentence unsupported; names found in none lower its support.
+   content terms found in one window of ``WINDOW_SENTENCES`` neighbouring sentences of that source
+   (or in the question): a claim must be stated in one place, not assembled from words scattered
+   over a passage. A sentence that adds more than ``MAX_UNCOVERED_TERMS`` content terms found in no
+   such window (and more than ``MAX_UNCOVERED_SHARE`` of its terms) is unsupported however similar
+   it reads: "the FL-500S, a motor car fuel filter modified to fit the engine" embeds close to "the
+   oil filter is the FL-500S", and only its words show the invention. Numbers found in no source
+   (nor the question) make the sentence unsupported; names found in none lower its support.
 3. A supported sentence without a citation gets the citation of its best source; a sentence whose
    citations point only at sources that do not support it, while another source does, has them
    replaced (reported as removed and added).
@@ -33,6 +38,9 @@ COSINE_WEIGHT = 0.5
 LEXICAL_WEIGHT = 0.5
 NAME_PENALTY = 0.8  # support multiplier per name found in no source
 MIN_CHECKED_TERMS = 2  # shorter sentences ("Yes.", "Sure!") are not checked
+WINDOW_SENTENCES = 3  # a claim's terms must be found within this many neighbouring source sentences
+MAX_UNCOVERED_TERMS = 2  # content terms a supported sentence may add beyond its window and the question
+MAX_UNCOVERED_SHARE = 0.2  # ... unless they are this small a share of its terms (a long paraphrase)
 
 _CITATION = re.compile(
     r"\[\s*(?:sources?\s*)?(\d+(?:\s*(?:,|;|&|and)\s*(?:source\s*)?\d+)*)(?:\s*[:|-][^\]\n]{0,120})?\s*\]", re.I
@@ -51,6 +59,7 @@ class CheckedSentence:
     checked: bool = True
     evidence: list[ScoredSentence] = field(default_factory=list)
     per_source: list[float] = field(default_factory=list)  # support from each source, in source order
+    unfound_terms: list[str] = field(default_factory=list)  # terms of it the best source's windows lack
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -161,7 +170,8 @@ async def check_grounding(
     spans = _sentence_spans(text)
     contents = [without_citations(text[start:end]) for start, end in spans]
     vectors = await _embed(embedder, contents)
-    source_terms = [set(terms(source.text)) | numbers(source.text, spelled=True) for source in sources]
+    windows = [_windows(source) for source in sources]
+    question_terms = set(terms(question)) | numbers(question, spelled=True)
     source_text = " \n ".join(source.text for source in sources).lower()
     known_numbers = numbers(source_text, spelled=True) | numbers(question, spelled=True)
     known_text = source_text + " " + question.lower()
@@ -177,7 +187,10 @@ async def check_grounding(
         if len(sentence_terms) < MIN_CHECKED_TERMS:
             result = CheckedSentence(sentence_text, 0, 0, 1.0, None, True, checked=False)
         else:
-            result = _check(content, sentence_terms, vector, sources, source_terms, known_numbers, known_text)
+            cited = [n for n in dict.fromkeys(cited_sources(sentence_text)) if 1 <= n <= len(sources)]
+            result = _check(
+                content, sentence_terms, vector, sources, windows, question_terms, known_numbers, known_text, cited
+            )
             result.supported = result.supported and result.support >= min_support
             sentence_text, swapped_out, swapped_in = _fix_citations(sentence_text, result, sources, vector, min_support)
             removed.extend(swapped_out)
@@ -200,11 +213,34 @@ async def _embed(embedder: EmbeddingService, texts: list[str]) -> list[np.ndarra
     return list(vectors / norms)
 
 
+def _windows(source: FittedSource) -> list[set[str]]:
+    """The term sets of each run of ``WINDOW_SENTENCES`` neighbouring sentences of what the model saw
+    of ``source`` (numbers also as their spelled-out forms: "thirty" supports "30")."""
+    per_sentence = [set(s.terms) | numbers(s.readable, spelled=True) for s in source.sentences]
+    if not per_sentence:
+        return [set(terms(source.text)) | numbers(source.text, spelled=True)]
+    count = max(len(per_sentence) - WINDOW_SENTENCES + 1, 1)
+    return [set().union(*per_sentence[i : i + WINDOW_SENTENCES]) for i in range(count)]
+
+
+def uncovered_terms(sentence_terms: Sequence[str], windows: Sequence[set[str]], question_terms: set[str]) -> set[str]:
+    """The sentence's content terms that the best-covering window of a source (with the question) lacks."""
+    unique = set(sentence_terms) - question_terms
+    if not unique:
+        return set()
+    return min((unique - window for window in windows), key=len, default=unique)
+
+
 def _source_support(
-    sentence_terms: list[str], vector: np.ndarray | None, source: FittedSource, terms_of_source: set[str]
-) -> tuple[float, ScoredSentence | None]:
+    sentence_terms: list[str],
+    vector: np.ndarray | None,
+    source: FittedSource,
+    windows: list[set[str]],
+    question_terms: set[str],
+) -> tuple[float, ScoredSentence | None, set[str]]:
     unique = set(sentence_terms)
-    lexical = len(unique & terms_of_source) / len(unique) if unique else 0.0
+    uncovered = uncovered_terms(sentence_terms, windows, question_terms)
+    lexical = 1 - len(uncovered) / len(unique) if unique else 0.0
     best_cosine, best_sentence = 0.0, None
     if vector is not None:
         for candidate in source.sentences:
@@ -213,7 +249,13 @@ def _source_support(
             cosine = float(candidate.vector @ vector)
             if cosine > best_cosine:
                 best_cosine, best_sentence = cosine, candidate
-    return COSINE_WEIGHT * best_cosine + LEXICAL_WEIGHT * lexical, best_sentence
+    return COSINE_WEIGHT * best_cosine + LEXICAL_WEIGHT * lexical, best_sentence, uncovered
+
+
+def adds_unfound_terms(uncovered: set[str], sentence_terms: Sequence[str]) -> bool:
+    """Too many of the sentence's terms are in no window of the source: whatever it embeds like, it says more."""
+    unique = set(sentence_terms)
+    return len(uncovered) > MAX_UNCOVERED_TERMS and len(uncovered) > MAX_UNCOVERED_SHARE * len(unique)
 
 
 def _check(
@@ -221,13 +263,15 @@ def _check(
     sentence_terms: list[str],
     vector: np.ndarray | None,
     sources: Sequence[FittedSource],
-    source_terms: list[set[str]],
+    windows: list[list[set[str]]],
+    question_terms: set[str],
     known_numbers: set[str],
     known_text: str,
+    cited: Sequence[int] = (),
 ) -> CheckedSentence:
     supports = [
-        _source_support(sentence_terms, vector, source, found)
-        for source, found in zip(sources, source_terms, strict=True)
+        _source_support(sentence_terms, vector, source, source_windows, question_terms)
+        for source, source_windows in zip(sources, windows, strict=True)
     ]
     invented_numbers = numbers(content) - known_numbers
     invented_names = [name for name in names(content) if name not in known_text]
@@ -235,10 +279,20 @@ def _check(
     if not supports:
         return CheckedSentence(content, 0, 0, 0.0, None, False)
     best = max(range(len(supports)), key=lambda i: supports[i][0])
-    support = supports[best][0] * penalty
-    if invented_numbers:
+    support, best_sentence, uncovered = supports[best]
+    per_source = [value if not adds_unfound_terms(found, sentence_terms) else 0.0 for value, _, found in supports]
+    if len(cited) > 1:  # a sentence joining cited sources: each one's best window covers its part
+        joined = set(sentence_terms) - question_terms
+        for number in cited:
+            joined = min((joined - window for window in windows[number - 1]), key=len, default=joined)
+        if len(joined) < len(uncovered):
+            uncovered = joined
+            for number in cited:
+                per_source[number - 1] = max(per_source[number - 1], supports[number - 1][0])
+    support *= penalty
+    unfound = adds_unfound_terms(uncovered, sentence_terms)
+    if invented_numbers or unfound:
         support *= 0.5
-    best_sentence = supports[best][1]
     evidence = [best_sentence] if best_sentence is not None else []
     return CheckedSentence(
         content,
@@ -246,10 +300,11 @@ def _check(
         0,
         min(max(support, 0.0), 1.0),
         best + 1,
-        not invented_numbers,
+        not invented_numbers and not unfound,
         True,
         evidence,
-        [value for value, _ in supports],
+        per_source,
+        sorted(uncovered),
     )
 
 

@@ -3,7 +3,8 @@
 flashrank downloads its model from a hub on first use. This adapter never lets it: it loads the
 model only when ``<RERANKER_CACHE_DIR>/<model>/`` already holds the files (the Dockerfile bakes
 them in). Otherwise the reranker reports itself unavailable, with the reason, and queries run
-without reranking; nothing pretends to rerank.
+without reranking; nothing pretends to rerank. Unless reranking is ``required`` (`RERANK_ENABLED=true`),
+a missing model is a configuration, not a fault: /health reports the reranker ``off``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.models import ComponentHealth
+from carrag.services.vocabulary import HealthStatus
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +53,9 @@ def missing_model_reason(cache_dir: Path, model: str) -> str | None:
 
 
 class FlashrankReranker:
-    def __init__(self, model: str, cache_dir: Path, *, max_length: int = 512) -> None:
+    def __init__(self, model: str, cache_dir: Path, *, max_length: int = 512, required: bool = True) -> None:
         self.model = model
+        self.required = required
         self.cache_dir = Path(cache_dir)
         self.available = False
         self.unavailable_reason = missing_model_reason(self.cache_dir, model)
@@ -67,7 +70,8 @@ class FlashrankReranker:
             except Exception as exc:  # noqa: BLE001 - a damaged model file must not stop the service
                 self.unavailable_reason = f"loading {model} failed: {exc}"
         if not self.available:
-            logger.warning("reranker unavailable; queries run without it", extra={"reason": self.unavailable_reason})
+            log = logger.warning if required else logger.info
+            log("reranker unavailable; queries run without it", extra={"reason": self.unavailable_reason})
 
     def _score(self, question: str, passages: Sequence[str]) -> list[float]:
         from flashrank import RerankRequest
@@ -90,4 +94,5 @@ class FlashrankReranker:
     async def health(self) -> ComponentHealth:
         if self.available:
             return ComponentHealth("reranker", "ok", "flashrank", self.model, str(self.cache_dir / self.model))
-        return ComponentHealth("reranker", "unavailable", "flashrank", self.model, self.unavailable_reason)
+        status: HealthStatus = "unavailable" if self.required else "off"
+        return ComponentHealth("reranker", status, "flashrank", self.model, self.unavailable_reason)

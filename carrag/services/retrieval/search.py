@@ -28,6 +28,7 @@ from carrag.services.rerankers.base import Reranker
 from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.expansion import build_passages, windows_in_hand
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
+from carrag.services.retrieval.one_version import one_version_per_source
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.telemetry import NullTelemetry, Telemetry
@@ -132,6 +133,7 @@ class SearchService:
         started = time.perf_counter()
         depth = depth or top_k * self.settings.retrieval_k_multiplier
         serving, (lexical, semantic, embed_ms) = await self._retrieve_served(question, depth, filters, mode, timings)
+        lexical, semantic = await one_version_per_source(self.store, lexical, semantic)
         if serving.note is not None:  # the store's model cannot be loaded (logged when it was tried)
             mode = SearchMode.BM25
         timings["embed_query"] = embed_ms
@@ -178,8 +180,9 @@ class SearchService:
         hits = distinct_by_text(hits, lambda hit: hit.chunk.text)  # the same passage stored twice shows once
 
         reranked, note = False, None
-        wants_rerank = self.settings.rerank_enabled if rerank is None else rerank
-        if wants_rerank:
+        if rerank is None:
+            rerank = self.settings.rerank_enabled if self.settings.rerank_enabled != "auto" else self.reranker.available
+        if rerank:
             step = time.perf_counter()
             reranked, note = await self._rerank(question, hits)
             timings["rerank"] = _ms(step)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from carrag.services.errors import DependencyUnavailable
-from carrag.services.job_repository import FINISHED_STATE_VALUES, JobRecord, StoredJob
+from carrag.services.jobs.repository import FINISHED_STATE_VALUES, JobRecord, StoredJob
 
 T = TypeVar("T")
 

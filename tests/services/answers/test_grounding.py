@@ -93,3 +93,81 @@ def test_citation_forms_are_normalised() -> None:
     text, removed = normalise_citations("A [Source 2: manual.pdf]. B [2]. C [Sources 1, 2 and 9]. D [source 0].", 2)
     assert text == "A [Source 2]. B [Source 2]. C [Source 1] [Source 2]. D."
     assert removed == [0, 9]
+
+
+MANUAL = (
+    "2019 Ford F-150 Owner's Manual\n"
+    "The oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S. Use Motorcraft SAE 5W-30 full "
+    "synthetic oil. Replace the oil filter at every oil change."
+)
+
+
+async def test_an_invented_clause_is_unsupported_however_close_it_embeds(embedder, fitted_sources) -> None:
+    """The acceptance report's case: the claim repeats the source's terms, then adds a relative clause that no
+    source says (support was 0.70, "grounded")."""
+    question = "Which oil filter fits the engine?"
+    sources = await fitted_sources(question, [MANUAL, BRAKES])
+    answer = (
+        "The engine takes the Motorcraft FL-500S oil filter [Source 1]. The engine takes the Motorcraft FL-500S oil "
+        "filter, which is a motor car fuel filter that has been modified to fit the 3.5L EcoBoost engine [Source 1]."
+    )
+    grounding = await check_grounding(answer, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert [s.supported for s in grounding.sentences] == [True, False], grounding.as_dict()
+    assert {"motor", "car", "fuel"} <= set(grounding.sentences[1].unfound_terms)
+    assert grounding.sentences[1].support < MIN_SUPPORT, "the reported support says so too"
+    assert not grounding.grounded
+
+
+async def test_answers_written_to_fail_with_invented_reasons_and_descriptions(embedder, fitted_sources) -> None:
+    question = "How often should the brake fluid be replaced?"
+    sources = await fitted_sources(question, [BRAKES, OIL])
+    invented = (
+        "Replace the brake fluid every three years, since old fluid corrodes the calipers and boils under hard "
+        "braking [Source 1]."
+    )
+    grounding = await check_grounding(invented, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert grounding.unsupported == [0]
+    filter_question = "Which oil filter fits the EcoBoost?"
+    filter_sources = await fitted_sources(filter_question, [OIL, BRAKES])
+    described = "The EcoBoost takes the Motorcraft FL-500S filter, a racing filter built for diesel trucks [Source 1]."
+    checked = await check_grounding(
+        described, filter_sources, embedder, question=filter_question, min_support=MIN_SUPPORT
+    )
+    assert checked.unsupported == [0]
+
+
+async def test_faithful_paraphrases_stay_supported(embedder, fitted_sources) -> None:
+    question = "How often should the brake fluid be replaced?"
+    sources = await fitted_sources(question, [BRAKES, OIL])
+    answer = (
+        "You should replace the brake fluid every three years [Source 1]. "
+        "Replace the brake fluid every three years, because it absorbs moisture from the air. Check the level monthly."
+    )
+    grounding = await check_grounding(answer, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert grounding.grounded, grounding.as_dict()
+
+
+async def test_a_sentence_joining_two_cited_sources_keeps_both_citations(embedder, fitted_sources) -> None:
+    question = "Which fluids does the truck need, and how often are they changed?"
+    sources = await fitted_sources(question, [BRAKES, OIL])
+    answer = (
+        "Use DOT 4 LV brake fluid and replace it every three years [Source 1], and change the engine oil and "
+        "filter every 7,500 miles or six months [Source 2]."
+    )
+    grounding = await check_grounding(answer, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert grounding.grounded, grounding.as_dict()
+    assert grounding.answer == answer and grounding.citations_removed == []
+
+
+async def test_terms_scattered_over_a_passage_do_not_support_a_claim(embedder, fitted_sources) -> None:
+    """Every word is in the passage, but not together: the window, not the bag of the passage, must hold them."""
+    passage = (
+        "Warranty\nThe warranty covers the battery for eight years. Dealers sell floor mats in black. "
+        "The spare tire sits under the bed. Towing above 5,000 pounds needs a hitch. Lock the tailgate when parked. "
+        "Wash the paint by hand. The radio has six presets. Salted winter roads leave rust on the frame."
+    )
+    question = "What does the warranty cover?"
+    sources = await fitted_sources(question, [passage])
+    answer = "The warranty covers rust on the frame, the floor mats, the tailgate and the radio [Source 1]."
+    grounding = await check_grounding(answer, sources, embedder, question=question, min_support=MIN_SUPPORT)
+    assert grounding.unsupported == [0], grounding.as_dict()

@@ -31,6 +31,12 @@ async def test_missing_model_is_reported_not_faked(tmp_path) -> None:
     assert not (tmp_path / f"{MODEL_NAME}.zip").exists(), "no download was attempted"
 
 
+async def test_a_missing_model_that_is_not_required_is_off_not_a_fault(tmp_path) -> None:
+    reranker = FlashrankReranker(MODEL_NAME, tmp_path, required=False)
+    health = await reranker.health()
+    assert not reranker.available and health.status == "off" and "not installed" in health.detail
+
+
 async def test_damaged_model_file_disables_reranking(tmp_path) -> None:
     folder = make_model_folder(tmp_path)
     (folder / "flashrank-MiniLM-L-12-v2_Q.onnx").write_bytes(b"not an onnx model")

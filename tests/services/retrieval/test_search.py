@@ -130,3 +130,26 @@ async def test_rerank_requested_without_model_is_reported(corpus_container: Cont
     outcome = await corpus_container.search.search(SearchQuery("oil", top_k=3, rerank=True))
     assert not outcome.reranked and "reranking skipped" in outcome.rerank_note
     assert all(hit.rerank_score is None for hit in outcome.hits)
+
+
+async def test_rerank_auto_follows_whether_the_model_is_installed(tmp_path, embedding_backend) -> None:
+    """RERANK_ENABLED=auto (the default): reranked when the model is installed; without it, plain
+    results and no per-answer note (the embedded default ships no cross-encoder)."""
+    settings = make_settings(tmp_path, chunk_size=200, chunk_overlap=50, tagger="off")
+    assert settings.rerank_enabled == "auto"
+    for installed in (False, True):
+        models = tmp_path / f"models-{installed}"
+        if installed:
+            make_model_folder(models)
+        reranker = FlashrankReranker(MODEL_NAME, models, required=False)
+        container = await open_container(
+            settings.model_copy(update={"data_dir": tmp_path / str(installed)}), embedding_backend, reranker=reranker
+        )
+        try:
+            for path in sorted(CORPUS.glob("*.txt")):
+                await container.ingestion.ingest_file(path.read_bytes(), path.name, IngestCommand())
+            outcome = await container.search.search(SearchQuery("oil filter engine", top_k=2))
+            assert outcome.reranked is installed
+            assert outcome.rerank_note is None
+        finally:
+            await close_container(container)

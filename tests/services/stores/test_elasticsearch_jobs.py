@@ -16,8 +16,8 @@ from carrag.services.stores.elasticsearch import ElasticsearchStore
 from carrag.services.stores.elasticsearch.jobs import ElasticsearchJobRepository, jobs_index_name
 from carrag.services.stores.elasticsearch.versions import PendingWrite
 from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name, make_settings
+from tests.services.jobs.test_leases import dead_job
 from tests.services.stores.test_store_contract import IDENTITY, chunks_of, record, unit_vectors
-from tests.services.test_job_leases import dead_job
 
 pytestmark = pytest.mark.elasticsearch
 

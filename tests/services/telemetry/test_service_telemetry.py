@@ -10,8 +10,7 @@ import pytest
 
 from carrag.services.answering import GENERATION_STAGES
 from carrag.services.errors import DependencyUnavailable
-from carrag.services.job_repository import InMemoryJobRepository
-from carrag.services.jobs import JobManager
+from carrag.services.jobs import InMemoryJobRepository, JobManager
 from carrag.services.requests import AnswerQuery, IngestCommand, SearchQuery
 from carrag.services.telemetry import NullTelemetry, Pipeline, Telemetry
 from carrag.services.telemetry.prometheus import PrometheusTelemetry

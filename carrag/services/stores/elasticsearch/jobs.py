@@ -5,7 +5,7 @@ Reads by id are real-time gets (no refresh needed); listings search for ids (nea
 accepted within the last refresh interval may be missing from a listing for that long) and then read
 those records in real time. Updates are conditional on ``if_seq_no``/``if_primary_term``: a
 replica's cancel request, the owner's progress and a reader's "lease expired" verdict can never
-overwrite one another; the loser of a race re-reads and decides again (`carrag/services/jobs.py`).
+overwrite one another; the loser of a race re-reads and decides again (`carrag/services/jobs/leases.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from elasticsearch import ApiError, ConflictError, NotFoundError
 
-from carrag.services.job_repository import FINISHED_STATE_VALUES, JobRecord, StoredJob
+from carrag.services.jobs.repository import FINISHED_STATE_VALUES, JobRecord, StoredJob
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing, api_reason, api_status
 
 MAPPINGS: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""The `JobRepository` contract (carrag/services/job_repository.py), run against every adapter: in
+"""The `JobRepository` contract (carrag/services/jobs/repository.py), run against every adapter: in
 memory, the SQLite table, and the Elasticsearch index on the session's real node. Two handles on one
 location stand for two processes (on SQLite: a restart; on Elasticsearch: two replicas)."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from carrag.services.job_repository import InMemoryJobRepository, JobRecord, JobRepository
+from carrag.services.jobs.repository import InMemoryJobRepository, JobRecord, JobRepository
 from carrag.services.stores.elasticsearch.connection import Connection
 from carrag.services.stores.elasticsearch.jobs import ElasticsearchJobRepository, jobs_index_name
 from carrag.services.stores.sqlite_jobs import SqliteJobRepository

@@ -1,6 +1,6 @@
 """Where ingest-job records live: the `JobRepository` port and its in-memory adapter.
 
-A job record is a JSON-ready dict (`carrag/services/jobs.py` writes and reads it). Each stored
+A job record is a JSON-ready dict (`carrag/services/jobs/model.py` writes and reads it). Each stored
 record carries a *revision*, an opaque token that changes with every write: an update names the
 revision it read and fails (returns ``None``) when the record changed meanwhile, so two processes
 never overwrite each other's transitions (the owner's progress, another replica's cancel request,

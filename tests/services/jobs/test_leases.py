@@ -1,4 +1,4 @@
-"""Leases and cross-process cancels (carrag/services/job_leases.py), on the SQLite job table: a second
+"""Leases and cross-process cancels (carrag/services/jobs/leases.py), on the SQLite job table: a second
 `JobManager` on the same file stands for another replica (the SQLite store itself is one process per
 file; Elasticsearch replicas are tested in tests/api/test_elasticsearch_job_replicas.py)."""
 

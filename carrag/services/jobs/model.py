@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from carrag.services.ingestion import IngestResult
-from carrag.services.job_repository import JobRecord
+from carrag.services.jobs.repository import JobRecord
 from carrag.services.vocabulary import FINISHED_JOB_STATES, IngestStatus, JobKind, JobState
 
 INTERNAL_ERROR = "Internal error; the service logged it."

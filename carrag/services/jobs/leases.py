@@ -28,8 +28,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from carrag.services.errors import CarragError
-from carrag.services.job_model import Job
-from carrag.services.job_repository import JobRepository, StoredJob, is_finished, lease_expired
+from carrag.services.jobs.model import Job
+from carrag.services.jobs.repository import JobRepository, StoredJob, is_finished, lease_expired
 from carrag.services.vocabulary import JobState
 
 logger = logging.getLogger(__name__)

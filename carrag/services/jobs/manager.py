@@ -6,7 +6,7 @@ reports through `IngestObserver`: its stage, the embedding progress and how long
 
 Job records live in the store (`JobRepository`: a table in the SQLite file, an index on
 Elasticsearch), so ``GET /jobs/{id}`` answers on any API replica and after a restart. The process
-running a job holds a lease on it and renews it (`job_leases.py`); a job whose process died is
+running a job holds a lease on it and renews it (`leases.py`); a job whose process died is
 settled as ``failed`` by whoever reads it next (or by the periodic sweep here) once the lease has run
 out. Jobs are not resumed after a restart: an upload's bytes live only in the memory of the process
 that accepted it.
@@ -35,15 +35,15 @@ from collections.abc import Awaitable, Callable
 from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, NotFound
 from carrag.services.ingestion import IngestionService, IngestObserver, IngestResult
-from carrag.services.job_leases import Leases
-from carrag.services.job_model import INTERNAL_ERROR, Job, Progress
-from carrag.services.job_repository import InMemoryJobRepository, JobRepository, StoredJob, is_finished
+from carrag.services.jobs.leases import Leases
+from carrag.services.jobs.model import INTERNAL_ERROR, Job
+from carrag.services.jobs.repository import InMemoryJobRepository, JobRepository, StoredJob, is_finished
 from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 from carrag.services.telemetry import NullTelemetry, Telemetry
 from carrag.services.vocabulary import JobKind, JobState
 
-__all__ = ["INTERNAL_ERROR", "Job", "JobManager", "Progress"]
+__all__ = ["JobManager"]
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,38 @@
+"""One version of a source per result, across the two legs.
+
+Each leg returns chunks of live versions only, checked on its own (on Elasticsearch, `live_filter.py`):
+a source replaced between the BM25 leg's check and the kNN leg's search comes back as the old
+version from one leg and the new one from the other. Fusing both would show two versions at once.
+For such a source (rare: a replace landing within one search), the store is asked which version is
+live now, and only that version's chunks are kept; if neither is (replaced again meanwhile), the
+source is left out of this result.
+"""
+
+from __future__ import annotations
+
+from carrag.services.models import ScoredChunk
+from carrag.services.stores.base import Store
+
+
+async def one_version_per_source(
+    store: Store, lexical: list[ScoredChunk], semantic: list[ScoredChunk]
+) -> tuple[list[ScoredChunk], list[ScoredChunk]]:
+    versions: dict[tuple[str, str], set[str]] = {}
+    for hit in (*lexical, *semantic):
+        versions.setdefault(_source(hit), set()).add(hit.chunk.document_id)
+    mixed = [source for source, ids in versions.items() if len(ids) > 1]
+    if not mixed:
+        return lexical, semantic
+    live: dict[tuple[str, str], str | None] = {}
+    for collection_id, source_id in mixed:
+        record = await store.find_by_source(source_id, collection_id)
+        live[(collection_id, source_id)] = record.document_id if record is not None else None
+
+    def kept(hits: list[ScoredChunk]) -> list[ScoredChunk]:
+        return [hit for hit in hits if _source(hit) not in live or live[_source(hit)] == hit.chunk.document_id]
+
+    return kept(lexical), kept(semantic)
+
+
+def _source(hit: ScoredChunk) -> tuple[str, str]:
+    return (hit.chunk.collection_id, hit.chunk.source_id)
