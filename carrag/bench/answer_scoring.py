@@ -138,6 +138,7 @@ class AnswerScore:
     seconds: float = 0.0
     answer_mode: str | None = None  # what the server says it did (absent before answer modes existed)
     finish_reason: str | None = None
+    unsupported_sentences: int = 0  # sentences of the served answer its grounding check found unsupported
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -152,6 +153,7 @@ class AnswerScore:
             "seconds": round(self.seconds, 3),
             "answer_mode": self.answer_mode,
             "finish_reason": self.finish_reason,
+            "unsupported_sentences": self.unsupported_sentences,
         }
 
 
@@ -172,6 +174,7 @@ def score_answer(question: Any, response: dict[str, Any], seconds: float) -> Ans
         seconds=seconds,
         answer_mode=response.get("answer_mode"),
         finish_reason=response.get("finish_reason"),
+        unsupported_sentences=len((response.get("grounding") or {}).get("unsupported") or []),
     )
 
 
@@ -206,6 +209,7 @@ class ModeSummary:
     refused_answerable: int
     answers_with_invented_numbers: int
     answers: int
+    answers_with_unsupported_sentences: int
     median_seconds: float
     p95_seconds: float
     served_modes: dict[str, int]
@@ -241,6 +245,7 @@ class ModeSummary:
             refused_answerable=len(answerable) - len(answered),
             answers_with_invented_numbers=sum(bool(s.invented) for s in scores),
             answers=len(scores),
+            answers_with_unsupported_sentences=sum(s.unsupported_sentences > 0 for s in scores),
             median_seconds=median(seconds),
             p95_seconds=percentile(seconds, 0.95),
             served_modes=served,
@@ -279,6 +284,7 @@ class ModeSummary:
             "refused_answerable": self.refused_answerable,
             "answers_with_invented_numbers": self.answers_with_invented_numbers,
             "answers": self.answers,
+            "answers_with_unsupported_sentences": self.answers_with_unsupported_sentences,
             "truncated_answers": self.truncated,
             "median_seconds": round(self.median_seconds, 3),
             "p95_seconds": round(self.p95_seconds, 3),

@@ -151,8 +151,14 @@ def graded_answer() -> str:
             "unsupported": [1],
         },
     }
-    tokens = [("token", {"text": streamed[i : i + 9]}) for i in range(0, len(streamed), 9)]
+    tokens = [("token", {"text": streamed[i : i + 9], "draft": True}) for i in range(0, len(streamed), 9)]
     return sse(("sources", sources), *tokens, ("done", done))
+
+
+def draft_then_failure() -> str:
+    """generate mode: the model's draft streams, then generation fails before the check."""
+    tokens = [("token", {"text": "It holds 3.2 ", "draft": True}), ("token", {"text": "psi.", "draft": True})]
+    return sse(("sources", [source(1, PASSAGE)]), *tokens, ("error", {"detail": "the model crashed"}))
 
 
 def documents_do_not_say() -> str:
@@ -180,7 +186,12 @@ def test_grounding_cut_off_highlights_and_documents_do_not_say(browser, tmp_path
 
         def respond(route) -> None:
             question = route.request.post_data_json["question"]
-            body = documents_do_not_say() if "Mongolia" in question else graded_answer()
+            if "Mongolia" in question:
+                body = documents_do_not_say()
+            elif "pressure" in question:
+                body = draft_then_failure()
+            else:
+                body = graded_answer()
             route.fulfill(status=200, headers={"Content-Type": "text/event-stream"}, body=body)
 
         page.route("**/query/stream", respond)
@@ -207,6 +218,8 @@ def test_grounding_cut_off_highlights_and_documents_do_not_say(browser, tmp_path
         meta = turn.locator(".answer-meta").inner_text()
         assert "1 sentence not supported by the sources" in meta and "missing source 4" in meta
         assert not turn.locator(".notice.no-answer").is_visible()
+        assert not turn.locator(".notice.draft").is_visible(), "the checked answer replaced the draft"
+        assert "draft" not in turn.locator(".answer-text").get_attribute("class")
         # The source card and the opened passage mark the sentence the answer relies on.
         assert turn.locator(".sources li mark.highlight").inner_text() == HIGHLIGHT
         turn.locator("a.citation").first.click()
@@ -229,6 +242,17 @@ def test_grounding_cut_off_highlights_and_documents_do_not_say(browser, tmp_path
         assert not refused.locator(".notice.stopped").is_visible()
         # The follow-up went with the first turn's final answer as history.
         assert bodies[1]["history"][1]["content"].endswith("It costs twelve dollars. It")
+
+        # A draft that never got its check stays labelled as a draft.
+        ask(page, "What is the tire pressure?")
+        page.wait_for_function(TURN_DONE, arg=3)
+        failed = page.locator("#conversation .turn").nth(2)
+        assert failed.get_attribute("data-state") == "error"
+        assert (
+            failed.locator(".notice.draft").is_visible()
+            and "not checked" in failed.locator(".notice.draft").inner_text()
+        )
+        assert "draft" in failed.locator(".answer-text").get_attribute("class")
         assert page.errors == [], page.errors
 
 

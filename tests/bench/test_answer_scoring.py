@@ -116,6 +116,8 @@ def test_score_answer_puts_it_together() -> None:
     )
     assert not unanswerable.refused and unanswerable.invented == {"42"} and unanswerable.citations == []
     assert unanswerable.answer_mode == "generate"
+    marked = score_answer(q, {"answer": "Yes [Source 1]. It is blue.", "grounding": {"unsupported": [1]}}, 1.0)
+    assert marked.unsupported_sentences == 1 and good.unsupported_sentences == 0
 
 
 def test_percentiles() -> None:
@@ -148,3 +150,5 @@ def test_mode_summary_counts() -> None:
     assert summary.median_seconds == 3.0 and summary.p95_seconds == 5.0
     assert summary.as_dict()["served_answer_modes"] == {"extract": 5} and summary.errors == 1
     assert summary.by_kind == {"k": (1, 3)}, "answerable questions only"
+    scores[1].unsupported_sentences = 2
+    assert ModeSummary.of("generate", scores).as_dict()["answers_with_unsupported_sentences"] == 1
