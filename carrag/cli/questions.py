@@ -126,6 +126,8 @@ def print_answer_check(finished: FinishedAnswer) -> None:
     if done.grounding is not None and done.grounding.unsupported:
         notes.append(f"{len(done.grounding.unsupported)} unsupported sentence(s)")
     console.print(f"({'; '.join(notes)})", markup=False, style="dim")
+    if done.degraded:
+        print_note(done.degraded)
 
 
 def print_sources(sources: list[Source]) -> None:
@@ -172,6 +174,8 @@ def search(
         return
     if not outcome.results:
         print_note(outcome.message or "No results.")
+        if outcome.degraded:
+            print_note(outcome.degraded)
         return
     columns = [
         Column("#", justify="right"),
@@ -197,8 +201,9 @@ def search(
         row.append(one_line(hit.text))
         rows.append(row)
     print_rows(columns, rows, title=f"{len(outcome.results)} results" + (" (reranked)" if outcome.reranked else ""))
-    if outcome.rerank_note:
-        print_note(outcome.rerank_note)
+    for note in (outcome.rerank_note, outcome.degraded):
+        if note:
+            print_note(note)
 
 
 def _rank(value: int | None) -> str:

@@ -195,7 +195,10 @@ def test_reindex_re_embeds_a_store_built_by_another_model(workdir: Path, local_e
 
     asyncio.run(build_store_with_other_model())
     # test:other cannot be loaded here: the question is answered from BM25 alone until the reindex (no 409)
-    assert carrag(local_env, "query", "snapshot retention").exit_code == 0
+    answered = carrag(local_env, "query", "snapshot retention")
+    assert answered.exit_code == 0 and "lexical (BM25) results only" in " ".join(answered.output.split())
+    searched = carrag(local_env, "search", "snapshot retention")
+    assert searched.exit_code == 0 and "lexical (BM25) results only" in " ".join(searched.output.split())
 
     result = carrag(local_env, "reindex")
     assert result.exit_code == 0, result.output
