@@ -64,7 +64,8 @@ async def search_documents(
         if source and not outcome.empty_index:
             message += f" (source filter: {source!r}; list_sources shows the ingested sources)"
         return message
-    return PASSAGE_SEPARATOR.join(format_hit(hit) for hit in outcome.hits)
+    passages = PASSAGE_SEPARATOR.join(format_hit(hit) for hit in outcome.hits)
+    return f"Note: {outcome.degraded}\n\n{passages}" if outcome.degraded else passages
 
 
 async def list_sources(

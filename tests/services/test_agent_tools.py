@@ -122,3 +122,22 @@ async def test_list_sources(container: Container) -> None:
 async def test_bad_arguments_are_invalid_input(container: Container, query: str, top_k: int, message: str) -> None:
     with pytest.raises(InvalidInput, match=message):
         await agent_tools.search_documents(container.search, container.requests, query, top_k=top_k)
+
+
+async def test_lexical_only_results_say_so_before_the_passages(container: Container, monkeypatch) -> None:
+    """During an embedding model change without the store's model, results are BM25 alone; the agent
+    is told, as /search's ``degraded`` field tells an API client."""
+    import dataclasses
+
+    await ingest_corpus(container)
+    real_search = container.search.search
+    note = "lexical (BM25) results only: the store's model cannot be loaded"
+
+    async def lexical_only(request, **kwargs):
+        return dataclasses.replace(await real_search(request, **kwargs), degraded=note)
+
+    monkeypatch.setattr(container.search, "search", lexical_only)
+    text = await agent_tools.search_documents(container.search, container.requests, "oil filter", top_k=2)
+    first, _, passages = text.partition("\n\n")
+    assert first == f"Note: {note}"
+    assert len(blocks(passages)) >= 1
