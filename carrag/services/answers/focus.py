@@ -67,7 +67,9 @@ def focus_coverage(question: str, sentence: ScoredSentence, weights: dict[str, f
     wanted = focus_terms(question)
     if not wanted:
         return 1.0
-    return weighted_coverage(wanted, _covered(wanted, set(terms(sentence_text(sentence)))), weights)
+    text = sentence_text(sentence)
+    said = terms(text if sentence.reading is not None else without_quoted_question(question, text))
+    return weighted_coverage(wanted, _covered(wanted, set(said)), weights)
 
 
 def asks_empty_column(question: str, sentence: ScoredSentence) -> bool:
@@ -86,11 +88,88 @@ def asks_empty_column(question: str, sentence: ScoredSentence) -> bool:
 def mentions_asked_noun(question: str, sentence: ScoredSentence) -> bool:
     """Whether the sentence names what the question asks about (``asked``: "Jim Bainbridge's email" needs
     an email, not only Jim Bainbridge): one of the asked words, in the same or a near form (nickname /
-    nicknamed), or in other words the embedder finds close ("how tall" for the height)."""
-    wanted = terms(" ".join(asked_nouns(question)))
-    if not wanted or sentence.asked_similarity >= PARAPHRASE_WORD_COSINE:
+    nicknamed), or in other words the embedder finds close ("how tall" for the height). A sentence that
+    names the asked noun only as another kind of it ("the fuel tank capacity" answered by "the towing
+    capacity") does not."""
+    asked = asked_nouns(question)
+    wanted = terms(" ".join(asked))
+    if not wanted:
         return True
-    return bool(set(wanted) & _covered(wanted, set(terms(sentence_text(sentence)))))
+    whole = sentence_text(sentence)
+    text = whole if sentence.reading is not None else without_quoted_question(question, whole)
+    if set(wanted) & _covered(wanted, set(terms(text))):
+        return not names_another_kind(question, asked, text)
+    if set(wanted) & _covered(wanted, set(terms(whole))):
+        return False  # named only where the sentence quotes the question itself
+    return sentence.asked_similarity >= PARAPHRASE_WORD_COSINE
+
+
+_QUOTED = re.compile(r'"([^"\n]{1,160})"|“([^”\n]{1,160})”')
+
+
+def without_quoted_question(question: str, text: str) -> str:
+    """Prose ``text`` without the quotations made only of the question's own words: a sentence that
+    quotes the question ("an off-topic question such as "What is the capital of Mongolia?" scores 0.40")
+    mentions it, it does not answer it. (Not for table rows: csv cells are quoted as a matter of form.)"""
+    asked = set(terms(question))
+
+    def drop(match: re.Match[str]) -> str:
+        quoted = terms(match.group(1) or match.group(2) or "")
+        return " " if quoted and set(quoted) <= asked else match.group(0)
+
+    return _QUOTED.sub(drop, text)
+
+
+_WORDS = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+# Words that say how much of a thing, not which kind of it.
+_DEGREE_WORDS = frozenset(
+    [
+        "maximum",
+        "minimum",
+        "max",
+        "min",
+        "total",
+        "overall",
+        "full",
+        "rated",
+        "nominal",
+        "approximate",
+        "average",
+        "typical",
+        "usable",
+        "effective",
+        "estimated",
+        "actual",
+        "current",
+        "standard",
+        "recommended",
+    ]
+)
+
+
+def names_another_kind(question: str, asked: Sequence[str], text: str) -> bool:
+    """Whether ``text`` says the asked head noun (``asked[0]``) only with a modifier the question does not
+    have, while the question qualifies it with one the text lacks (``asked[1]``): "fuel tank capacity" vs.
+    "towing capacity". A bare or matching occurrence ("Capacity: 26 gallons") answers."""
+    if len(asked) < 2:
+        return False
+    head, modifier = terms(asked[0]), terms(asked[1])
+    found = set(terms(text))
+    if not head or not modifier or _covered(modifier, found) & set(modifier):
+        return False
+    question_terms = set(terms(question))
+    words = _WORDS.findall(text)
+    occurrences = [index for index, word in enumerate(words) if terms(word) == head]
+    if not occurrences:
+        return False  # said in another form (plural, paraphrase): nothing to compare
+    for index in occurrences:
+        before = words[index - 1] if index > 0 else ""
+        if before.lower() in _DEGREE_WORDS:  # "maximum capacity" is still the capacity asked about
+            before = words[index - 2] if index > 1 else ""
+        before_terms = terms(before) if before[:1].islower() else []
+        if not before_terms or set(before_terms) <= question_terms:
+            return False
+    return True
 
 
 def has_answer_type(question: str, sentence: ScoredSentence) -> bool:
