@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -49,7 +49,6 @@ from carrag.services.stores.base import (
     DocumentSort,
     SortOrder,
     checked_vectors,
-    is_glob,
 )
 from carrag.services.stores.fts_query import fts_match_expression
 from carrag.services.stores.process_lock import ProcessLock
@@ -60,10 +59,14 @@ from carrag.services.stores.sqlite_collections import (
     insert_collection,
     rename_collection,
 )
+from carrag.services.stores.sqlite_documents import (
+    chunk_listing_read,
+    document_page_read,
+    found_documents_read,
+    sources_read,
+)
 from carrag.services.stores.sqlite_originals import ORIGINAL_PIECE_BYTES, put_original, read_original
 from carrag.services.stores.sqlite_rows import (
-    CHUNK_COLUMNS,
-    row_to_chunk,
     row_to_document,
     stored_identity,
 )
@@ -374,77 +377,26 @@ class SqliteStore:
         order: SortOrder = "desc",
         filename: str | None = None,
     ) -> DocumentPage:
-        conditions: list[str] = []
-        params: list[Any] = []
-        if tag is not None:
-            conditions.append("document_id IN (SELECT document_id FROM document_tags WHERE tag = ?)")
-            params.append(tag)
-        if collection_ids:
-            conditions.append(f"collection_id IN ({','.join('?' * len(collection_ids))})")
-            params.extend(collection_ids)
-        if filename is not None:
-            conditions.append("lower(filename) GLOB ?" if is_glob(filename) else "instr(lower(filename), ?) > 0")
-            params.append(filename.lower())
-        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
-        direction = "ASC" if order == "asc" else "DESC"
-        key = {"created_at": "created_at", "filename": "lower(filename)", "chunk_count": "chunk_count"}[sort]
-
-        def page(connection: sqlite3.Connection) -> DocumentPage:
-            total = connection.execute(f"SELECT count(*) FROM documents {where}", params).fetchone()[0]
-            rows = connection.execute(
-                f"SELECT * FROM documents {where} ORDER BY {key} {direction}, document_id LIMIT ? OFFSET ?",
-                [*params, limit, offset],
-            ).fetchall()
-            return DocumentPage([row_to_document(r) for r in rows], total)
-
-        return await self._read(page)
+        return await self._read(
+            document_page_read(
+                offset=offset,
+                limit=limit,
+                tag=tag,
+                collection_ids=collection_ids,
+                sort=sort,
+                order=order,
+                filename=filename,
+            )
+        )
 
     async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
-        def find(connection: sqlite3.Connection) -> DocumentPage:
-            # an id prefix as a range (the primary key's index); a file name as the source id's last segment
-            where = (
-                "((document_id >= :ref AND document_id < :ref || char(1114111)) OR source_id = :ref"
-                " OR substr(source_id, -length(:ref) - 1) = '/' || :ref)"
-            )
-            params: dict[str, Any] = {"ref": reference, "limit": limit}
-            if collection_ids:
-                names = [f":collection{i}" for i in range(len(collection_ids))]
-                where += f" AND collection_id IN ({','.join(names)})"
-                params.update({name[1:]: value for name, value in zip(names, collection_ids, strict=True)})
-            total = connection.execute(f"SELECT count(*) FROM documents WHERE {where}", params).fetchone()[0]
-            rows = connection.execute(
-                f"SELECT * FROM documents WHERE {where} ORDER BY document_id = :ref DESC, source_id = :ref DESC,"
-                " created_at DESC, document_id LIMIT :limit",
-                params,
-            ).fetchall()
-            return DocumentPage([row_to_document(r) for r in rows], total)
-
-        return await self._read(find)
+        return await self._read(found_documents_read(reference, limit=limit, collection_ids=collection_ids))
 
     async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
-        where = f" WHERE collection_id IN ({','.join('?' * len(collection_ids))})" if collection_ids else ""
-
-        def sources(connection: sqlite3.Connection) -> list[tuple[str, str]]:
-            return [
-                (r[0], r[1])
-                for r in connection.execute(
-                    f"SELECT source_id, source_type FROM documents{where} ORDER BY source_id", list(collection_ids)
-                )
-            ]
-
-        return await self._read(sources)
+        return await self._read(sources_read(collection_ids))
 
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]:
-        def chunks(connection: sqlite3.Connection) -> list[ChunkListing]:
-            rows = connection.execute(
-                f"SELECT {CHUNK_COLUMNS}, length(c.embedding) AS vector_bytes FROM chunks c"
-                " JOIN documents d ON d.document_id = c.document_id"
-                " WHERE c.document_id = ? ORDER BY c.chunk_index LIMIT ? OFFSET ?",
-                (document_id, limit, offset),
-            ).fetchall()
-            return [ChunkListing(row_to_chunk(r), r["vector_bytes"] // 4) for r in rows]
-
-        return await self._read(chunks)
+        return await self._read(chunk_listing_read(document_id, offset=offset, limit=limit))
 
     async def count_chunks(self) -> int:
         return await self._read(lambda c: c.execute("SELECT count(*) FROM chunks").fetchone()[0])
