@@ -1,12 +1,16 @@
-"""The SQLite store's collections migration: a store file from before collections (``source_id``
-unique across the store, no ``collection_id``) gets the ``default`` collection and every document in it."""
+"""The SQLite store's collections: the registry's reads and writes (each a function of the connection
+inside `SqliteStore`'s read or write), and the migration by which a store file from before collections
+(``source_id`` unique across the store, no ``collection_id``) gets the ``default`` collection and every
+document in it."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sqlite3
 
-from carrag.services.models import DEFAULT_COLLECTION
+from carrag.services.errors import Conflict
+from carrag.services.models import DEFAULT_COLLECTION, Collection
 
 logger = logging.getLogger(__name__)
 
@@ -67,3 +71,53 @@ def migrate_to_collections(connection: sqlite3.Connection, documents_ddl: str, c
         connection.execute("PRAGMA foreign_keys = ON")
     logger.info("moved the store's documents into the default collection")
     return True
+
+
+COLLECTIONS_SQL = (
+    "SELECT c.collection_id, c.name, c.created_at,"
+    " (SELECT count(*) FROM documents d WHERE d.collection_id = c.collection_id) AS document_count"
+    " FROM collections c"
+)
+
+
+def row_to_collection(row: sqlite3.Row) -> Collection:
+    return Collection(row["collection_id"], row["name"], row["created_at"], row["document_count"])
+
+
+def insert_collection(connection: sqlite3.Connection, collection: Collection) -> Collection:
+    """Register ``collection`` (`Conflict` when its name is taken); it holds no document yet."""
+    try:
+        connection.execute(
+            "INSERT INTO collections(collection_id, name, created_at) VALUES (?, ?, ?)",
+            (collection.collection_id, collection.name, collection.created_at),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(f"collection {collection.name!r} already exists") from exc
+    return dataclasses.replace(collection, document_count=0)
+
+
+def all_collections(connection: sqlite3.Connection) -> list[Collection]:
+    """Every collection with its document count, by name."""
+    return [row_to_collection(r) for r in connection.execute(f"{COLLECTIONS_SQL} ORDER BY c.name")]
+
+
+def rename_collection(connection: sqlite3.Connection, collection_id: str, name: str) -> Collection | None:
+    """Rename a collection (`Conflict` when the name is taken; None: no such collection)."""
+    try:
+        changed = connection.execute(
+            "UPDATE collections SET name = ? WHERE collection_id = ?", (name, collection_id)
+        ).rowcount
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(f"collection {name!r} already exists") from exc
+    if not changed:
+        return None
+    row = connection.execute(f"{COLLECTIONS_SQL} WHERE c.collection_id = ?", (collection_id,)).fetchone()
+    return row_to_collection(row)
+
+
+def delete_collection(connection: sqlite3.Connection, collection_id: str) -> bool:
+    """Delete a collection with its documents; whether it existed."""
+    # documents first (their chunks and tags follow by cascade; the change log records each
+    # chunk for the side indexes), then the registry row, in one transaction
+    connection.execute("DELETE FROM documents WHERE collection_id = ?", (collection_id,))
+    return bool(connection.execute("DELETE FROM collections WHERE collection_id = ?", (collection_id,)).rowcount)

@@ -32,6 +32,9 @@ from carrag.services.errors import EmbeddingModelMismatch
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, OriginalFile
 from carrag.services.stores.base import checked_vectors
 from carrag.services.stores.sqlite import SqliteStore
+from carrag.services.stores.sqlite_originals import put_original
+from carrag.services.stores.sqlite_rows import stored_identity
+from carrag.services.stores.sqlite_writes import insert_document
 
 Vectors = tuple[EmbeddingIdentity, np.ndarray | None]  # a model and its vectors of a document's chunks (if any)
 
@@ -189,13 +192,13 @@ class SqliteReindex:
         store = self.store
 
         def write(connection: sqlite3.Connection) -> str | None:
-            recorded = store._identity(connection)
+            recorded = stored_identity(connection)
             if recorded is None or recorded.accepts(new_identity):
                 if new_matrix is None:
                     raise SwappedMeanwhile
-                replaced = store._insert(connection, document, chunk_list, new_matrix, new_identity)
+                replaced = insert_document(connection, document, chunk_list, new_matrix, new_identity)
             elif recorded.accepts(live_identity) and live_matrix is not None:
-                replaced = store._insert(connection, document, chunk_list, live_matrix, live_identity)
+                replaced = insert_document(connection, document, chunk_list, live_matrix, live_identity)
                 if new_matrix is not None and self._target(connection) == new_identity:
                     rowids = connection.execute(
                         "SELECT id, chunk_index FROM chunks WHERE document_id = ?", (document.document_id,)
@@ -208,7 +211,7 @@ class SqliteReindex:
             else:
                 raise EmbeddingModelMismatch(recorded.describe(), live_identity.describe())
             if original is not None:
-                store._put_original(connection, document.document_id, original)
+                put_original(connection, document.document_id, original)
             return replaced
 
         return await store._write(write)
