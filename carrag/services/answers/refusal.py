@@ -92,4 +92,6 @@ def unanswered_reason(
 def no_answer_text(source_count: int) -> str:
     if not source_count:
         return NO_ANSWER_TEXT
+    if source_count == 1:
+        return f"{NO_ANSWER_TEXT} The closest passage is listed as a source."
     return f"{NO_ANSWER_TEXT} The {source_count} closest passages are listed as sources."

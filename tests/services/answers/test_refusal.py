@@ -36,6 +36,7 @@ async def test_the_threshold_override_and_the_reranker_signal(embedder) -> None:
 
 def test_the_no_answer_text_points_at_the_closest_passages() -> None:
     assert "do not contain" in no_answer_text(3) and "3 closest passages" in no_answer_text(3)
+    assert no_answer_text(1).endswith("The closest passage is listed as a source."), "one passage, said as one"
 
 
 def test_key_terms_are_found_in_table_rows_and_missing_ones_are_named() -> None:
