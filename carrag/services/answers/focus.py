@@ -67,9 +67,7 @@ def focus_coverage(question: str, sentence: ScoredSentence, weights: dict[str, f
     wanted = focus_terms(question)
     if not wanted:
         return 1.0
-    text = sentence_text(sentence)
-    said = terms(text if sentence.reading is not None else without_quoted_question(question, text))
-    return weighted_coverage(wanted, _covered(wanted, set(said)), weights)
+    return weighted_coverage(wanted, _covered(wanted, set(terms(said_text(question, sentence)))), weights)
 
 
 def asks_empty_column(question: str, sentence: ScoredSentence) -> bool:
@@ -95,13 +93,19 @@ def mentions_asked_noun(question: str, sentence: ScoredSentence) -> bool:
     wanted = terms(" ".join(asked))
     if not wanted:
         return True
-    whole = sentence_text(sentence)
-    text = whole if sentence.reading is not None else without_quoted_question(question, whole)
+    whole, text = sentence_text(sentence), said_text(question, sentence)
     if set(wanted) & _covered(wanted, set(terms(text))):
         return not names_another_kind(question, asked, text)
     if set(wanted) & _covered(wanted, set(terms(whole))):
         return False  # named only where the sentence quotes the question itself
     return sentence.asked_similarity >= PARAPHRASE_WORD_COSINE
+
+
+def said_text(question: str, sentence: ScoredSentence) -> str:
+    """What the sentence says for the focus and asked-noun checks: its text, without the quotations of
+    the question's own words in prose (`without_quoted_question`; a table row is read whole)."""
+    text = sentence_text(sentence)
+    return text if sentence.reading is not None else without_quoted_question(question, text)
 
 
 _QUOTED = re.compile(r'"([^"\n]{1,160})"|“([^”\n]{1,160})”')
