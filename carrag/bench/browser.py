@@ -55,8 +55,9 @@ def open_page(browser: Any, server: ServerProcess, viewport: dict[str, int] | No
 
 
 def enter_api_key(page: Any, key: str) -> None:
-    if not page.locator("#key-form").is_visible():
-        page.click("#key-box summary")
+    # Opened by setting `open`, not by clicking the summary: the UI itself opens the box when a request
+    # gets 401, and a click landing just after that would toggle it shut again.
+    page.locator("#key-box").evaluate("box => { box.open = true; }")
     page.fill("#api-key", key)
     page.click("#key-form button[type=submit]")
 
