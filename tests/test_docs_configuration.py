@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from carrag.services.settings import Settings, configuration_markdown
+from carrag.services.configuration_docs import configuration_markdown
+from carrag.services.settings import Settings
 
 CONFIGURATION_DOC = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
