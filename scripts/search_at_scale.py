@@ -16,7 +16,8 @@ from pathlib import Path
 import psutil
 
 from carrag.bench.beir import load_beir
-from carrag.bench.bench import PeakRss, bench_queries
+from carrag.bench.measuring import PeakRss
+from carrag.bench.query_speed import bench_queries
 from carrag.bench.runner import eval_settings
 from carrag.services.container import build_container
 from carrag.services.llms.extractive import ExtractiveLLM

@@ -26,7 +26,9 @@ from pathlib import Path
 import psutil
 
 from carrag.bench.beir import load_beir
-from carrag.bench.bench import PeakRss, bench_queries, disk_bytes, grow_store, prepare_documents, raw_embed
+from carrag.bench.ingest_speed import prepare_documents, raw_embed
+from carrag.bench.measuring import PeakRss, disk_bytes
+from carrag.bench.query_speed import bench_queries, grow_store
 from carrag.bench.runner import eval_settings
 from carrag.services.container import build_container
 from carrag.services.llms.extractive import ExtractiveLLM

@@ -1,7 +1,8 @@
 import time
 from pathlib import Path
 
-from carrag.bench.bench import BenchConfig, PeakRss, run_bench
+from carrag.bench.bench import BenchConfig, run_bench
+from carrag.bench.measuring import PeakRss
 from tests.conftest import FIXTURES, make_settings
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from carrag.bench.bench import PeakRss
+from carrag.bench.measuring import PeakRss
 from carrag.bench.server import ServerProcess, server_process
 
 UPLOAD_LIMIT = 5 * 1024 * 1024
