@@ -216,12 +216,17 @@ def answers_question(
     source: tuple[str, str] = ("", ""),
 ) -> bool:
     """Whether ``sentence`` of ``source`` (its document's title, its passage) can be the answer: not
-    a header row, the kind of answer asked for, no empty cell under the column asked about, enough of
+    a header row or table-of-contents entry, the kind of answer asked for, no empty cell under the column asked about, enough of
     the question's focus, and what the question names in the sentence itself (or its table's title and
     column names, or the document title): every number, year or code ("in 2013" is not answered by a
     sentence about 2005) and, for a row of a table with column names, every name too. (Names in prose are checked against all
     passages, ``refusal``: the sentence may say "it".)"""
-    if sentence.is_header_row or not has_answer_type(question, sentence) or asks_empty_column(question, sentence):
+    if (
+        sentence.is_header_row
+        or sentence.is_contents
+        or not has_answer_type(question, sentence)
+        or asks_empty_column(question, sentence)
+    ):
         return False
     if not mentions_asked_noun(question, sentence):
         return False

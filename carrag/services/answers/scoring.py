@@ -8,8 +8,10 @@ choice of what the model sees, the extractive answer and the highlights.
 
 A sentence can echo the question without answering it (a heading, a table's header row, a title
 line: "Tensile Strength of SNB22-3"). ``strength`` ranks sentences for the answer: it discounts
-sentences that add fewer than ``INFORMATIVE_TERMS`` terms beyond the question's, headings, and,
-when the question asks for a quantity ("how many", "what year", ...), sentences without a number.
+sentences that add fewer than ``INFORMATIVE_TERMS`` terms beyond the question's, headings and
+table-of-contents entries (a section title with dot leaders and a page number: it names where the
+answer is, it is not the answer), and, when the question asks for a quantity ("how many", "what
+year", ...), sentences without a number.
 """
 
 from __future__ import annotations
@@ -35,6 +37,12 @@ NO_NUMBER_FACTOR = 0.6
 HEADING_FACTOR = 0.5
 ASKED_CHECKS = 20  # the strongest sentences whose words are compared with the asked noun
 _HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*$)")
+_DOT_LEADERS = re.compile(r"(?:\.\s?){5,}")  # ". . . . ." or "....." between a contents entry and its page
+
+
+def is_contents_entry(text: str) -> bool:
+    """A table-of-contents line: "2.1.7 Verifying function usage IDs . . . . . 10"."""
+    return _DOT_LEADERS.search(text) is not None
 
 
 @dataclass(slots=True, eq=False)  # compared by identity: it holds a vector
@@ -49,6 +57,7 @@ class ScoredSentence:
     has_number: bool = False
     is_heading: bool = False
     is_header_row: bool = False  # the first row of a table block
+    is_contents: bool = False  # a table-of-contents entry (``is_contents_entry``)
     in_code: bool = False  # inside a fenced code block: an answer only as what a sentence announces
     reading: RowReading | None = None  # for a table row: its title, column names and aligned cells
     asked_similarity: float = 0.0  # how close its closest word is to the noun the question asks about (``asked``)
@@ -96,7 +105,7 @@ class ScoredPassages:
     def strength(self, sentence: ScoredSentence) -> float:
         """How good an answer the sentence would be (``score`` discounted as the module says)."""
         value = sentence.score * min(1.0, 0.4 + 0.6 * sentence.new_terms / INFORMATIVE_TERMS)
-        if sentence.is_heading or sentence.is_header_row:
+        if sentence.is_heading or sentence.is_header_row or sentence.is_contents:
             value *= HEADING_FACTOR
         if self.expects_number and not sentence.has_number:
             value *= NO_NUMBER_FACTOR
@@ -176,6 +185,7 @@ async def score_passages(
                 has_number=has_number,
                 is_heading=bool(_HEADING.match(passages[source][sentence.start : sentence.end])),
                 is_header_row=reading is not None and reading.is_header,
+                is_contents=is_contents_entry(sentence.text),
                 in_code=any(start <= sentence.start < end for start, end in code[source]),
                 reading=reading,
             )

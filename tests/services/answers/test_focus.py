@@ -216,3 +216,21 @@ async def test_a_sentence_quoting_the_question_does_not_answer_it(embedder) -> N
     answered = docs + "\n\nUlaanbaatar is the capital of Mongolia and its largest city."
     _, found = await first_answer(embedder, "What is the capital of Mongolia?", [answered])
     assert found is not None and "Ulaanbaatar" in found.sentence.text
+
+
+async def test_a_table_of_contents_entry_is_not_an_answer_nor_cited(embedder) -> None:
+    """A contents line names the section where the answer is; citing it cites a source without the answer."""
+    question = "Which function usage ID is responsible for administering RCAC?"
+    passages = [
+        "QIBM_DB_SECADM also is responsible for administering RCAC, which restricts which rows a user is allowed "
+        "to access in a table. A preferred practice is that the RCAC administrator has the QIBM_DB_SECADM function "
+        "usage ID, but absolutely no other data privileges.",
+        "2.1.6 Change Function Usage CL command. . . . . . . . . . . . . . . 10\n"
+        "2.1.7 Verifying function usage IDs for RCAC with the FUNCTION_USAGE view . . . . . 10\n"
+        "2.2 Separation of duties . . . . . . . . . . . . . . . . . . . . . 10",
+    ]
+    scored = await score_passages(question, passages, embedder)
+    contents = [s for s in scored.sentences if s.source == 1]
+    assert contents and all(s.is_contents for s in contents)
+    answer = extract_answer(scored, question=question, min_focus=MIN_FOCUS)
+    assert answer.text.startswith("QIBM_DB_SECADM also is responsible") and "[Source 2]" not in answer.text

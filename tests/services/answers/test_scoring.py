@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import pytest
+
 from carrag.services.answers.refusal import judge_relevance
-from carrag.services.answers.scoring import score_passages
+from carrag.services.answers.scoring import is_contents_entry, score_passages
 from carrag.services.settings import Settings
 
 THRESHOLD = Settings.model_fields["answer_min_relevance"].default
@@ -30,3 +32,16 @@ async def test_a_question_that_is_its_own_query_scores_as_before(embedder) -> No
     alone = await score_passages(question, [PAPER], embedder)
     same = await score_passages(question, [PAPER], embedder, question=question)
     assert [s.score for s in alone.sentences] == [s.score for s in same.sentences]
+
+
+@pytest.mark.parametrize(
+    ("line", "contents"),
+    [
+        ("2.1.7 Verifying function usage IDs for RCAC with the FUNCTION_USAGE view . . . . . 10", True),
+        ("Chapter 3. Row and Column Access Control........ 13", True),
+        ("Wait... what? The engine stopped.", False),
+        ("Version 1.2.3.4 adds support for e.g. Python 3.13.", False),
+    ],
+)
+def test_table_of_contents_entries_are_recognised(line: str, contents: bool) -> None:
+    assert is_contents_entry(line) is contents
