@@ -27,7 +27,7 @@ from ir_measures import RR, R, nDCG
 from carrag.bench.beir import BeirDataset
 from carrag.services.container import Container
 from carrag.services.errors import CarragError, InvalidInput
-from carrag.services.ingestion import BulkDocument
+from carrag.services.ingest_bulk import BulkDocument
 from carrag.services.requests import IngestCommand, SearchQuery
 from carrag.services.retrieval.search import SearchHit
 from carrag.services.settings import Settings

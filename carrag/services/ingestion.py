@@ -1,8 +1,9 @@
 """The ingestion pipeline (seed 001): parse → auto-tag → chunk → embed → store.
 
-File uploads and URLs converge after parsing. Nothing reaches the store until every chunk has a
-vector; the store then writes the document in one atomic step (replacing an older version of the
-same source), so a failure or cancellation at any stage leaves no partial document.
+File uploads and URLs converge after parsing (`ingest_reading.py` reads them). Nothing reaches the store
+until every chunk has a vector; the store then writes the document in one atomic step (replacing an older
+version of the same source), so a failure or cancellation at any stage leaves no partial document. Many
+documents at once share their embedding calls (`ingest_bulk.py`).
 """
 
 from __future__ import annotations
@@ -11,43 +12,38 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import numpy as np
-
 from carrag.services.admission import AdmissionGate
 from carrag.services.chunking import chunk_document, default_strategy
 from carrag.services.collections import CollectionService
-from carrag.services.embedders.coalescing import CoalescingEmbedder
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, InvalidInput
-from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, Fetcher
+from carrag.services.fetchers.base import Fetcher
 from carrag.services.ids import content_hash, new_document_id
+from carrag.services.ingest_bulk import BulkDocument, DocumentEmbedder, ResultCallback, ingest_together
+from carrag.services.ingest_reading import parse_upload, read_url, text_document
 from carrag.services.model_change import ModelChange, PendingChangeWrite
 from carrag.services.models import (
     DEFAULT_COLLECTION,
     Chunk,
+    Collection,
     DocumentRecord,
     EmbeddingIdentity,
     OriginalFile,
     ParsedDocument,
 )
-from carrag.services.originals import fetched_original, uploaded_original
-from carrag.services.parsers import check_supported, parse_file
-from carrag.services.parsers.decoding import decode_declared
-from carrag.services.parsers.pdf import Progress, parse_pdf
-from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
+from carrag.services.originals import uploaded_original
 from carrag.services.parsers.pdf_ocr import reader_for
-from carrag.services.parsers.text import parse_text
-from carrag.services.parsers.web import parse_web_page
 from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.tagging import Tagger, auto_tags, merge_tags
 from carrag.services.telemetry import NullTelemetry, Telemetry
+from carrag.services.timing import elapsed_ms
 from carrag.services.vocabulary import ChunkingStrategy, IngestStatus, JobState
 
 logger = logging.getLogger(__name__)
@@ -106,15 +102,6 @@ def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:
     return "\n".join([*context, chunk.text])
 
 
-def text_document(text: str, filename: str, title: str | None) -> ParsedDocument:
-    """Already-extracted text as a parsed document."""
-    if not text.strip():
-        raise InvalidInput(f"{filename} contains no text.")
-    return ParsedDocument(
-        text=text, filename=filename, source_type="text", metadata={"line_count": len(text.splitlines())}, title=title
-    )
-
-
 def default_chunking(parsed: ParsedDocument, settings: Settings) -> ChunkingStrategy:
     """The strategy for a request that names none: by headers for Markdown and HTML (their parsers mark
     them ``metadata.markup = "markdown"``), else the format's own (`chunking.default_strategy`, e.g.
@@ -122,19 +109,6 @@ def default_chunking(parsed: ParsedDocument, settings: Settings) -> ChunkingStra
     if settings.markdown_chunking_for_markup and parsed.metadata.get("markup") == "markdown":
         return ChunkingStrategy.MARKDOWN
     return default_strategy(parsed, settings.chunking_strategy)
-
-
-DocumentEmbedder = Callable[..., Awaitable[np.ndarray]]  # (texts, progress=...) -> vectors
-
-
-@dataclass(slots=True)
-class BulkDocument:
-    """One document for `IngestionService.ingest_many`: extracted ``text``, or a file's ``data``."""
-
-    filename: str
-    options: IngestCommand = field(default_factory=IngestCommand)
-    text: str | None = None
-    data: bytes | None = None
 
 
 class IngestionService:
@@ -190,68 +164,18 @@ class IngestionService:
             observer = observer or _SilentObserver()
             timings: dict[str, float] = {}
             observer.stage(JobState.PARSING)
-            parsed = await self._parse_upload(data, filename, timings, observer)
-            original = uploaded_original(data, filename) if self.settings.keep_originals else None
-            return await self._ingest_parsed(parsed, options, observer, timings, original=original)
-
-    async def _parse_upload(
-        self, data: bytes, filename: str, timings: dict[str, float], observer: IngestObserver | None = None
-    ) -> ParsedDocument:
-        check_supported(filename)
-        started = time.perf_counter()
-        parsed = await asyncio.to_thread(
-            parse_file,
-            data,
-            filename,
-            max_pdf_pages=self.settings.max_pdf_pages,
-            pdf_mode=self.settings.pdf_mode,
-            ocr=self.ocr,
-            on_progress=_progress_from_thread(observer),
-        )
-        timings["parse"] = _ms(started)
-        return parsed
+            parsed = await parse_upload(data, filename, self.settings, self.ocr, timings, observer.ocr_read)
+            return await self._ingest_parsed(parsed, options, observer, timings, original=self._kept(data, filename))
 
     async def ingest_url(
         self, url: str, options: IngestCommand, observer: IngestObserver | None = None
     ) -> IngestResult:
         async with self.slot():
-            return await self._ingest_url(url, options, observer or _SilentObserver())
-
-    async def _ingest_url(self, url: str, options: IngestCommand, observer: IngestObserver) -> IngestResult:
-        timings: dict[str, float] = {}
-        observer.stage(JobState.PARSING)
-        started = time.perf_counter()
-        page = await self.fetcher.fetch(url)
-        timings["fetch"] = _ms(started)
-        started = time.perf_counter()
-        parsed = await asyncio.to_thread(
-            self._parse_fetched, page.content_type, page.body, page.charset, url, _progress_from_thread(observer)
-        )
-        timings["parse"] = _ms(started)
-        parsed.metadata.setdefault("url", url)
-        if page.final_url != url:
-            parsed.metadata["final_url"] = page.final_url
-        original = fetched_original(page) if self.settings.keep_originals else None
-        return await self._ingest_parsed(parsed, options, observer, timings, original=original)
-
-    def _parse_fetched(
-        self, content_type: str, body: bytes, charset: str | None, url: str, on_progress: Progress | None = None
-    ) -> ParsedDocument:
-        if content_type == "application/pdf":
-            pdf_parser = parse_pdf_markdown if self.settings.pdf_mode == "markdown" else parse_pdf
-            parsed = pdf_parser(body, url, max_pages=self.settings.max_pdf_pages, ocr=self.ocr, on_progress=on_progress)
-        elif content_type in ("text/html", "application/xhtml+xml"):
-            parsed = parse_web_page(decode_declared(body, charset)[0], url)
-        elif content_type in MEDIA_TYPE_EXTENSIONS:  # an office document, e-book or e-mail
-            parsed = parse_file(body, document_name(url, MEDIA_TYPE_EXTENSIONS[content_type]))
-        else:
-            parsed = parse_text(body, url, charset=charset)
-            if not parsed.text.strip():
-                raise InvalidInput(f"{url} contains no extractable text.")
-        parsed.filename = url
-        parsed.source_type = "web"
-        parsed.metadata.setdefault("extracted_at", datetime.now(UTC).isoformat())
-        return parsed
+            observer = observer or _SilentObserver()
+            timings: dict[str, float] = {}
+            observer.stage(JobState.PARSING)
+            parsed, original = await read_url(url, self.fetcher, self.settings, self.ocr, timings, observer.ocr_read)
+            return await self._ingest_parsed(parsed, options, observer, timings, original=original)
 
     async def ingest_text(
         self, text: str, filename: str, options: IngestCommand, observer: IngestObserver | None = None
@@ -267,47 +191,32 @@ class IngestionService:
         documents: Iterable[BulkDocument],
         *,
         concurrency: int = 256,
-        on_result: Callable[[int, IngestResult | CarragError], None] | None = None,
+        on_result: ResultCallback | None = None,
     ) -> list[IngestResult | CarragError]:
-        """Ingest many documents, embedding their chunks together in large batches.
-
-        Each document still goes through the whole pipeline and is written in its own atomic step;
-        only the embedding calls are shared (`carrag/services/embedders/coalescing.py`), which is what
-        makes bulk loads of many small documents run at the embedder's full speed. A document that
-        fails gets its error in the result list (input order); the others go on.
-        """
-        items = list(documents)
-        results: list[IngestResult | CarragError | None] = [None] * len(items)
-        coalescer = CoalescingEmbedder(self.embedder, max_texts=self.settings.embed_batch_size * 16)
-        gate = asyncio.Semaphore(concurrency)
-
-        async def one(position: int, item: BulkDocument) -> None:
-            async with gate:
-                try:
-                    result: IngestResult | CarragError = await self._ingest_bulk_item(item, coalescer.embed_documents)
-                except CarragError as exc:
-                    result = exc
-            results[position] = result
-            if on_result is not None:
-                on_result(position, result)
-
-        try:
-            async with asyncio.TaskGroup() as group:
-                for position, item in enumerate(items):
-                    group.create_task(one(position, item))
-        finally:
-            await coalescer.aclose()
-        return [result for result in results if result is not None]
+        """Ingest many documents, embedding their chunks together in large batches (`ingest_bulk.py`).
+        A document that fails gets its error in the result list (input order); the others go on."""
+        return await ingest_together(
+            documents,
+            self._ingest_bulk_item,
+            self.embedder,
+            texts_per_call=self.settings.embed_batch_size * 16,
+            concurrency=concurrency,
+            on_result=on_result,
+        )
 
     async def _ingest_bulk_item(self, item: BulkDocument, embed: DocumentEmbedder) -> IngestResult:
         timings: dict[str, float] = {}
         original = None
         if item.data is not None:
-            parsed = await self._parse_upload(item.data, item.filename, timings)
-            original = uploaded_original(item.data, item.filename) if self.settings.keep_originals else None
+            parsed = await parse_upload(item.data, item.filename, self.settings, self.ocr, timings)
+            original = self._kept(item.data, item.filename)
         else:
             parsed = text_document(item.text or "", item.filename, item.options.title)
         return await self._ingest_parsed(parsed, item.options, _SilentObserver(), timings, embed, original=original)
+
+    def _kept(self, data: bytes, filename: str) -> OriginalFile | None:
+        """An upload's bytes as its kept original, when KEEP_ORIGINALS."""
+        return uploaded_original(data, filename) if self.settings.keep_originals else None
 
     # --- the shared pipeline -------------------------------------------------------------------
     async def _ingest_parsed(
@@ -333,62 +242,21 @@ class IngestionService:
         user_tags = merge_tags([], options.tags)
 
         collection = (await self.collections.resolve([options.collection]))[0]  # unknown: NotFound (404)
-        existing = await self.store.find_by_source(source_id, collection.collection_id)
-        if existing is not None and existing.content_hash == digest and not options.force:
-            status = IngestStatus.UNCHANGED
-            updated = await self._add_metadata(existing, user_tags, options.metadata)
-            if updated is not None:
-                existing, status = updated, IngestStatus.UPDATED
-            self._report(status, timings)
-            return IngestResult(
-                document_id=existing.document_id,
-                filename=existing.filename,
-                chunk_count=existing.chunk_count,
-                tags=existing.tags,
-                status=status,
-                source_id=source_id,
-                timings_ms=timings,
-                collection=collection.name,
-            )
-        if not settings.allow_duplicates:
-            twin = await self.store.find_by_content_hash(digest, collection.collection_id)
-            if twin is not None and twin.source_id != source_id:
-                logger.info(
-                    "duplicate content; nothing stored",
-                    extra={"source_id": source_id, "duplicate_of": twin.source_id, "document_id": twin.document_id},
-                )
-                # the upload's tags and metadata still reach the content: added to the document holding it
-                twin = await self._add_metadata(twin, user_tags, options.metadata) or twin
-                return IngestResult(
-                    document_id=twin.document_id,
-                    filename=twin.filename,
-                    chunk_count=twin.chunk_count,
-                    tags=twin.tags,
-                    status=IngestStatus.DUPLICATE,
-                    source_id=twin.source_id,
-                    timings_ms=timings,
-                    collection=collection.name,
-                )
+        stored = await self._already_stored(source_id, digest, collection, user_tags, options, timings)
+        if stored is not None:
+            return stored
         identity, pending_change = await self._check_embedding_identity()
 
         observer.stage(JobState.TAGGING)
         started = time.perf_counter()
         generated = await auto_tags(self.tagger, parsed.text[: settings.tagging_content_chars], parsed.filename)
         tags = merge_tags(generated, user_tags)
-        timings["tag"] = _ms(started)
+        timings["tag"] = elapsed_ms(started)
 
         observer.stage(JobState.CHUNKING)
         started = time.perf_counter()
-        strategy = options.chunking or default_chunking(parsed, settings)
-        size = options.chunk_size or settings.chunk_size
-        overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
-        split_size = size
-        if options.chunk_size is None and len(parsed.text) <= settings.whole_document_chars:
-            split_size = max(size, len(parsed.text))  # a short document stays one chunk
-        chunks = await asyncio.to_thread(chunk_document, parsed, strategy, split_size, overlap, settings.min_chunk_size)
-        if not chunks:
-            raise InvalidInput(f"{parsed.filename} contains no extractable text.")
-        timings["chunk"] = _ms(started)
+        chunks, chunking = await self._chunk(parsed, options)
+        timings["chunk"] = elapsed_ms(started)
 
         observer.stage(JobState.EMBEDDING)
         started = time.perf_counter()
@@ -397,36 +265,17 @@ class IngestionService:
             twice = await pending_change.embed(texts, progress=observer.embedded)
         else:
             vectors = await (embed or self.embedder.embed_documents)(texts, progress=observer.embedded)
-        timings["embed"] = _ms(started)
+        timings["embed"] = elapsed_ms(started)
 
         observer.stage(JobState.INDEXING)
         started = time.perf_counter()
-        record = DocumentRecord(
-            document_id=new_document_id(),
-            filename=parsed.filename,
-            source_id=source_id,
-            source_type=parsed.source_type,
-            content_hash=digest,
-            chunk_count=len(chunks),
-            tags=tags,
-            metadata={
-                "filename": parsed.filename,
-                "source_type": parsed.source_type,
-                **parsed.metadata,
-                "chunking": {"strategy": strategy, "chunk_size": size, "chunk_overlap": overlap},
-            },
-            created_at=datetime.now(UTC).isoformat(),
-            title=parsed.title,
-            external_id=options.external_id,
-            user_metadata=dict(options.metadata),
-            collection_id=collection.collection_id,
-        )
+        record = _document_record(parsed, options, source_id, digest, len(chunks), tags, chunking, collection)
         # the original (when kept) is written with the document, in the same atomic step
         if pending_change is not None:
             replaced = await pending_change.write(record, chunks, twice, original)
         else:
             replaced = await self.store.write_document(record, chunks, vectors, identity, original=original)
-        timings["index"] = _ms(started)
+        timings["index"] = elapsed_ms(started)
         self.telemetry.chunks_indexed(len(chunks))
         self._report(IngestStatus.INGESTED, timings)
         observer.stage(JobState.DONE)
@@ -451,6 +300,71 @@ class IngestionService:
             timings_ms=timings,
             collection=collection.name,
         )
+
+    async def _already_stored(
+        self,
+        source_id: str,
+        digest: str,
+        collection: Collection,
+        user_tags: list[str],
+        options: IngestCommand,
+        timings: dict[str, float],
+    ) -> IngestResult | None:
+        """The result when this content is stored already, so nothing is embedded: unchanged (or updated
+        with the request's tags and metadata) under the same source, or a duplicate of another source
+        (unless ALLOW_DUPLICATES or ``force``). None: go on and ingest."""
+        existing = await self.store.find_by_source(source_id, collection.collection_id)
+        if existing is not None and existing.content_hash == digest and not options.force:
+            status = IngestStatus.UNCHANGED
+            updated = await self._add_metadata(existing, user_tags, options.metadata)
+            if updated is not None:
+                existing, status = updated, IngestStatus.UPDATED
+            self._report(status, timings)
+            return IngestResult(
+                document_id=existing.document_id,
+                filename=existing.filename,
+                chunk_count=existing.chunk_count,
+                tags=existing.tags,
+                status=status,
+                source_id=source_id,
+                timings_ms=timings,
+                collection=collection.name,
+            )
+        if self.settings.allow_duplicates:
+            return None
+        twin = await self.store.find_by_content_hash(digest, collection.collection_id)
+        if twin is None or twin.source_id == source_id:
+            return None
+        logger.info(
+            "duplicate content; nothing stored",
+            extra={"source_id": source_id, "duplicate_of": twin.source_id, "document_id": twin.document_id},
+        )
+        # the upload's tags and metadata still reach the content: added to the document holding it
+        twin = await self._add_metadata(twin, user_tags, options.metadata) or twin
+        return IngestResult(
+            document_id=twin.document_id,
+            filename=twin.filename,
+            chunk_count=twin.chunk_count,
+            tags=twin.tags,
+            status=IngestStatus.DUPLICATE,
+            source_id=twin.source_id,
+            timings_ms=timings,
+            collection=collection.name,
+        )
+
+    async def _chunk(self, parsed: ParsedDocument, options: IngestCommand) -> tuple[list[Chunk], dict[str, Any]]:
+        """The document's chunks, and how they were cut (recorded in the document's metadata)."""
+        settings = self.settings
+        strategy = options.chunking or default_chunking(parsed, settings)
+        size = options.chunk_size or settings.chunk_size
+        overlap = settings.chunk_overlap if options.chunk_overlap is None else options.chunk_overlap
+        split_size = size
+        if options.chunk_size is None and len(parsed.text) <= settings.whole_document_chars:
+            split_size = max(size, len(parsed.text))  # a short document stays one chunk
+        chunks = await asyncio.to_thread(chunk_document, parsed, strategy, split_size, overlap, settings.min_chunk_size)
+        if not chunks:
+            raise InvalidInput(f"{parsed.filename} contains no extractable text.")
+        return chunks, {"strategy": strategy, "chunk_size": size, "chunk_overlap": overlap}
 
     def _report(self, status: str, timings: dict[str, float]) -> None:
         self.telemetry.document_ingested(status)
@@ -485,25 +399,33 @@ class IngestionService:
         return current, None
 
 
-def document_name(url: str, extension: str) -> str:
-    """A file name for a fetched document: the URL's last path segment when it has the extension the
-    server's media type implies, else ``document`` with it (the parser goes by the extension)."""
-    name = url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-    return name if name.lower().endswith(extension) else f"document{extension}"
-
-
-def _progress_from_thread(observer: IngestObserver | None) -> Progress | None:
-    """``observer.ocr_read`` for a parser running in a worker thread (OCR pages done/total during the
-    ``parsing`` stage): each call is handed to the event loop's thread."""
-    if observer is None:
-        return None
-    loop = asyncio.get_running_loop()
-
-    def report(done: int, total: int) -> None:
-        loop.call_soon_threadsafe(observer.ocr_read, done, total)
-
-    return report
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 2)
+def _document_record(
+    parsed: ParsedDocument,
+    options: IngestCommand,
+    source_id: str,
+    digest: str,
+    chunk_count: int,
+    tags: list[str],
+    chunking: dict[str, Any],
+    collection: Collection,
+) -> DocumentRecord:
+    return DocumentRecord(
+        document_id=new_document_id(),
+        filename=parsed.filename,
+        source_id=source_id,
+        source_type=parsed.source_type,
+        content_hash=digest,
+        chunk_count=chunk_count,
+        tags=tags,
+        metadata={
+            "filename": parsed.filename,
+            "source_type": parsed.source_type,
+            **parsed.metadata,
+            "chunking": chunking,
+        },
+        created_at=datetime.now(UTC).isoformat(),
+        title=parsed.title,
+        external_id=options.external_id,
+        user_metadata=dict(options.metadata),
+        collection_id=collection.collection_id,
+    )

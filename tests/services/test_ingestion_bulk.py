@@ -3,7 +3,8 @@
 from pathlib import Path
 
 from carrag.services.errors import InvalidInput
-from carrag.services.ingestion import BulkDocument, IngestResult, embedding_input
+from carrag.services.ingest_bulk import BulkDocument
+from carrag.services.ingestion import IngestResult, embedding_input
 from carrag.services.models import Chunk, ParsedDocument
 from carrag.services.requests import IngestCommand, SearchQuery
 from carrag.services.vocabulary import SearchMode

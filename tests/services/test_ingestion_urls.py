@@ -11,7 +11,7 @@ import pytest
 from carrag.services.container import Container
 from carrag.services.fetchers.address_policy import system_resolver
 from carrag.services.fetchers.http import HttpFetcher
-from carrag.services.ingestion import document_name
+from carrag.services.ingest_reading import document_name
 from carrag.services.parsers.decoding import decode_declared, known_codec
 from carrag.services.requests import IngestCommand
 from tests.conftest import close_container, make_settings, open_container
