@@ -20,10 +20,15 @@ def free_port() -> int:
 
 class LiveServer:
     def __init__(self, app, port: int | None = None) -> None:
-        self.port = port or free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_config=None, lifespan="on")
+        # The listening socket is bound here and handed to uvicorn: a port picked by `free_port` and
+        # bound later can be taken meanwhile (by an outgoing connection of any process on the machine).
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", port or 0))
+        self.port = self._socket.getsockname()[1]
+        config = uvicorn.Config(app, log_config=None, lifespan="on")
         self.server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self.server.run, daemon=True)
+        self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self._socket]}, daemon=True)
 
     @property
     def url(self) -> str:
@@ -41,6 +46,7 @@ class LiveServer:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self._thread.join(timeout=30)
+        self._socket.close()
 
 
 @contextlib.contextmanager
