@@ -13,10 +13,13 @@ export function setApiKey(key) {
 }
 
 export class ApiError extends Error {
-  constructor(status, detail) {
+  /** ``sentKey``: the API key the failed request carried ("" for none); a 401 for a key since replaced
+   * is an answer to an old request, not about the key in use. */
+  constructor(status, detail, sentKey = "") {
     super(detail);
     this.status = status;
     this.detail = detail;
+    this.sentKey = sentKey;
   }
 }
 
@@ -26,8 +29,7 @@ export function onApiError(listener) {
   listeners.add(listener);
 }
 
-function authHeaders(extra = {}) {
-  const key = apiKey();
+function authHeaders(key, extra = {}) {
   return key ? { ...extra, Authorization: `Bearer ${key}` } : extra;
 }
 
@@ -39,8 +41,8 @@ function detailOf(status, body) {
   return detail || `HTTP ${status}`;
 }
 
-function fail(status, body) {
-  const error = new ApiError(status, detailOf(status, body));
+function fail(status, body, sentKey) {
+  const error = new ApiError(status, detailOf(status, body), sentKey);
   listeners.forEach((listener) => listener(error));
   return error;
 }
@@ -56,7 +58,8 @@ async function readJson(response) {
 
 /** A JSON request. Resolves to {status, body}; rejects with ApiError on 4xx/5xx or a network failure. */
 export async function request(path, { method = "GET", json, form, signal } = {}) {
-  const init = { method, headers: authHeaders(), signal };
+  const key = apiKey();
+  const init = { method, headers: authHeaders(key), signal };
   if (json !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(json);
@@ -68,10 +71,10 @@ export async function request(path, { method = "GET", json, form, signal } = {})
     response = await fetch(path, init);
   } catch (error) {
     if (error.name === "AbortError") throw error;
-    throw fail(0, { detail: `The server cannot be reached (${error.message}).` });
+    throw fail(0, { detail: `The server cannot be reached (${error.message}).` }, key);
   }
   const body = await readJson(response);
-  if (!response.ok) throw fail(response.status, body);
+  if (!response.ok) throw fail(response.status, body, key);
   return { status: response.status, body };
 }
 
@@ -81,13 +84,14 @@ export async function getJson(path, options) {
 
 /** GET a file: resolves to {blob, filename} (the name from Content-Disposition); rejects with ApiError. */
 export async function fetchBlob(path) {
+  const key = apiKey();
   let response;
   try {
-    response = await fetch(path, { headers: authHeaders() });
+    response = await fetch(path, { headers: authHeaders(key) });
   } catch (error) {
-    throw fail(0, { detail: `The server cannot be reached (${error.message}).` });
+    throw fail(0, { detail: `The server cannot be reached (${error.message}).` }, key);
   }
-  if (!response.ok) throw fail(response.status, await readJson(response));
+  if (!response.ok) throw fail(response.status, await readJson(response), key);
   const disposition = response.headers.get("Content-Disposition") || "";
   const encoded = /filename\*=UTF-8''([^;]+)/i.exec(disposition);
   const plain = /filename="([^"]*)"/i.exec(disposition);
@@ -98,9 +102,10 @@ export async function fetchBlob(path) {
 /** POST a multipart form with upload progress (fetch has none). Resolves to {status, body}. */
 export function upload(path, form, onProgress) {
   return new Promise((resolve, reject) => {
+    const key = apiKey();
     const xhr = new XMLHttpRequest();
     xhr.open("POST", path);
-    for (const [name, value] of Object.entries(authHeaders())) xhr.setRequestHeader(name, value);
+    for (const [name, value] of Object.entries(authHeaders(key))) xhr.setRequestHeader(name, value);
     xhr.upload.addEventListener("progress", (event) => {
       if (event.lengthComputable) onProgress(event.loaded, event.total);
     });
@@ -112,28 +117,29 @@ export function upload(path, form, onProgress) {
         body = { detail: xhr.responseText.slice(0, 300) };
       }
       if (xhr.status >= 200 && xhr.status < 300) resolve({ status: xhr.status, body });
-      else reject(fail(xhr.status, body));
+      else reject(fail(xhr.status, body, key));
     });
-    xhr.addEventListener("error", () => reject(fail(0, { detail: "The upload failed: the server cannot be reached." })));
+    xhr.addEventListener("error", () => reject(fail(0, { detail: "The upload failed: the server cannot be reached." }, key)));
     xhr.send(form);
   });
 }
 
 /** POST JSON and yield the Server-Sent Events of the response as {event, data} (data parsed as JSON). */
 export async function* streamEvents(path, json, signal) {
+  const key = apiKey();
   let response;
   try {
     response = await fetch(path, {
       method: "POST",
-      headers: authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+      headers: authHeaders(key, { "Content-Type": "application/json", Accept: "text/event-stream" }),
       body: JSON.stringify(json),
       signal,
     });
   } catch (error) {
     if (error.name === "AbortError") throw error;
-    throw fail(0, { detail: `The server cannot be reached (${error.message}).` });
+    throw fail(0, { detail: `The server cannot be reached (${error.message}).` }, key);
   }
-  if (!response.ok) throw fail(response.status, await readJson(response));
+  if (!response.ok) throw fail(response.status, await readJson(response), key);
 
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";

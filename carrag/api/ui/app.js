@@ -66,7 +66,9 @@ function initApiKey() {
     reflect();
   });
   onApiError((error) => {
-    if (error.status === 401) {
+    // A 401 for a request sent with another key (or none) answers an old request: the key saved since
+    // is not refused, and reopening the box would undo the Save the user just did.
+    if (error.status === 401 && error.sentKey === apiKey()) {
       showBanner(apiKey()
         ? "The server refused the API key. Check it under “API key” (top right)."
         : "This server needs an API key. Enter it under “API key” (top right).");

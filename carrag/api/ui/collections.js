@@ -6,6 +6,7 @@ import { $, h, replaceChildren } from "./dom.js";
 
 const STORAGE = "carrag.collection";
 const DEFAULT = "default";
+let latestLoad = 0; // an answer to an earlier load (say, one sent before the API key was saved) is dropped
 
 /** The collection picked (what every request sends as `collection`). */
 export function currentCollection() {
@@ -21,12 +22,14 @@ function remember(name) {
  * to the first one listed when the API key may not read default (a key scoped by API_KEY_SCOPES). */
 export async function loadCollections() {
   const picker = $("#collection-picker");
+  const load = ++latestLoad;
   let items = [];
   try {
     items = (await getJson("/collections")).items;
   } catch {
     items = [{ name: currentCollection(), document_count: null }];
   }
+  if (load !== latestLoad) return;
   if (!items.some((item) => item.name === currentCollection())) {
     const defaultListed = items.length === 0 || items.some((item) => item.name === DEFAULT);
     remember(defaultListed ? DEFAULT : items[0].name);
