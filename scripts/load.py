@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import random
 import socket
 import sqlite3
@@ -90,15 +89,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def clean_environment() -> dict[str, str]:
-    from carrag.services.settings import Settings
-
-    names = {name.upper() for name in Settings.model_fields}
-    return {key: value for key, value in os.environ.items() if key.upper() not in names}
-
-
 @contextlib.contextmanager
 def started_server(args: argparse.Namespace) -> Iterator[Server]:
+    from carrag.bench.server import clean_environment, stop_process
+
     with tempfile.TemporaryDirectory(prefix="carrag-load-") as tmp:
         data_dir = Path(tmp)
         port = free_port()
@@ -141,12 +135,7 @@ def started_server(args: argparse.Namespace) -> Iterator[Server]:
             wait_until_up(server, timeout=180)
             yield server
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, grace_seconds=30)
             log.close()
             server.integrity = store_integrity(data_dir / "carrag.db")
             if process.returncode not in (0, -15):

@@ -50,6 +50,16 @@ def clean_environment() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key.upper() not in names}
 
 
+def stop_process(process: subprocess.Popen, grace_seconds: float) -> None:
+    """SIGTERM, then SIGKILL when the process has not exited after ``grace_seconds``."""
+    process.terminate()
+    try:
+        process.wait(timeout=grace_seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def bind_loopback() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -91,12 +101,7 @@ def server_process(data_dir: Path, startup_timeout: float = 60.0, **settings: ob
         _wait_until_up(server, startup_timeout)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, grace_seconds=15)
 
 
 def _wait_until_up(server: ServerProcess, timeout: float) -> None:

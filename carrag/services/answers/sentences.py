@@ -4,7 +4,7 @@ Boundaries: sentence punctuation followed by white space and a capital, digit or
 lines; a line break before a list item, heading or table line; a line break after a line ending in
 a colon or without final punctuation when the next line starts with a capital (headings, PDF
 title lines), except inside a paragraph of two short lines (a form's label and value: "Server" /
-"Quack Quackling"). Lines of a table (markdown ``|`` lines; csv/xlsx rows: several short comma-separated
+"Quack Quackling"; a field number alone on the line before and after bounds it like a blank line). Lines of a table (markdown ``|`` lines; csv/xlsx rows: several short comma-separated
 fields, next to another such line, so that a wrapped PDF line with two commas is prose) are one unit
 each. Soft
 line breaks inside a sentence (wrapped PDF text) are not boundaries. Units longer than
@@ -27,6 +27,7 @@ _ABBREVIATIONS = {"e.g", "i.e", "etc", "fig", "no", "vs", "mr", "mrs", "dr", "st
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)(?=\s+[\"'(\[]?[A-Z0-9•\-*#])")
 _LINE_START_ITEM = re.compile(r"^\s*(?:[-*•#|>]|\d{1,3}[.)]\s|[A-Za-z][.)]\s)")
 _FIELD_COMMA = re.compile(r"(?<!\d),|,(?!\d)")  # a comma that is not a thousands separator
+_FIELD_MARKER = re.compile(r"\(?(?:\d{1,3}|[A-Za-z]|[ivxIVX]{1,4})[.)]?|[•*-]")  # "3", "b)", "iv." alone on a line
 _FENCE = re.compile(r"^[ \t]*(```|~~~)([^\n]*)$", re.MULTILINE)
 
 
@@ -98,6 +99,7 @@ def _line_breaks(text: str) -> list[int]:
             or stripped.endswith(":")
             or (stripped[-1] not in ".,;:-–—(" and next_stripped[:1].isupper() and len(stripped) < 80)
             or stripped[-1] in ".!?"
+            or (index > 0 and _label_and_value(lines, index - 1))  # a form field ends with its value
         )
         if hard and not _label_and_value(lines, index):
             breaks.append(position)
@@ -108,11 +110,13 @@ def _line_breaks(text: str) -> list[int]:
 def _label_and_value(lines: list[str], index: int) -> bool:
     """Whether lines ``index`` and ``index + 1`` are a form's label and value ("Server" / "Quack Quackling",
     as an HTML or docx key-value block reads): a paragraph of exactly these two short lines, the first
-    without final punctuation and neither a list item, heading or table line."""
+    without final punctuation and neither a list item, heading or table line. A numbered form's field
+    marker on its own line ("3" / "Server" / "Quack Quackling" / "4") bounds the field like a blank line."""
     label, value = lines[index].strip(), lines[index + 1].strip()
     before = lines[index - 1].strip() if index > 0 else ""
     after = lines[index + 2].strip() if index + 2 < len(lines) else ""
-    if before or after or not label or not value or label[-1] in ".!?:;,":
+    fenced = all(not line or _FIELD_MARKER.fullmatch(line) for line in (before, after))
+    if not fenced or not label or not value or label[-1] in ".!?:;,":
         return False
     if any(_LINE_START_ITEM.match(line) or is_table_line(line) for line in (label, value)):
         return False

@@ -71,10 +71,14 @@ def align(names: Sequence[str], rows: Sequence[list[str]]) -> list[tuple[str, ..
 def _is_header(text: str, first: Sentence, second: Sentence | None) -> bool:
     """A table's first row is its header when the markdown ``| --- |`` separator follows it, or when
     it holds no digit and the table does not begin the passage (a passage can begin in the middle of
-    a table, with a data row)."""
+    a table, with a data row, or in the middle of a row: then the line before ends with the row's
+    closing ``|``)."""
     if second is not None and "---" in text[first.end : second.start]:
         return True
-    return bool(text[: first.start].strip()) and not any(char.isdigit() for char in first.text)
+    before = text[: first.start]
+    line_before = before.rstrip(" \t").removesuffix("\n").rsplit("\n", 1)[-1].strip()
+    begins_mid_row = line_before.endswith("|")  # the line right before, not a row of its own: a cut row
+    return bool(before.strip()) and not begins_mid_row and not any(char.isdigit() for char in first.text)
 
 
 def read_rows(text: str, sentences: Sequence[Sentence]) -> dict[Sentence, RowReading]:

@@ -16,6 +16,7 @@ from typing import Any
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
 
 _HEADING_STYLE = re.compile(r"^heading ([1-9])$", re.IGNORECASE)
@@ -104,13 +105,7 @@ def table_block(table: Any) -> str:
         rows = _rows_by_grid(table)
     except (ValueError, IndexError, KeyError):  # e.g. "no `tc` element at grid_offset=1"
         rows = _rows_by_xml(table)
-    rows = [values for values in rows if any(values)]
-    if not rows:
-        return ""
-    width = max(len(values) for values in rows)
-    lines = ["| " + " | ".join(values + [""] * (width - len(values))) + " |" for values in rows]
-    lines.insert(1, "| " + " | ".join(["---"] * width) + " |")
-    return "\n".join(lines)
+    return markdown_table([values for values in rows if any(values)])
 
 
 def parse_docx(data: bytes, filename: str) -> ParsedDocument:

@@ -15,6 +15,7 @@ from typing import Any
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
 
 TEXT_NS = "urn:oasis:names:tc:opendocument:xmlns:text:1.0"
@@ -101,12 +102,7 @@ class _Reader:
                 values.pop()
             if values:
                 rows.append(values)
-        if not rows:
-            return ""
-        width = max(len(values) for values in rows)
-        lines = ["| " + " | ".join(values + [""] * (width - len(values))) + " |" for values in rows]
-        lines.insert(1, "| " + " | ".join(["---"] * width) + " |")
-        return "\n".join(lines)
+        return markdown_table(rows)
 
 
 def _descendants(element: Any, name: tuple[str, str]) -> list[Any]:

@@ -17,6 +17,7 @@ from typing import Any
 from carrag.services.errors import InvalidInput
 from carrag.services.models import PageSpan, ParsedDocument
 from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
 
 _WHITESPACE = re.compile(r"[ \t\r\f\v]+")
@@ -47,33 +48,27 @@ def text_frame_block(frame: Any, *, as_list: bool) -> str:
 
 def table_markdown(table: Any) -> str:
     rows = [[_line(cell.text).replace("|", "\\|") for cell in row.cells] for row in table.rows]
-    rows = [row for row in rows if any(row)]
-    if not rows:
+    return markdown_table([row for row in rows if any(row)])
+
+
+def _placeholder_kind(shape: Any) -> str:
+    """The placeholder type's name (e.g. ``BODY (2)``); ``""`` for a shape that is none or an unknown one."""
+    if not shape.is_placeholder:
         return ""
-    width = max(len(row) for row in rows)
-    lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in rows]
-    lines.insert(1, "| " + " | ".join(["---"] * width) + " |")
-    return "\n".join(lines)
+    try:
+        return str(shape.placeholder_format.type)
+    except (ValueError, AttributeError):
+        return ""
 
 
 def _is_body_placeholder(shape: Any) -> bool:
-    if not shape.is_placeholder:
-        return False
-    try:
-        kind = str(shape.placeholder_format.type)
-    except (ValueError, AttributeError):
-        return False
+    kind = _placeholder_kind(shape)
     return "BODY" in kind or "OBJECT" in kind
 
 
 def _is_furniture(shape: Any) -> bool:
     """Date, footer and slide-number placeholders repeat on every slide and say nothing."""
-    if not shape.is_placeholder:
-        return False
-    try:
-        kind = str(shape.placeholder_format.type)
-    except (ValueError, AttributeError):
-        return False
+    kind = _placeholder_kind(shape)
     return any(name in kind for name in ("DATE", "FOOTER", "SLIDE_NUMBER", "HEADER"))
 
 

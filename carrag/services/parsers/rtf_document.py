@@ -14,6 +14,7 @@ import re
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
+from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
 
 _CODE_PAGE = re.compile(rb"\\ansicpg(\d{3,5})")
@@ -39,10 +40,7 @@ def text_blocks(text: str) -> list[str]:
 
     def close_table() -> None:
         if table:
-            width = max(len(row) for row in table)
-            lines = ["| " + " | ".join(row + [""] * (width - len(row))) + " |" for row in table]
-            lines.insert(1, "| " + " | ".join(["---"] * width) + " |")
-            blocks.append("\n".join(lines))
+            blocks.append(markdown_table(table))
             table.clear()
 
     for raw in text.splitlines():

@@ -32,6 +32,7 @@ from carrag.services.retrieval.one_version import one_version_per_source
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
 from carrag.services.telemetry import NullTelemetry, Telemetry
+from carrag.services.timing import elapsed_ms
 from carrag.services.vocabulary import SearchMode
 
 EMPTY_INDEX_MESSAGE = (
@@ -137,7 +138,7 @@ class SearchService:
         if serving.note is not None:  # the store's model cannot be loaded (logged when it was tried)
             mode = SearchMode.BM25
         timings["embed_query"] = embed_ms
-        timings["retrieve"] = _ms(started)
+        timings["retrieve"] = elapsed_ms(started)
 
         chunks: dict[tuple[str, int], ScoredChunk] = {}
         bm25_scores: dict[tuple[str, int], float] = {}
@@ -155,11 +156,11 @@ class SearchService:
             legs["knn"] = [hit.chunk.key for hit in semantic]
         step = time.perf_counter()
         fused = reciprocal_rank_fusion(legs, k=self.settings.rrf_k)[:depth]
-        timings["fuse"] = _ms(step)
+        timings["fuse"] = elapsed_ms(step)
 
         if not fused:
             empty = await self.store.count_chunks() == 0
-            timings["total"] = _ms(started)
+            timings["total"] = elapsed_ms(started)
             message = EMPTY_INDEX_MESSAGE if empty else NO_MATCH_MESSAGE
             return SearchOutcome([], timings, False, None, empty, message, degraded=serving.note)
 
@@ -185,16 +186,16 @@ class SearchService:
         if rerank:
             step = time.perf_counter()
             reranked, note = await self._rerank(question, hits)
-            timings["rerank"] = _ms(step)
+            timings["rerank"] = elapsed_ms(step)
         hits = hits[:top_k]
 
         if expand and self.settings.neighbour_window > 0:
             step = time.perf_counter()
             hits = distinct_by_text(await self._expand(hits, chunks), lambda hit: hit.text)
-            timings["expand"] = _ms(step)
+            timings["expand"] = elapsed_ms(step)
         for rank, ranked in enumerate(hits, start=1):
             ranked.rank = rank
-        timings["total"] = _ms(started)
+        timings["total"] = elapsed_ms(started)
         return SearchOutcome(hits, timings, reranked, note, degraded=serving.note)
 
     async def _retrieve_served(
@@ -243,7 +244,7 @@ class SearchService:
                 return []
             step = time.perf_counter()
             found = await self.store.lexical_search(question, depth, filters)
-            timings["bm25_leg"] = _ms(step)
+            timings["bm25_leg"] = elapsed_ms(step)
             return found
 
         async def knn_leg() -> list[ScoredChunk]:
@@ -252,7 +253,7 @@ class SearchService:
                 return []
             step = time.perf_counter()
             found, embed_ms, _ = await self.model_change.vector_search(question, depth, filters, serving)
-            timings["knn_leg"] = round(_ms(step) - embed_ms, 2)
+            timings["knn_leg"] = round(elapsed_ms(step) - embed_ms, 2)
             return found
 
         lexical, semantic = await asyncio.gather(bm25_leg(), knn_leg())
@@ -295,7 +296,3 @@ def _primary_score(mode: SearchMode, rrf: float, bm25: float | None, knn: float 
     if mode == SearchMode.KNN:
         return knn or 0.0
     return rrf
-
-
-def _ms(started: float) -> float:
-    return round((time.perf_counter() - started) * 1000, 2)

@@ -7,7 +7,8 @@
   ``chunks_fts`` for searches with filters (`lexical_search`); kNN on the HNSW graph plus an exact
   delta, or exact cosine over the filtered rows (`vector_search`). The indexes beside the file
   (`search_indexes.py`) follow the ``chunk_changes`` log and are rebuilt from SQLite when missing or
-  stale; searches with filters run on SQLite alone.
+  stale, caught up in the background after writes (`sqlite_index_catch_up.py`); searches with filters
+  run on SQLite alone.
 - One process per store file (`process_lock.py`): a second one is refused with a clear error.
 - WAL journal: readers never block the writer or each other. All writes go through one writer
   thread, one transaction per document, so a document's chunks appear (or vanish) all at once and
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -65,6 +65,7 @@ from carrag.services.stores.sqlite_documents import (
     found_documents_read,
     sources_read,
 )
+from carrag.services.stores.sqlite_index_catch_up import IndexCatchUp
 from carrag.services.stores.sqlite_originals import ORIGINAL_PIECE_BYTES, put_original, read_original
 from carrag.services.stores.sqlite_rows import (
     row_to_document,
@@ -78,9 +79,6 @@ from carrag.services.stores.sqlite_writes import insert_document, update_documen
 __all__ = ["BM25_WEIGHTS", "ORIGINAL_PIECE_BYTES", "SCHEMA", "SqliteStore", "integrity_problems"]
 
 T = TypeVar("T")
-logger = logging.getLogger(__name__)
-
-INDEX_SYNC_IDLE_SECONDS = 0.5
 
 
 class SqliteStore:
@@ -96,14 +94,11 @@ class SqliteStore:
         self._connections_lock = threading.Lock()
         self._process_lock = ProcessLock(self.path)
         self._closed = False
-        self._index_syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-index-sync")
-        self._sync_timer: threading.Timer | None = None
-        self._sync_timer_lock = threading.Lock()
         self.indexes = SearchIndexes(self.path.with_name(self.path.name + ".indexes"))
+        self._index_catch_up = IndexCatchUp(self.indexes, self._connection, lambda work: self._writer.submit(work))
         # the registered collections' ids, kept by the (single) writer: a search over all of them
         # needs no collection filter, so it keeps the fast unfiltered path (tantivy, HNSW)
         self._collection_ids: frozenset[str] = frozenset({DEFAULT_COLLECTION})
-        self._pruned_below = 0  # change-log rows before this seq are gone
 
     # --- plumbing ------------------------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -160,7 +155,7 @@ class SqliteStore:
             self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
             self._readers = ThreadPoolExecutor(max_workers=self._reader_threads, thread_name_prefix="sqlite-reader")
             self._local = threading.local()
-            self._index_syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-index-sync")
+            self._index_catch_up.restart()
             self._closed = False
         self._process_lock.acquire()
 
@@ -171,7 +166,7 @@ class SqliteStore:
         try:
             await loop.run_in_executor(self._writer, lambda: create(self._connection()))
             await self._read(self.indexes.sync)  # open the indexes beside the file (rebuilt if stale)
-            self._prune_change_log()
+            self._index_catch_up.prune_change_log()
         except sqlite3.DatabaseError as exc:
             self._process_lock.release()
             raise DependencyUnavailable("store", f"cannot open SQLite database {self.path}: {exc}") from exc
@@ -182,11 +177,8 @@ class SqliteStore:
     async def close(self) -> None:
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
-        with self._sync_timer_lock:
-            self._closed = True
-            if self._sync_timer is not None:
-                self._sync_timer.cancel()
-        self._index_syncer.shutdown(wait=True)
+        self._closed = True
+        self._index_catch_up.stop()
         self.indexes.close()
         with self._connections_lock:
             for connection in self._connections:
@@ -198,60 +190,13 @@ class SqliteStore:
         self._process_lock.release()
 
     def _schedule_index_sync(self) -> None:
-        """Catch the indexes up once writes pause for `INDEX_SYNC_IDLE_SECONDS`, so the next search
-        finds them current; during a stream of writes nothing runs (a search would catch up itself)."""
-        with self._sync_timer_lock:
-            if self._closed:
-                return
-            if self._sync_timer is not None:
-                self._sync_timer.cancel()
-            self._sync_timer = threading.Timer(INDEX_SYNC_IDLE_SECONDS, self._sync_in_background)
-            self._sync_timer.daemon = True
-            self._sync_timer.start()
-
-    def _sync_in_background(self) -> None:
-        with self._sync_timer_lock:
-            if self._closed:
-                return
-            self._index_syncer.submit(self._background_sync)
-
-    def _background_sync(self) -> None:
-        try:
-            self.indexes.sync(self._connection())
-        except Exception:  # the next search retries and reports the failure
-            logger.warning("catching up the search indexes failed; the next search retries", exc_info=True)
-            return
-        self._prune_change_log()
+        """After each committed write (`_write`): the indexes catch up once writes pause."""
+        self._index_catch_up.schedule()
 
     async def sync_indexes(self) -> None:
         """Bring the search indexes up to the last committed write now (the next search would)."""
         await self._read(self.indexes.sync)
-        self._prune_change_log()
-
-    def _prune_change_log(self) -> None:
-        """Delete the change-log rows both indexes have saved for good (`durable_seq`), on the writer
-        thread. The row at that position stays, so the log's head never moves back (an index ahead
-        of the head means an older copy of the database: rebuild)."""
-        upto = self.indexes.durable_seq()
-        with self._sync_timer_lock:
-            if self._closed or upto <= self._pruned_below:
-                return
-            self._pruned_below = upto
-
-        def prune() -> None:
-            connection = self._connection()
-            connection.execute("BEGIN IMMEDIATE")
-            try:
-                connection.execute("DELETE FROM chunk_changes WHERE seq < ?", (upto,))
-            except BaseException:
-                connection.execute("ROLLBACK")
-                raise
-            connection.execute("COMMIT")
-
-        try:
-            self._writer.submit(prune)
-        except RuntimeError:  # closing: the next open prunes
-            pass
+        self._index_catch_up.prune_change_log()
 
     async def health(self) -> ComponentHealth:
         try:

@@ -76,3 +76,10 @@ def test_a_form_label_and_its_value_are_one_unit() -> None:
         "Thank you for dining with us.",
         "See you soon.",
     ]
+
+
+def test_a_numbered_form_field_is_one_unit() -> None:
+    """An HTML key-value form: each field's marker, label and value on lines of their own."""
+    form = "Receipt details:\n1\nRestaurant\nDocling\n2\nServer\nQuack Quackling\n3\nSeating\n13\nOrder items:"
+    texts = [s.text for s in split_sentences(form)]
+    assert "Server Quack Quackling" in texts and "Restaurant Docling" in texts

@@ -59,3 +59,19 @@ def test_a_blank_line_ends_a_table() -> None:
     text = "| a | b |\n| --- | --- |\n| 1 | 2 |\n\n| c | d |\n| --- | --- |\n| 3 | 4 |"
     shown = readings(text)
     assert shown["| 3 | 4 |"] == "c: 3; d: 4"
+
+
+def test_a_passage_that_begins_inside_a_row_has_no_header_row() -> None:
+    """The chunk began in the middle of a settings table's row: the next row is data, not column names."""
+    text = (
+        "Source files use `code` unless the request names a strategy. |\n"
+        "| `MARKDOWN_CHUNKING_FOR_MARKUP` | `true` | Markdown files are chunked by headers. |\n"
+        "| `MIN_CHUNK_SIZE` | `100` | A trailing chunk shorter than this is merged. |"
+    )
+    rows = read_rows(text, split_sentences(text))
+    assert rows and all(not reading.names and not reading.is_header for reading in rows.values())
+
+
+def test_a_table_after_another_table_and_a_blank_line_has_its_header() -> None:
+    text = "| - | N/mm 2 |\n| Bars | **890** |\n\n| - | Brinell HBW / HB |\n| SNB22-3 | **293-375** |"
+    assert readings(text)["| SNB22-3 | **293-375** |"] == "-: SNB22-3; Brinell HBW / HB: **293-375**"
