@@ -147,9 +147,12 @@ def test_ingest_browse_ask_and_open_a_citation(browser, tmp_path: Path) -> None:
 def test_answer_streams_from_the_local_llm(browser, tmp_path: Path) -> None:
     # A short prompt and answer keep the real model's part to seconds. One llama.cpp thread: with
     # all cores, its threads spin-wait on each other and a busy machine makes that 10-20x slower.
+    # Temperature 0 (greedy): llama.cpp seeds its sampler at random, so at the default 0.1 the answer,
+    # and with it how many steps it streams in, changed from run to run.
     with server_process(
         tmp_path / "data",
         LLM="local",
+        LLM_TEMPERATURE=0,
         LLM_MAX_TOKENS=32,
         MAX_CONTEXT_CHARS=800,
         LOCAL_LLM_THREADS=1,

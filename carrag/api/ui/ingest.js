@@ -7,7 +7,7 @@ import { $, h, replaceChildren, splitTags } from "./dom.js";
 const POLL_MS = 400;
 const FINISHED = new Set(["done", "failed", "cancelled"]);
 const STAGE_UNITS = { uploading: "bytes", embedding: "chunks" };
-const shown = new Set(); // job ids with a row already
+const shown = new Map(); // job id → its row (JobView)
 const doneViews = new Set(); // finished rows that link to a document: checked again on each visit
 let exists = new Map(); // document id → Promise<boolean>, for one visit to the screen
 
@@ -76,7 +76,7 @@ export async function loadRecentJobs() {
     if (shown.has(job.job_id)) continue;
     const view = new JobView(job.source);
     view.jobId = job.job_id;
-    shown.add(job.job_id);
+    shown.set(job.job_id, view);
     view.show(job);
     if (!FINISHED.has(job.state)) view.poll(`/jobs/${encodeURIComponent(job.job_id)}`).catch(() => {});
   }
@@ -121,6 +121,7 @@ async function ingestUrl(url, options) {
 class JobView {
   constructor(name) {
     this.jobId = null;
+    this.removed = false;
     this.badge = h("span", { class: "badge" });
     this.cancelButton = h("button", { type: "button", class: "small cancel", onclick: () => this.cancel() }, "Cancel");
     this.bar = h("progress", { max: 1, "aria-label": `Progress of ${name}` });
@@ -143,18 +144,31 @@ class JobView {
       return;
     }
     this.jobId = body.job_id;
-    shown.add(body.job_id);
+    // The list of recent jobs can name this job before its upload's answer has been read here (the
+    // list was asked for when the screen opened, and answered after the server accepted the upload):
+    // this row follows the job, so the listed one goes.
+    const listed = shown.get(body.job_id);
+    if (listed && listed !== this) listed.remove();
+    shown.set(body.job_id, this);
     this.show(body);
     await this.poll(body.status_url || `/jobs/${encodeURIComponent(body.job_id)}`);
   }
 
   async poll(url) {
-    while (true) {
+    while (!this.removed) {
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      if (this.removed) return;
       const job = await getJson(url);
       this.show(job);
       if (FINISHED.has(job.state)) return;
     }
+  }
+
+  /** Take the row off the list (another row shows the same job); its polling stops. */
+  remove() {
+    this.removed = true;
+    this.element.remove();
+    doneViews.delete(this);
   }
 
   async cancel() {

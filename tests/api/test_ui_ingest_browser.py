@@ -1,0 +1,67 @@
+"""The Ingest screen's job list in headless Chromium against a real server: a job the page submits is
+shown once, even when the list of recent jobs (GET /jobs, sent when the screen opens) is answered after
+the server accepted the upload but before the page has read the upload's answer.
+
+Playwright holds the page's upload and the job list to make that order certain: the upload is made
+to the server for the page (which creates the job; a routed request cannot forward the page's file),
+the job list is let through (it names the new job), and only then is the page given the 202."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from carrag.bench.browser import chromium, open_page, upload_through_ui, wait_for_jobs
+from carrag.bench.server import server_process
+from tests.api.test_ui_browser import require_chromium
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser():
+    require_chromium()
+    with chromium() as instance:
+        yield instance
+
+
+def wait_until(page, condition, what: str) -> None:
+    """Let Playwright dispatch route handlers (they run while it waits) until ``condition()``."""
+    for _ in range(1500):
+        if condition():
+            return
+        page.wait_for_timeout(20)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_job_listed_before_its_upload_answered_is_shown_once(browser, tmp_path: Path) -> None:
+    notes = tmp_path / "upload" / "retention.md"
+    notes.parent.mkdir()
+    notes.write_text("# Retention\n\nThe snapshot retention period is thirty days.\n")
+    with server_process(tmp_path / "data", LLM="none", TAGGER="off") as server:
+        page = open_page(browser, server)
+        uploads: list = []  # the page's upload, answered later
+        listings: list = []
+
+        page.route("**/ingest/file*", lambda route: uploads.append(route))
+        page.route("**/jobs?limit=*", lambda route: listings.append(route))
+
+        upload_through_ui(page, [notes])
+        wait_until(page, lambda: uploads and listings, "the upload and the job list to be sent")
+        accepted = httpx.post(
+            f"{server.url}/ingest/file",
+            params={"async": "true"},
+            files={"file": (notes.name, notes.read_bytes())},
+            data={"collection": "default"},
+            timeout=60,
+        )
+        assert accepted.status_code == 202, accepted.text
+        listings[0].continue_()
+        page.wait_for_function("document.querySelectorAll('#jobs .job').length === 2")  # uploading + listed
+        uploads[0].fulfill(status=202, json=accepted.json())
+
+        assert wait_for_jobs(page, 1) == ["done"], "one row per job"
+        assert page.locator("#jobs .job").count() == 1
+        assert page.errors == [], page.errors
