@@ -219,8 +219,10 @@ def answers_question(
     a header row or table-of-contents entry, the kind of answer asked for, no empty cell under the column asked about, enough of
     the question's focus, and what the question names in the sentence itself (or its table's title and
     column names, or the document title): every number, year or code ("in 2013" is not answered by a
-    sentence about 2005) and, for a row of a table with column names, every name too. (Names in prose are checked against all
-    passages, ``refusal``: the sentence may say "it".)"""
+    sentence about 2005) and, for a row of a table with column names, every name too. A sentence in prose
+    may say "it", but its own passage (or document title) must name what the question names, each name at
+    least in part ("Roberts" for "Iwan Roberts"): a sentence of another document ("the typewriter was patented in 1868" for the date of the essay "How to Get New
+    Ideas") does not answer."""
     if (
         sentence.is_header_row
         or sentence.is_contents
@@ -239,7 +241,32 @@ def answers_question(
     prose = set(terms(_prose_text(passage))) if is_row else set()
     if [term for term in missing_key_terms(question, own) if _has_digit(term) or (is_row and term not in prose)]:
         return False
+    if passage and _unnamed(question, f"{title}\n{passage}"):
+        return False  # a name the question asks about is in another passage: this one is about something else
     return sentence.cosine >= PARAPHRASE_COSINE or focus_coverage(question, sentence, weights) >= min_focus
+
+
+_NAME_WORD = re.compile(r"[A-Za-z][\w'’-]*")
+
+
+def _unnamed(question: str, text: str) -> list[str]:
+    """The names of ``question`` (runs of capitalised words after its first word: "Iwan Roberts", "Wales")
+    of which ``text`` mentions no word."""
+    runs: list[list[str]] = []
+    previous_end = -1
+    for position, match in enumerate(_NAME_WORD.finditer(question)):
+        word = match.group(0)
+        if position == 0 or not word[:1].isupper() or word.lower() in STOP_WORDS:
+            previous_end = -1
+            continue
+        if runs and previous_end >= 0 and question[previous_end : match.start()].strip() == "":
+            runs[-1].append(word)
+        else:
+            runs.append([word])
+        previous_end = match.end()
+    mentioned = set(terms(text.replace("-", " "))) | set(terms(text)) | set(text.lower().split())
+    named = [(" ".join(run), set(terms(" ".join(run).replace("-", " ")))) for run in runs]
+    return [name for name, words in named if words and not words & mentioned]  # "C" (one letter) names nothing
 
 
 def _prose_text(passage: str) -> str:

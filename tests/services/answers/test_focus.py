@@ -234,3 +234,23 @@ async def test_a_table_of_contents_entry_is_not_an_answer_nor_cited(embedder) ->
     assert contents and all(s.is_contents for s in contents)
     answer = extract_answer(scored, question=question, min_focus=MIN_FOCUS)
     assert answer.text.startswith("QIBM_DB_SECADM also is responsible") and "[Source 2]" not in answer.text
+
+
+async def test_a_sentence_whose_passage_does_not_name_what_the_question_names_does_not_answer(embedder) -> None:
+    """A date from another document (the typewriter's) is not the date of the essay the question names."""
+    question = "When was the essay How to Get New Ideas written?"
+    passages = [
+        "Patented in 1868 by Christopher Latham Sholes, the typewriter revolutionized written communication.",
+        "The way to get new ideas is to notice anomalies.",
+    ]
+    scored = await score_passages(question, passages, embedder)
+    sources = [("multi_page.pdf", passages[0]), ("How to Get New Ideas", passages[1])]
+    assert answering_sentence(question, scored, ranked_candidates(scored), MIN_FOCUS, sources) is None
+
+
+async def test_a_passage_naming_a_person_by_surname_names_him(embedder) -> None:
+    question = "How many caps did Iwan Roberts win for Wales?"
+    passage = "Roberts played international football for Wales and amassed fifteen caps between 1989 and 2001."
+    scored = await score_passages(question, [passage], embedder)
+    found = answering_sentence(question, scored, ranked_candidates(scored), MIN_FOCUS, [("norwich-city.txt", passage)])
+    assert found is not None and "fifteen caps" in found.sentence.text
