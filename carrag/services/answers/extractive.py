@@ -63,11 +63,11 @@ def extract_answer(
         chosen.append(candidate)
         seen_texts.add(candidate.sentence.text.lower())
     chosen = _with_continuations(scored, chosen)
-    if question is not None and expects_person(question) and names_by_antecedent(question, best):
-        if not new_names(question, best.sentence.text):  # "she greeted ...": the sentence before says who she is
-            before = next((s for s in scored.of_source(best.source) if s.sentence == best.antecedent), None)
-            if before is not None and all(before is not s for s in chosen):
-                chosen.append(before)
+    if question is not None and _names_by_antecedent_only(question, best):
+        # "she greeted ...": the sentence before says who she is
+        before = next((s for s in scored.of_source(best.source) if s.sentence == best.antecedent), None)
+        if before is not None and all(before is not s for s in chosen):
+            chosen.append(before)
     source_order = list(dict.fromkeys(s.source for s in chosen))
     ordered = sorted(chosen, key=lambda s: (source_order.index(s.source), s.sentence.start))
     separator = "\n" if any(s.sentence.is_table_row for s in ordered) else " "
@@ -76,6 +76,14 @@ def extract_answer(
     for sentence in ordered:
         highlights[sentence.source].append((sentence.sentence.start, sentence.sentence.end))
     return ExtractiveAnswer(text, ordered, dict(highlights))
+
+
+def _names_by_antecedent_only(question: str, sentence: ScoredSentence) -> bool:
+    return (
+        expects_person(question)
+        and not new_names(question, sentence.sentence.text)
+        and names_by_antecedent(question, sentence)
+    )
 
 
 def _with_continuations(scored: ScoredPassages, chosen: list[ScoredSentence]) -> list[ScoredSentence]:
