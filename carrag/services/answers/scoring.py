@@ -16,6 +16,7 @@ year", ...), sentences without a number.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -148,7 +149,7 @@ async def score_passages(
         candidates.extend(
             (source, sentence, rows.get(sentence)) for sentence in _bounded(sentences, query_terms, per_source)
         )
-        for before, sentence in zip(sentences, sentences[1:], strict=False):
+        for before, sentence in itertools.pairwise(sentences):
             if _PERSONAL_PRONOUN.search(sentence.text) and not before.is_table_row and not sentence.is_table_row:
                 antecedents[(source, sentence)] = before
     # A table row is read with its title and column names ("Flyers,PHI,2" says little alone).
