@@ -38,10 +38,13 @@ CANDIDATES = 5  # how far down the strength ranking an answering sentence is loo
 PARAPHRASE_COSINE = 0.7
 _CAPITALISED = re.compile(r"\b[A-Z][A-Za-z]+")
 _QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
+# Verbs that say only that something happened, not what: "when did it come out?", "when did it take place?"
+# ask for a date; the answer ("WordStar (1978)") need not repeat them.
+_EVENT_VERBS = frozenset(["come", "came", "go", "went", "gone", "happen", "occur", "occurr", "take", "took"])
 
 
 def focus_terms(question: str) -> list[str]:
-    return [term for term in terms(question) if term not in _QUESTION_WORDS]
+    return [term for term in terms(question) if term not in _QUESTION_WORDS and term not in _EVENT_VERBS]
 
 
 def sentence_text(sentence: ScoredSentence) -> str:
@@ -214,13 +217,15 @@ def answers_question(
     weights: dict[str, float],
     min_focus: float,
     source: tuple[str, str] = ("", ""),
+    document: str = "",
 ) -> bool:
     """Whether ``sentence`` of ``source`` (its document's title, its passage) can be the answer: not
     a header row or table-of-contents entry, the kind of answer asked for, no empty cell under the column asked about, enough of
     the question's focus, and what the question names in the sentence itself (or its table's title and
     column names, or the document title): every number, year or code ("in 2013" is not answered by a
-    sentence about 2005) and, for a row of a table with column names, every name too. (Names in prose are checked against all
-    passages, ``refusal``: the sentence may say "it".)"""
+    sentence about 2005) and, for a row of a table with column names, every name too. A name in prose may be
+    anywhere in what was retrieved of the sentence's own document (``document``: its passages; the sentence
+    may say "he"), not only in another document's passage."""
     if (
         sentence.is_header_row
         or sentence.is_contents
@@ -234,12 +239,35 @@ def answers_question(
     own = [title, sentence_text(sentence)]
     # A row of a table names its own subject (the June row, the Wood Duck row): a name the question asks
     # about must be in the row unless the passage names it outside its table lines (a company's cover-page
-    # table is about the company its prose names). A sentence may say "it".
+    # table is about the company its prose names). A sentence may say "it", but its own document names what
+    # "it" is: a name only another document mentions ("February" in a book retrieved with a memo about
+    # January 23) is not what the sentence is about.
     is_row = sentence.reading is not None and bool(sentence.reading.names)
     prose = set(terms(_prose_text(passage))) if is_row else set()
     if [term for term in missing_key_terms(question, own) if _has_digit(term) or (is_row and term not in prose)]:
         return False
-    return sentence.cosine >= PARAPHRASE_COSINE or focus_coverage(question, sentence, weights) >= min_focus
+    if (passage or document) and missing_key_terms(question, [*own, passage, document]):
+        return False
+    if not adds_to_question(question, sentence):
+        return False
+    # A follow-up's paraphrase is judged by the follow-up alone: the sentence that answered the previous
+    # question is close to the previous turn joined with it ("When did he die?" after "Who patented ...?").
+    return sentence.asked_cosine >= PARAPHRASE_COSINE or focus_coverage(question, sentence, weights) >= min_focus
+
+
+_YES_NO = re.compile(
+    r"^\s*(is|are|was|were|do|does|did|can|could|should|will|would|has|have|had|must|may|might)\b", re.I
+)
+
+
+def adds_to_question(question: str, sentence: ScoredSentence) -> bool:
+    """Whether the sentence says something the question does not: an answer to "which regions are listed
+    under Germany?" that is only "Germany" repeats the question. (A yes/no question may be answered by a
+    sentence in its own words: "Is X supported?" — "X is supported".)"""
+    if _YES_NO.match(question):
+        return True
+    asked = _covered(terms(sentence_text(sentence)), set(terms(question)))
+    return bool(set(terms(sentence_text(sentence))) - asked)
 
 
 def _prose_text(passage: str) -> str:
@@ -263,13 +291,16 @@ def answering_sentence(
     question's focus and have the kind of answer it asks for; of these the one whose strength,
     weighed by how much of the focus it covers, is highest. None when no sentence answers.
     ``sources``: (document title, passage text) per source."""
-    answering = [
-        s
-        for s in ranked[:CANDIDATES]
-        if answers_question(
-            question, s, scored.weights, min_focus, sources[s.source] if s.source < len(sources) else ("", "")
-        )
-    ]
+    documents: dict[str, list[str]] = {}
+    for title, passage in sources:
+        documents.setdefault(title, []).append(passage)
+
+    def answers(sentence: ScoredSentence) -> bool:
+        source = sources[sentence.source] if sentence.source < len(sources) else ("", "")
+        document = "\n".join(documents.get(source[0], [])) if source[0] else ""
+        return answers_question(question, sentence, scored.weights, min_focus, source, document)
+
+    answering = [s for s in ranked[:CANDIDATES] if answers(s)]
     return max(
         answering,
         key=lambda s: scored.strength(s) * (0.5 + 0.5 * focus_coverage(question, s, scored.weights)),

@@ -61,6 +61,13 @@ class ScoredSentence:
     in_code: bool = False  # inside a fenced code block: an answer only as what a sentence announces
     reading: RowReading | None = None  # for a table row: its title, column names and aligned cells
     asked_similarity: float = 0.0  # how close its closest word is to the noun the question asks about (``asked``)
+    # the cosine to the question as asked; differs from ``cosine`` for a follow-up, whose ``cosine`` may be the
+    # one to the previous turn joined with it (a sentence answering the previous question is close to that)
+    question_cosine: float | None = None
+
+    @property
+    def asked_cosine(self) -> float:
+        return self.cosine if self.question_cosine is None else self.question_cosine
 
     @property
     def display(self) -> str:
@@ -188,6 +195,7 @@ async def score_passages(
                 is_contents=is_contents_entry(sentence.text),
                 in_code=any(start <= sentence.start < end for start, end in code[source]),
                 reading=reading,
+                question_cosine=float(question_cosines[i]) if follow_up else None,
             )
         )
     # The strongest sentences get their closeness to the asked noun ("how tall" for "the height"), for ``focus``.
