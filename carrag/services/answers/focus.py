@@ -27,7 +27,14 @@ import re
 from collections.abc import Sequence
 
 from carrag.services.answers.asked import PARAPHRASE_WORD_COSINE, asked_nouns
-from carrag.services.answers.evidence import STOP_WORDS, missing_key_terms, numbers, terms, weighted_coverage
+from carrag.services.answers.evidence import (
+    STOP_WORDS,
+    key_terms,
+    missing_key_terms,
+    numbers,
+    terms,
+    weighted_coverage,
+)
 from carrag.services.answers.question_types import expects_number, expects_person
 from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
 from carrag.services.answers.sentences import table_lines
@@ -246,13 +253,28 @@ def answers_question(
     prose = set(terms(_prose_text(passage))) if is_row else set()
     if [term for term in missing_key_terms(question, own) if _has_digit(term) or (is_row and term not in prose)]:
         return False
-    if (passage or document) and missing_key_terms(question, [*own, passage, document]):
+    if (passage or document) and not names_its_subject(question, [*own, passage], document):
         return False
     if not adds_to_question(question, sentence):
         return False
     # A follow-up's paraphrase is judged by the follow-up alone: the sentence that answered the previous
     # question is close to the previous turn joined with it ("When did he die?" after "Who patented ...?").
     return sentence.asked_cosine >= PARAPHRASE_COSINE or focus_coverage(question, sentence, weights) >= min_focus
+
+
+def names_its_subject(question: str, here: Sequence[str], document: str) -> bool:
+    """Whether the names the question asks about are where the sentence is: in its own passage (``here``,
+    with the sentence and its document's title), or — when that passage names at least one of them (it is
+    about the subject: "Roberts ... amassed fifteen caps") — the rest elsewhere in what was retrieved of the
+    same ``document`` ("Iwan" in its first lines). A passage naming none of them is about something else,
+    even in the right book ("It is 4900 feet above sea-level" in a passage about another resort)."""
+    missing_here = missing_key_terms(question, here)
+    if not missing_here:
+        return True
+    names = [term for term in key_terms(question) if not _has_digit(term)]
+    if set(names) <= set(missing_here):
+        return False
+    return not missing_key_terms(question, [*here, document])
 
 
 _YES_NO = re.compile(
