@@ -32,6 +32,7 @@ from carrag.services.answers.evidence import (
     key_terms,
     missing_key_terms,
     numbers,
+    stem,
     terms,
     weighted_coverage,
 )
@@ -236,6 +237,7 @@ def answers_question(
     if (
         sentence.is_header_row
         or sentence.is_contents
+        or is_contents_row(question, sentence)
         or not has_answer_type(question, sentence)
         or asks_empty_column(question, sentence)
     ):
@@ -260,6 +262,20 @@ def answers_question(
     # A follow-up's paraphrase is judged by the follow-up alone: the sentence that answered the previous
     # question is close to the previous turn joined with it ("When did he die?" after "Who patented ...?").
     return sentence.asked_cosine >= PARAPHRASE_COSINE or focus_coverage(question, sentence, weights) >= min_focus
+
+
+_PAGE_COLUMN = frozenset(["page", "pages", "p", "pp", "slide", "slides", "sheet"])
+
+
+def is_contents_row(question: str, sentence: ScoredSentence) -> bool:
+    """A row of a table with a Page column ("Topic: Mobile churn; Period: ...; Page: 11") says where a
+    topic is, not its value ("the churn rate"): it answers only a question about the table's own columns
+    ("on which page does ... start?", "what period does the ... topic cover?")."""
+    reading = sentence.reading
+    if reading is None or not any(name.strip(" .").lower() in _PAGE_COLUMN for name in reading.names):
+        return False
+    columns = set(terms(" ".join(reading.names))) | {stem(word) for word in _PAGE_COLUMN}
+    return not set(terms(question)) & columns
 
 
 def names_its_subject(question: str, here: Sequence[str], document: str) -> bool:

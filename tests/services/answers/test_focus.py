@@ -36,6 +36,9 @@ BREACHES = (
         ("What was its height increased to accommodate?", False),
         ("What is the default setting of the QCRTAUT system value?", False),
         ("What is the habitat of the Mallard?", False),
+        ("Which score threshold gives an EXCELLENT grade?", True),
+        ("Which extra installs the binding?", False),
+        ("Which act removes the judge?", False),
     ],
 )
 def test_questions_asking_for_a_quantity(question: str, number: bool) -> None:
@@ -324,3 +327,19 @@ async def test_a_follow_up_asking_when_it_came_out_is_answered_by_the_date(embed
     scored = await score_passages(f"{previous}\n{follow_up}", [passage], embedder, question=follow_up)
     found = answering_sentence(follow_up, scored, ranked_candidates(scored), MIN_FOCUS)
     assert found is not None and "1978" in found.sentence.text
+
+
+CONTENTS = (
+    "Vodafone results\n\n| Topic | Period | Page |\n| --- | --- | --- |\n"
+    "| Mobile customers | Nine quarters to 30 June 2023 | 6 |\n| Mobile churn | Nine quarters to 30 June 2023 | 11 |"
+)
+
+
+async def test_a_row_of_a_contents_table_answers_only_a_question_about_pages(embedder) -> None:
+    """Held-out: "What was Vodafone's mobile churn rate in FY 23?" was answered with the index row
+    "Topic: Mobile churn; Period: ...; Page: 11" (where the churn is, not its value)."""
+    assert await answer_with_sources(embedder, "What was the mobile churn rate in June 2023?", [CONTENTS]) is None
+    found = await answer_with_sources(embedder, "On which page is mobile churn?", [CONTENTS])
+    assert found is not None and "Mobile churn" in found.sentence.text
+    found = await answer_with_sources(embedder, "What period does the Mobile churn topic cover?", [CONTENTS])
+    assert found is not None and "Mobile churn" in found.sentence.text  # a question about the index's own column
