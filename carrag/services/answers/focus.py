@@ -16,6 +16,10 @@ checks on a candidate answer sentence (with its table title and header, for a ta
   the question does not already contain (a capitalised first word alone is not a name).
 - **Asked noun** (``asked``): "what is Jim's email", "his mother's name", "how many records" — the
   sentence must name the email, the mother, the records: naming the person or the year is not enough.
+- **Its own subject**: the names the question asks about are in the sentence's passage (at least one) and
+  its document (the rest), not only in another document; a "what/which" answer says something the question
+  does not; an index row (a Page column) answers only questions about its own columns; a follow-up's
+  paraphrase is judged by the follow-up as asked, not by the previous turn joined with it.
 
 ``answering`` picks, among the few strongest sentences, the first that passes both: the extractive
 answer quotes it, and when none passes the documents don't say.
