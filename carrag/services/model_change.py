@@ -38,6 +38,7 @@ from carrag.services.embedders.service import EmbeddingService, ProgressCallback
 from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, EmbeddingModelMismatch
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, OriginalFile, ScoredChunk, SearchFilters
 from carrag.services.stores.base import Store
+from carrag.services.stores.searched_model import searched_model
 from carrag.services.stores.sqlite import SqliteStore
 from carrag.services.stores.sqlite_reindex import SqliteReindex, SwappedMeanwhile
 
@@ -202,7 +203,7 @@ class ModelChange:
         return chosen
 
     async def _for_queries(self) -> QueryEmbedder:
-        recorded = await self.store.embedding_identity()
+        recorded = await self._query_identity()
         if recorded is None:
             return QueryEmbedder(self.configured, None)
         configured = await self.configured.embedding_identity()
@@ -227,11 +228,13 @@ class ModelChange:
         finally used)."""
         embed_ms = 0.0
         for attempt in range(2):
-            if chosen.embedder is None:
+            embedder = chosen.embedder
+            if embedder is None:
                 return [], embed_ms, chosen
             started = time.perf_counter()
-            vector = await chosen.embedder.embed_query(question)
+            vector = await embedder.embed_query(question)
             embed_ms += round((time.perf_counter() - started) * 1000, 2)
+            searched_model.set(None)
             try:
                 found = await self.store.vector_search(vector, depth, filters)
             except Exception:
@@ -239,10 +242,23 @@ class ModelChange:
                     raise
                 chosen = await self.for_queries()  # swapped under this search (another dimension, say)
                 continue
-            if attempt or not chosen.pending or await self.store.embedding_identity() == chosen.recorded:
+            searched = searched_model.get()  # the hits' model, when the store can tell (`searched_model.py`)
+            if searched is not None:  # the hits' vectors must be of the model that embedded the query
+                swapped = not searched.accepts(await embedder.embedding_identity())
+            else:
+                swapped = chosen.pending and await self.store.embedding_identity() != chosen.recorded
+            if not swapped:
                 return found, embed_ms, chosen
+            if attempt:  # swapped twice under one search: no kNN hits rather than another model's
+                return [], embed_ms, chosen
             chosen = await self.for_queries()
         raise AssertionError("unreachable")
+
+    async def _query_identity(self) -> EmbeddingIdentity | None:
+        """The store's model for a search: a store may answer it from memory (Elasticsearch,
+        `query_identity`), its kNN leg then saying which model its hits are of (`vector_search`)."""
+        cheap = getattr(self.store, "query_identity", None)
+        return await (cheap() if cheap is not None else self.store.embedding_identity())
 
     # --- ingestion -----------------------------------------------------------------------------------
     async def ingest_plan(self, recorded: EmbeddingIdentity, configured: EmbeddingIdentity) -> PendingChangeWrite:

@@ -16,8 +16,8 @@ checks on a candidate answer sentence (with its table title and header, for a ta
   the question does not already contain (a capitalised first word alone is not a name).
 - **Asked noun** (``asked``): "what is Jim's email", "his mother's name", "how many records" — the
   sentence must name the email, the mother, the records: naming the person or the year is not enough.
-- **Its own subject**: the names the question asks about are in the sentence's passage (at least one) and
-  its document (the rest), not only in another document; a "what/which" answer says something the question
+- **Its own subject**: each name the question asks about is named (at least in part) in the sentence's
+  own passage, not only in another one; a "what/which" answer says something the question
   does not; an index row (a Page column) answers only questions about its own columns; a follow-up's
   paraphrase is judged by the follow-up as asked, not by the previous turn joined with it.
 
@@ -33,7 +33,6 @@ from collections.abc import Sequence
 from carrag.services.answers.asked import PARAPHRASE_WORD_COSINE, asked_nouns
 from carrag.services.answers.evidence import (
     STOP_WORDS,
-    key_terms,
     missing_key_terms,
     numbers,
     stem,
@@ -229,15 +228,15 @@ def answers_question(
     weights: dict[str, float],
     min_focus: float,
     source: tuple[str, str] = ("", ""),
-    document: str = "",
 ) -> bool:
     """Whether ``sentence`` of ``source`` (its document's title, its passage) can be the answer: not
     a header row or table-of-contents entry, the kind of answer asked for, no empty cell under the column asked about, enough of
     the question's focus, and what the question names in the sentence itself (or its table's title and
     column names, or the document title): every number, year or code ("in 2013" is not answered by a
-    sentence about 2005) and, for a row of a table with column names, every name too. A name in prose may be
-    anywhere in what was retrieved of the sentence's own document (``document``: its passages; the sentence
-    may say "he"), not only in another document's passage."""
+    sentence about 2005) and, for a row of a table with column names, every name too. A sentence in prose
+    may say "it", but its own passage (or document title) must name what the question names, each name at
+    least in part ("Roberts" for "Iwan Roberts"): a sentence of another document ("the typewriter was patented
+    in 1868" for the date of the essay "How to Get New Ideas") does not answer."""
     if (
         sentence.is_header_row
         or sentence.is_contents
@@ -252,15 +251,15 @@ def answers_question(
     own = [title, sentence_text(sentence)]
     # A row of a table names its own subject (the June row, the Wood Duck row): a name the question asks
     # about must be in the row unless the passage names it outside its table lines (a company's cover-page
-    # table is about the company its prose names). A sentence may say "it", but its own document names what
-    # "it" is: a name only another document mentions ("February" in a book retrieved with a memo about
+    # table is about the company its prose names). A sentence may say "it", but its own passage names what
+    # "it" is: a name only another passage mentions ("February" in a book retrieved with a memo about
     # January 23) is not what the sentence is about.
     is_row = sentence.reading is not None and bool(sentence.reading.names)
     prose = set(terms(_prose_text(passage))) if is_row else set()
     if [term for term in missing_key_terms(question, own) if _has_digit(term) or (is_row and term not in prose)]:
         return False
-    if (passage or document) and not names_its_subject(question, [*own, passage], document):
-        return False
+    if passage and _unnamed(question, f"{title}\n{passage}"):
+        return False  # a name the question asks about is in another passage: this one is about something else
     if not adds_to_question(question, sentence):
         return False
     # A follow-up's paraphrase is judged by the follow-up alone: the sentence that answered the previous
@@ -282,21 +281,6 @@ def is_contents_row(question: str, sentence: ScoredSentence) -> bool:
     return not set(terms(question)) & columns
 
 
-def names_its_subject(question: str, here: Sequence[str], document: str) -> bool:
-    """Whether the names the question asks about are where the sentence is: in its own passage (``here``,
-    with the sentence and its document's title), or — when that passage names at least one of them (it is
-    about the subject: "Roberts ... amassed fifteen caps") — the rest elsewhere in what was retrieved of the
-    same ``document`` ("Iwan" in its first lines). A passage naming none of them is about something else,
-    even in the right book ("It is 4900 feet above sea-level" in a passage about another resort)."""
-    missing_here = missing_key_terms(question, here)
-    if not missing_here:
-        return True
-    names = [term for term in key_terms(question) if not _has_digit(term)]
-    if set(names) <= set(missing_here):
-        return False
-    return not missing_key_terms(question, [*here, document])
-
-
 _YES_NO = re.compile(
     r"^\s*(is|are|was|were|do|does|did|can|could|should|will|would|has|have|had|must|may|might)\b", re.I
 )
@@ -310,6 +294,29 @@ def adds_to_question(question: str, sentence: ScoredSentence) -> bool:
         return True
     asked = _covered(terms(sentence_text(sentence)), set(terms(question)))
     return bool(set(terms(sentence_text(sentence))) - asked)
+
+
+_NAME_WORD = re.compile(r"[A-Za-z][\w'’-]*")
+
+
+def _unnamed(question: str, text: str) -> list[str]:
+    """The names of ``question`` (runs of capitalised words after its first word: "Iwan Roberts", "Wales")
+    of which ``text`` mentions no word."""
+    runs: list[list[str]] = []
+    previous_end = -1
+    for position, match in enumerate(_NAME_WORD.finditer(question)):
+        word = match.group(0)
+        if position == 0 or not word[:1].isupper() or word.lower() in STOP_WORDS:
+            previous_end = -1
+            continue
+        if runs and previous_end >= 0 and question[previous_end : match.start()].strip() == "":
+            runs[-1].append(word)
+        else:
+            runs.append([word])
+        previous_end = match.end()
+    mentioned = set(terms(text.replace("-", " "))) | set(terms(text)) | set(text.lower().split())
+    named = [(" ".join(run), set(terms(" ".join(run).replace("-", " ")))) for run in runs]
+    return [name for name, words in named if words and not words & mentioned]  # "C" (one letter) names nothing
 
 
 def _prose_text(passage: str) -> str:
@@ -333,14 +340,10 @@ def answering_sentence(
     question's focus and have the kind of answer it asks for; of these the one whose strength,
     weighed by how much of the focus it covers, is highest. None when no sentence answers.
     ``sources``: (document title, passage text) per source."""
-    documents: dict[str, list[str]] = {}
-    for title, passage in sources:
-        documents.setdefault(title, []).append(passage)
 
     def answers(sentence: ScoredSentence) -> bool:
         source = sources[sentence.source] if sentence.source < len(sources) else ("", "")
-        document = "\n".join(documents.get(source[0], [])) if source[0] else ""
-        return answers_question(question, sentence, scored.weights, min_focus, source, document)
+        return answers_question(question, sentence, scored.weights, min_focus, source)
 
     answering = [s for s in ranked[:CANDIDATES] if answers(s)]
     return max(

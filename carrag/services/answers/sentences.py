@@ -1,7 +1,7 @@
 """Split a passage into sentences, keeping each one's character offsets in the passage.
 
 Boundaries: sentence punctuation followed by white space and a capital, digit or bracket; blank
-lines; a line break before a list item, heading or table line; a line break after a line ending in
+lines; a line break before a list item, heading or table line; the start and end of a fenced code block; a line break after a line ending in
 a colon or without final punctuation when the next line starts with a capital (headings, PDF
 title lines), except inside a paragraph of two short lines (a form's label and value: "Server" /
 "Quack Quackling"; a field number alone on the line before and after bounds it like a blank line). Lines of a table (markdown ``|`` lines; csv/xlsx rows: several short comma-separated
@@ -131,6 +131,7 @@ def _is_abbreviation(text: str, end: int) -> bool:
 def split_sentences(text: str) -> list[Sentence]:
     cuts = {0, len(text)}
     cuts.update(_line_breaks(text))
+    cuts.update(offset for span in code_spans(text) for offset in span)  # a code block is a unit of its own
     for match in _SENTENCE_END.finditer(text):
         end = match.end()
         if text[match.start()] == "." and _is_abbreviation(text, match.start()):

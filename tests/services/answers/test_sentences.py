@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from carrag.services.answers.sentences import is_table_line, split_sentences
+from carrag.services.answers.sentences import code_spans, is_table_line, split_sentences
 
 MANUAL = """2019 Ford F-150 Owner's Manual
 Engine oil
@@ -83,3 +83,15 @@ def test_a_numbered_form_field_is_one_unit() -> None:
     form = "Receipt details:\n1\nRestaurant\nDocling\n2\nServer\nQuack Quackling\n3\nSeating\n13\nOrder items:"
     texts = [s.text for s in split_sentences(form)]
     assert "Server Quack Quackling" in texts and "Restaurant Docling" in texts
+
+
+def test_a_code_fence_line_is_never_part_of_a_sentence() -> None:
+    """The prose after a closing fence began at the fence, inside the code block, and was left out as code."""
+    text = (
+        "- install the `chunking` extra for HuggingFace tokenizers, e.g.\n"
+        "    ```shell\n    pip install 'docling-core[chunking]'\n    ```\n"
+        "    or the `chunking-openai` extra if you prefer Open AI tokenizers, e.g.\n"
+        "    ```shell\n    pip install 'docling-core[chunking-openai]'\n    ```"
+    )
+    prose = [s for s in split_sentences(text) if not any(a <= s.start < b for a, b in code_spans(text))]
+    assert "or the `chunking-openai` extra if you prefer Open AI tokenizers, e.g." in [s.text for s in prose]

@@ -22,7 +22,11 @@ from tests.conftest import close_container, make_settings, open_container
 from tests.job_helpers import long_document, wait_for
 
 NOTE = b"# Notes\n\nThe snapshot retention period is thirty days. Restores need the admin role.\n"
-LEASES = {"job_lease_seconds": 1.0, "job_lease_renew_seconds": 0.2}
+# The owner renews every 0.2 s (plus PROGRESS_WRITE_INTERVAL and the write): a lease of 1 s ran out
+# whenever the loop stalled ~0.5 s on a busy machine, and the other replica then settled the running job
+# as failed. 5 s keeps renewals quick and the lease out of reach of a stall; the tests of expiry give
+# their records their own `lease_expires_at`.
+LEASES = {"job_lease_seconds": 5.0, "job_lease_renew_seconds": 0.2}
 
 
 @pytest.fixture
@@ -106,11 +110,11 @@ async def test_cancel_from_another_replica_stops_the_job_and_leaves_nothing(
 
 
 async def test_a_job_whose_process_died_is_failed_once_its_lease_runs_out(replica_b: JobManager) -> None:
-    record = dead_job(expires_in=0.5)
+    record = dead_job(expires_in=1.5)  # room for a stall before the first read on a busy machine
     await replica_b.repository.create(record)
 
     assert (await replica_b.get(record["job_id"])).state == "embedding", "the lease has not run out yet"
-    await asyncio.sleep(0.6)
+    await asyncio.sleep(1.6)
     readers = await asyncio.gather(*(replica_b.get(record["job_id"]) for _ in range(4)))
 
     assert {job.state for job in readers} == {"failed"}

@@ -164,13 +164,20 @@ class IndexLayout:
 
     # --- embedding identity ------------------------------------------------------------------------
     async def stored_identity(self, index: str | None = None) -> EmbeddingIdentity | None:
-        response = await self.connection.client.indices.get_mapping(index=index or self.alias)
-        mappings = next(iter(response.values()))["mappings"]
+        _, identity = await self.identity_with_index(index or self.alias)
+        return identity
+
+    async def identity_with_index(self, name: str) -> tuple[str, EmbeddingIdentity | None]:
+        """The model recorded in the index ``name`` (the alias or a concrete index), and the concrete
+        index that answered."""
+        response = await self.connection.client.indices.get_mapping(index=name)
+        index, body = next(iter(response.items()))
+        mappings = body["mappings"]
         embedding = mappings.get("properties", {}).get("embedding")
         if not embedding or not embedding.get("dims"):
-            return None
+            return index, None
         meta = mappings.get("_meta") or {}
-        return EmbeddingIdentity(str(meta.get("embedding_model", "")), int(embedding["dims"]))
+        return index, EmbeddingIdentity(str(meta.get("embedding_model", "")), int(embedding["dims"]))
 
     async def claim_identity(self, identity: EmbeddingIdentity, index: str | None = None) -> None:
         """Record ``identity`` as the index's model, or fail if the index holds another model's vectors.

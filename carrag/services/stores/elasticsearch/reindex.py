@@ -92,6 +92,7 @@ async def reindex(
         raise
     report(f"alias {alias} now points to {new}")
     layout.forget_identity()
+    store.served_identity.forget()
     deleted = plain
     if not keep_old and not plain:
         await client.indices.delete(index=old)

@@ -59,8 +59,10 @@ from carrag.services.stores.elasticsearch.mapping import (
 )
 from carrag.services.stores.elasticsearch.metadata import update_metadata
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex
+from carrag.services.stores.elasticsearch.served_identity import ServedIdentity
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
 from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
+from carrag.services.stores.searched_model import searched_model
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +113,7 @@ class ElasticsearchStore:
         self._sweeper: asyncio.Task[None] | None = None
         self._windows = PrefetchedWindows(neighbour_window, 1 / max(retrieval_k_multiplier, 1))
         self._live_filter = LiveFilter(self._live_check)
+        self.served_identity = ServedIdentity(index, self.layout.identity_with_index)
 
     @classmethod
     def from_settings(cls, settings: Any) -> ElasticsearchStore:
@@ -253,7 +256,19 @@ class ElasticsearchStore:
         return ComponentHealth("store", "ok", self.backend, None, detail)
 
     async def embedding_identity(self) -> EmbeddingIdentity | None:
-        return await self._guarded("reading the embedding model", self.layout.stored_identity, None)
+        """Read from Elasticsearch (a mapping request); `query_identity` is the searches' cheap one."""
+
+        async def read() -> EmbeddingIdentity | None:
+            index, identity = await self.layout.identity_with_index(self.index)
+            self.served_identity.learn(index, identity)
+            return identity
+
+        return await self._guarded("reading the embedding model", read, None)
+
+    async def query_identity(self) -> EmbeddingIdentity | None:
+        """The model of the index searches are served from, as last seen (`served_identity.py`); a kNN
+        leg whose hits come from another index says so (`searched_model.py`)."""
+        return await self._guarded("reading the embedding model", self.served_identity.current, None)
 
     # --- writes --------------------------------------------------------------------------------
     async def write_document(
@@ -325,6 +340,7 @@ class ElasticsearchStore:
         except DependencyUnavailable:
             collections = []
         await self.layout.recreate()
+        self.served_identity.forget()
         await self.originals.recreate()
         for collection in collections:
             await self.collections.create(collection)
@@ -547,6 +563,13 @@ class ElasticsearchStore:
             if await self.embedding_identity() is None:  # nothing was ever embedded: no vector field yet
                 return []
             raise
+        indices = {hit["_index"] for hit in found.hits}
+        if len(indices) == 1:  # one search reads one index behind the alias
+            searched_model.set(
+                await self._guarded(
+                    "reading the embedding model", lambda: self.served_identity.of_index(indices.pop()), None
+                )
+            )
         # Elasticsearch scores cosine as (1 + cos) / 2; report the cosine itself, like SQLite.
         return self._windows.scored(found, lambda hit: 2.0 * float(hit["_score"]) - 1.0)
 
