@@ -3,7 +3,8 @@ passages, each followed by its ``[Source n]`` citation, and the offsets of what 
 
 The best sentence by ``ScoredPassages.strength`` wins (its score, discounted for sentences that
 only echo the question: headings, header rows, title lines); up to two more join it when they are
-close to it (``COMPANION_RATIO``). A sentence ending in a colon brings the one it announces. Sentences from one passage keep their document order; from several passages
+close to it (``COMPANION_RATIO``). A sentence ending in a colon brings the one it announces; one answering "who" with "she" the
+sentence before it, which names her. Sentences from one passage keep their document order; from several passages
 they are grouped by source, best source first.
 """
 
@@ -14,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from carrag.services.answers.context import clean_for_model
-from carrag.services.answers.focus import answering_sentence, ranked_candidates
+from carrag.services.answers.focus import answering_sentence, names_by_antecedent, new_names, ranked_candidates
+from carrag.services.answers.question_types import expects_person
 from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
 
 MAX_SENTENCES = 3
@@ -61,6 +63,11 @@ def extract_answer(
         chosen.append(candidate)
         seen_texts.add(candidate.sentence.text.lower())
     chosen = _with_continuations(scored, chosen)
+    if question is not None and _names_by_antecedent_only(question, best):
+        # "she greeted ...": the sentence before says who she is
+        before = next((s for s in scored.of_source(best.source) if s.sentence == best.antecedent), None)
+        if before is not None and all(before is not s for s in chosen):
+            chosen.append(before)
     source_order = list(dict.fromkeys(s.source for s in chosen))
     ordered = sorted(chosen, key=lambda s: (source_order.index(s.source), s.sentence.start))
     separator = "\n" if any(s.sentence.is_table_row for s in ordered) else " "
@@ -69,6 +76,14 @@ def extract_answer(
     for sentence in ordered:
         highlights[sentence.source].append((sentence.sentence.start, sentence.sentence.end))
     return ExtractiveAnswer(text, ordered, dict(highlights))
+
+
+def _names_by_antecedent_only(question: str, sentence: ScoredSentence) -> bool:
+    return (
+        expects_person(question)
+        and not new_names(question, sentence.sentence.text)
+        and names_by_antecedent(question, sentence)
+    )
 
 
 def _with_continuations(scored: ScoredPassages, chosen: list[ScoredSentence]) -> list[ScoredSentence]:

@@ -180,19 +180,29 @@ def has_answer_type(question: str, sentence: ScoredSentence) -> bool:
     text = sentence_text(sentence)
     if expects_number(question) and not numbers(text, spelled=True) - numbers(question, spelled=True):
         return False
-    if expects_person(question):
-        asked = {word.lower() for word in _CAPITALISED.findall(question)}
-        if not {word for word in _names(sentence) - asked if word not in STOP_WORDS}:
-            return False
+    if expects_person(question) and not new_names(question, sentence.sentence.text):
+        return names_by_antecedent(question, sentence)
     return True
 
 
-def _names(sentence: ScoredSentence) -> set[str]:
+def names_by_antecedent(question: str, sentence: ScoredSentence) -> bool:
+    """Whether a sentence that says "he"/"she" ("With these words she greeted Prince Vasili") names the person
+    a who-question asks for in the sentence before it ("the speaker was Anna Pavlovna Scherer"), which the
+    answer then quotes with it (``extractive``)."""
+    return sentence.antecedent is not None and bool(new_names(question, sentence.antecedent.text))
+
+
+def new_names(question: str, text: str) -> set[str]:
+    asked = {word.lower() for word in _CAPITALISED.findall(question)}
+    return {word for word in _names_in(text) - asked if word not in STOP_WORDS}
+
+
+def _names_in(text: str) -> set[str]:
     """Capitalised words that may be names (lower-cased). The first word of a sentence or of a table
     cell only when a capitalised word follows it ("Quack Quackling served"): alone it is a capitalised
     common word ("Address of principal executive offices")."""
     found = set()
-    for part in re.split(r"[|;]", sentence.sentence.text):
+    for part in re.split(r"[|;]", text):
         tokens = re.findall(r"[A-Za-z][\w'’-]*", part)
         for position, word in enumerate(tokens):
             if not _CAPITALISED.fullmatch(word):

@@ -16,6 +16,7 @@ year", ...), sentences without a number.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ INFORMATIVE_TERMS = 3  # terms beyond the question's that make a sentence a poss
 NO_NUMBER_FACTOR = 0.6
 HEADING_FACTOR = 0.5
 ASKED_CHECKS = 20  # the strongest sentences whose words are compared with the asked noun
+_PERSONAL_PRONOUN = re.compile(r"\b(he|she|they|him|her|them)\b", re.I)
 _HEADING = re.compile(r"^\s*(#{1,6}\s|\*\*[^*]+\*\*\s*$)")
 _DOT_LEADERS = re.compile(r"(?:\.\s?){5,}")  # ". . . . ." or "....." between a contents entry and its page
 
@@ -61,6 +63,7 @@ class ScoredSentence:
     in_code: bool = False  # inside a fenced code block: an answer only as what a sentence announces
     reading: RowReading | None = None  # for a table row: its title, column names and aligned cells
     asked_similarity: float = 0.0  # how close its closest word is to the noun the question asks about (``asked``)
+    antecedent: Sentence | None = None  # the sentence before, when this one refers back to a person ("she greeted")
 
     @property
     def display(self) -> str:
@@ -139,12 +142,16 @@ async def score_passages(
     query_terms = terms(query)
     per_source = max(MAX_SENTENCES // max(len(passages), 1), 1)
     candidates: list[tuple[int, Sentence, RowReading | None]] = []
+    antecedents: dict[tuple[int, Sentence], Sentence] = {}
     for source, text in enumerate(passages):
         sentences = split_sentences(text)
         rows = read_rows(text, sentences)
         candidates.extend(
             (source, sentence, rows.get(sentence)) for sentence in _bounded(sentences, query_terms, per_source)
         )
+        for before, sentence in itertools.pairwise(sentences):
+            if _PERSONAL_PRONOUN.search(sentence.text) and not before.is_table_row and not sentence.is_table_row:
+                antecedents[(source, sentence)] = before
     # A table row is read with its title and column names ("Flyers,PHI,2" says little alone).
     readable = [
         ScoredSentence(source, sentence, [], 0.0, 0.0, reading=reading).readable
@@ -188,6 +195,7 @@ async def score_passages(
                 is_contents=is_contents_entry(sentence.text),
                 in_code=any(start <= sentence.start < end for start, end in code[source]),
                 reading=reading,
+                antecedent=antecedents.get((source, sentence)),
             )
         )
     # The strongest sentences get their closeness to the asked noun ("how tall" for "the height"), for ``focus``.

@@ -22,6 +22,8 @@ MAX_SENTENCE_CHARS = 400
 MIN_SENTENCE_CHARS = 3
 MAX_FORM_LINE_CHARS = 40  # a label or value of a key-value form
 MAX_FORM_LINE_WORDS = 5
+WRAPPED_LINE_CHARS = 50  # a line this long, as long as its neighbours, is wrapped prose, not a title line
+WRAP_SHARE = 0.85
 
 _ABBREVIATIONS = {"e.g", "i.e", "etc", "fig", "no", "vs", "mr", "mrs", "dr", "st", "approx", "cf", "al", "inc", "ltd"}
 _SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)(?=\s+[\"'(\[]?[A-Z0-9•\-*#])")
@@ -97,7 +99,12 @@ def _line_breaks(text: str) -> list[int]:
             or rows[index + 1]
             or _LINE_START_ITEM.match(following) is not None
             or stripped.endswith(":")
-            or (stripped[-1] not in ".,;:-–—(" and next_stripped[:1].isupper() and len(stripped) < 80)
+            or (
+                stripped[-1] not in ".,;:-–—("
+                and next_stripped[:1].isupper()
+                and len(stripped) < 80
+                and not _wrapped(lines, index)
+            )
             or stripped[-1] in ".!?"
             or (index > 0 and _label_and_value(lines, index - 1))  # a form field ends with its value
         )
@@ -105,6 +112,16 @@ def _line_breaks(text: str) -> list[int]:
             breaks.append(position)
         position += 1
     return breaks
+
+
+def _wrapped(lines: list[str], index: int) -> bool:
+    """Whether line ``index`` is prose wrapped at the paragraph's width (a plain-text book's "the well-known
+    Anna Pavlovna" / "Scherer, maid of honor"), not a title line: long, and about as long as its longer
+    neighbour, itself long (a caption between two short lines is a line of its own)."""
+    length = len(lines[index].strip())
+    neighbours = [len(lines[i].strip()) for i in (index - 1, index + 1) if 0 <= i < len(lines)]
+    widest = max(neighbours, default=0)
+    return length >= WRAPPED_LINE_CHARS and widest >= WRAPPED_LINE_CHARS and length >= WRAP_SHARE * widest
 
 
 def _label_and_value(lines: list[str], index: int) -> bool:

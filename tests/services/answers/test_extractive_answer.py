@@ -116,3 +116,16 @@ async def test_code_announced_by_a_sentence_is_part_of_the_answer(embedder) -> N
     answer = extract_answer(await score_passages("How do I install Carrag with pip?", [install], embedder))
     assert answer.text.startswith("To use Carrag, install it from your package manager, e.g. pip: [Source 1]")
     assert "pip install carrag" in answer.text
+
+
+async def test_a_who_answer_saying_she_brings_the_sentence_that_names_her(embedder) -> None:
+    question = "Who greeted Prince Vasili Kuragin at her reception?"
+    book = (
+        "It was in July, 1805, and the speaker was the well-known Anna Pavlovna Scherer, maid of honor. "
+        "With these words she greeted Prince Vasili Kuragin, who was the first to arrive at her reception. "
+        "The prince answered in French."
+    )
+    scored = await score_passages(question, [book], embedder)
+    answer = extract_answer(scored, question=question, min_focus=0.3)
+    assert answer.text.startswith("It was in July, 1805, and the speaker was the well-known Anna Pavlovna Scherer")
+    assert "she greeted Prince Vasili Kuragin" in answer.text

@@ -95,3 +95,26 @@ def test_a_code_fence_line_is_never_part_of_a_sentence() -> None:
     )
     prose = [s for s in split_sentences(text) if not any(a <= s.start < b for a, b in code_spans(text))]
     assert "or the `chunking-openai` extra if you prefer Open AI tokenizers, e.g." in [s.text for s in prose]
+
+
+def test_prose_wrapped_before_a_name_is_one_sentence() -> None:
+    """A plain-text book wraps at ~70 characters: a line ending before a capitalised name is not a title line."""
+    text = (
+        "It was in July, 1805, and the speaker was the well-known Anna Pavlovna\n"
+        "Scherer, maid of honor and favorite of the Empress Marya Fedorovna. With\n"
+        "these words she greeted Prince Vasili Kuragin, a man of high rank and\n"
+        "importance, who was the first to arrive at her reception."
+    )
+    assert [s.text for s in split_sentences(text)][0] == (
+        "It was in July, 1805, and the speaker was the well-known Anna Pavlovna Scherer, maid of honor and "
+        "favorite of the Empress Marya Fedorovna."
+    )
+
+
+def test_a_long_caption_between_short_lines_stays_a_line_of_its_own() -> None:
+    text = (
+        "shown in Example 2-1.\nExample 2-1 Query to determine who has authority to define and manage RCAC\nSELECT id,"
+    )
+    assert "Example 2-1 Query to determine who has authority to define and manage RCAC" in [
+        s.text for s in split_sentences(text)
+    ]
