@@ -1,23 +1,26 @@
-"""`POST /search` on Elasticsearch, old read path against new, beside a raw hybrid request (docs/benchmarks.md).
+"""`POST /search` on Elasticsearch, the model check read per search against the one kept in memory,
+beside a raw hybrid request (docs/benchmarks.md).
 
-Usage: STORE=elasticsearch ELASTICSEARCH_URL=http://127.0.0.1:<port> python scripts/es_search_paths.py [QUESTIONS]
+Usage: STORE=elasticsearch ELASTICSEARCH_URL=http://127.0.0.1:<port> [ES_PID=<node pid>] \\
+       python scripts/es_search_paths.py [QUESTIONS]
 
 One process, one index (the bench's 400 synthetic documents, `carrag/bench/es_store.py`), one app.
 For each question, in an order that rotates from question to question so load that drifts during
 the run (a shared machine) falls on every path alike:
 
 - ``raw``: the query embedded, then the BM25 and kNN requests sent at once, RRF in Python;
-- ``old``: `/search` as before issue 12's read-path work: the model check (a mapping read) before
-  the legs, expansion by `get_windows` after them (emulated here: the check awaited before the legs,
-  the store's neighbour windows switched off);
-- ``new``: `/search` as it is: the model check beside the legs, neighbours read in the legs' live
-  checks.
+- ``read``: `/search` with the model check read from Elasticsearch each time (a mapping request, as
+  before `served_identity.py`): the store's ``query_identity`` replaced by ``embedding_identity``;
+- ``kept``: `/search` as it is (the check answered from memory, the kNN leg reporting its hits' model).
 
-Prints the p50 of each and the ratios. A first pass over the questions (not timed) lets this
-process see every source once (the live filter's first sight, `live_filter.py`).
+Prints the p50 of each, the ratios to raw, and the CPU per request of this process and, with
+``ES_PID``, of the Elasticsearch node (from /proc): on a shared machine CPU varies less than latency.
+A first pass over the questions (not timed) lets this process see every source once (the live
+filter's first sight, `live_filter.py`).
 """
 
 import asyncio
+import os
 import statistics
 import sys
 import time
@@ -30,33 +33,22 @@ import numpy as np
 
 from carrag.bench.es_store import VOCABULARY, EsBenchConfig, drop, store_writes, synthetic_documents
 from carrag.services.models import SearchFilters
-from carrag.services.retrieval import search as search_module
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import get_settings
 from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES
 from carrag.services.stores.elasticsearch.queries import knn_request, lexical_request
-from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
 
 QUESTIONS = int(sys.argv[1]) if len(sys.argv) > 1 else 150
-PATH = {"now": "new"}
-SearchService = search_module.SearchService
-current_retrieve = SearchService._retrieve
-current_check = SearchService.check_embedding_identity
+PATHS = ["raw", "read", "kept"]
 
 
-async def retrieve(self: Any, *args: Any) -> Any:
-    if PATH["now"] == "old":
-        await current_check(self)  # before the legs, as the old code did
-    return await current_retrieve(self, *args)
-
-
-async def check(self: Any) -> None:
-    if PATH["now"] != "old":  # the old path made its check above
-        await current_check(self)
-
-
-SearchService._retrieve = retrieve  # type: ignore[method-assign]
-SearchService.check_embedding_identity = check  # type: ignore[method-assign]
+def node_cpu_seconds() -> float:
+    pid = os.environ.get("ES_PID")
+    if not pid:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def main() -> None:
@@ -78,7 +70,6 @@ async def main() -> None:
     container = await build_container(settings)
     store: Any = container.store
     client = store.client
-    windows = store._windows
     try:
         identity = await container.embedder.embedding_identity()
         config = EsBenchConfig(documents=400, dimension=identity.dimension)
@@ -102,26 +93,36 @@ async def main() -> None:
         async with httpx.AsyncClient(transport=transport, base_url="http://paths") as http:
 
             async def search(question: str, path: str) -> None:
-                PATH["now"] = path
-                store._windows = windows if path == "new" else PrefetchedWindows(0)
+                if path == "read":
+                    store.query_identity = store.embedding_identity
+                else:
+                    store.__dict__.pop("query_identity", None)
                 response = await http.post("/search", json={"question": question, "top_k": 5, "rerank": False})
                 response.raise_for_status()
 
             for question in questions:
-                await search(question, "new")
-            timings: dict[str, list[float]] = {"raw": [], "old": [], "new": []}
-            order = list(timings)
+                await search(question, "kept")
+            timings: dict[str, list[float]] = {path: [] for path in PATHS}
+            cpu = {path: [0.0, 0.0] for path in PATHS}
             started = datetime.now(UTC).isoformat(timespec="seconds")
+            load = os.getloadavg()[0]
             for number, question in enumerate(questions):
-                for path in order[number % 3 :] + order[: number % 3]:
-                    begin = time.perf_counter()
+                shift = number % len(PATHS)
+                for path in PATHS[shift:] + PATHS[:shift]:
+                    begin, own, node = time.perf_counter(), time.process_time(), node_cpu_seconds()
                     await (raw(question) if path == "raw" else search(question, path))
                     timings[path].append((time.perf_counter() - begin) * 1000)
+                    cpu[path][0] += time.process_time() - own
+                    cpu[path][1] += node_cpu_seconds() - node
         p50 = {path: statistics.median(values) for path, values in timings.items()}
-        print(f"{started}, {QUESTIONS} questions: " + "; ".join(f"{k} p50 {v:.1f} ms" for k, v in p50.items()))
         print(
-            f"old/raw {p50['old'] / p50['raw']:.2f}, new/raw {p50['new'] / p50['raw']:.2f}, "
-            f"new/old {p50['new'] / p50['old']:.2f}"
+            f"{started}, load {load:.1f}→{os.getloadavg()[0]:.1f}, {QUESTIONS} questions: "
+            + "; ".join(f"{k} p50 {v:.1f} ms" for k, v in p50.items())
+        )
+        print(f"read/raw {p50['read'] / p50['raw']:.2f}, kept/raw {p50['kept'] / p50['raw']:.2f}")
+        print(
+            "CPU ms per request (this process + node): "
+            + "; ".join(f"{p} {1000 * c[0] / QUESTIONS:.1f} + {1000 * c[1] / QUESTIONS:.1f}" for p, c in cpu.items())
         )
     finally:
         await drop(client, alias)

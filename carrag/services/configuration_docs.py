@@ -119,8 +119,15 @@ strongest sentences must also hold the kind of answer asked for (a number the qu
 already contain for "how many", "what year", "what score/profit/version ..."; a name for "who"),
 every number, year or code the question names (in the sentence, its table's title and column names,
 or the document title; a table row must also hold the names), no empty cell under the column asked
-about, and at least `ANSWER_MIN_FOCUS` of the question's own terms (weighted by rarity). Otherwise
-the documents don't say. Measured on the development set and, unseen while tuning, the held-out set
+about, and at least `ANSWER_MIN_FOCUS` of the question's own terms (weighted by rarity). The sentence's
+own passage must name at least one of the names the question asks about, and the rest must be in
+what was retrieved of the same document (a name only another document mentions — "February" in a
+book retrieved next to a memo about January 23 — does not make the memo's sentence an answer); a
+"what/which" answer must say something the question does not ("- Germany" does not answer "which
+regions are listed under Germany?"); a row of an index table (one with a Page column) answers only
+questions about that table's own columns; for a follow-up, a sentence counts as a paraphrase of the
+question only by its closeness to the follow-up as asked, so the previous question's answer is not
+given again. Otherwise the documents don't say. Measured on the development set and, unseen while tuning, the held-out set
 (`carrag/bench/questions/corpus_heldout.jsonl`, other documents): 0.3 took refusals of unanswerable
 questions from 9/13 to 11/13 (dev) and 5/12 to 8/12 (held-out) while accuracy rose (docs/benchmarks.md);
 0.4 refused one more trap per set but cost 5 dev answers.

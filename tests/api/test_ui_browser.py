@@ -112,6 +112,8 @@ def test_ingest_browse_ask_and_open_a_citation(browser, tmp_path: Path) -> None:
         page.click("#doc-filter button")
         page.wait_for_function("document.querySelectorAll('#doc-rows a.doc-name').length === 2")
         page.click("a.doc-name >> text=Release notes")  # the title: the first H1 of the .md
+        # the manual's chunks are still in the (hidden) list until this document's page replaces them
+        page.wait_for_function("document.querySelector('#document-title').textContent === 'Release notes'")
         page.wait_for_selector("#document-chunks .chunk")
         chunk_text = page.inner_text("#document-chunks .chunk-text")
         assert '<img src="x" onerror="window.__xss = 1">' in chunk_text, "document text is shown as text"

@@ -283,3 +283,29 @@ def test_the_real_server_quotes_with_highlights_and_says_when_the_documents_do_n
         assert refused.locator(".sources-title").inner_text() == "Closest passages"
         assert refused.locator(".sources li").count() >= 1
         assert page.errors == [], page.errors
+
+
+def test_a_question_asked_while_an_answer_streams_can_still_be_stopped(browser, tmp_path: Path) -> None:
+    """Ctrl+Enter asks while an answer is streaming (the Ask button is disabled, the shortcut is not): the
+    first stream is aborted, and its clean-up, which runs after the second question has started, must
+    leave the second question's Stop button shown and working."""
+    with server_process(tmp_path / "data", LLM="none") as server:
+        page = open_page(browser, server)
+        streams: list = []  # held: neither answer arrives until the test says so
+        page.route("**/query/stream", lambda route: streams.append(route))
+
+        ask(page, "Which oil filter fits the engine?")
+        page.wait_for_selector("#ask-stop:not([hidden])")
+        page.fill("#ask-question", "And how often is it changed?")
+        page.press("#ask-question", "Control+Enter")
+        page.wait_for_function(TURN_DONE, arg=1)  # the first turn was stopped; its clean-up has run
+        assert "Stopped." in page.locator("#conversation .turn").nth(0).locator(".answer-meta").inner_text()
+        assert len(streams) == 2
+        assert page.is_visible("#ask-stop") and page.is_disabled("#ask-submit"), "the second is still streaming"
+
+        page.click("#ask-stop")
+        page.wait_for_function(TURN_DONE, arg=2)
+        assert "Stopped." in page.locator("#conversation .turn").nth(1).locator(".answer-meta").inner_text()
+        assert page.is_hidden("#ask-stop") and page.is_enabled("#ask-submit")
+        assert page.errors == [], page.errors
+        page.context.close()

@@ -109,7 +109,8 @@ async function ask() {
   const question = $("#ask-question").value.trim();
   if (!question) return;
   if (controller) controller.abort();
-  controller = new AbortController();
+  const mine = new AbortController();
+  controller = mine;
   const body = requestBody(question);
   const turn = { question, answer: "", finished: false };
   turns.push(turn);
@@ -129,7 +130,7 @@ async function ask() {
     renderAnswer(view.text, turn.answer, sources, done && done.grounding);
   };
   try {
-    for await (const { event, data } of streamEvents("/query/stream", body, controller.signal)) {
+    for await (const { event, data } of streamEvents("/query/stream", body, mine.signal)) {
       if (event === "sources") {
         sources = Array.isArray(data) ? data : [];
         renderSources(view, sources);
@@ -166,9 +167,13 @@ async function ask() {
     render();
     view.text.setAttribute("aria-busy", "false");
     if (view.element.dataset.state === "streaming") view.element.dataset.state = "done";
-    $("#ask-submit").disabled = false;
-    $("#ask-stop").hidden = true;
-    controller = null;
+    // A question asked meanwhile (Ctrl+Enter while this one streamed) aborted this one and owns the
+    // buttons now: releasing them here would leave its Stop hidden and unable to stop it.
+    if (controller === mine) {
+      $("#ask-submit").disabled = false;
+      $("#ask-stop").hidden = true;
+      controller = null;
+    }
   }
 }
 

@@ -16,6 +16,10 @@ checks on a candidate answer sentence (with its table title and header, for a ta
   the question does not already contain (a capitalised first word alone is not a name).
 - **Asked noun** (``asked``): "what is Jim's email", "his mother's name", "how many records" — the
   sentence must name the email, the mother, the records: naming the person or the year is not enough.
+- **Its own subject**: each name the question asks about is named (at least in part) in the sentence's
+  own passage, not only in another one; a "what/which" answer says something the question
+  does not; an index row (a Page column) answers only questions about its own columns; a follow-up's
+  paraphrase is judged by the follow-up as asked, not by the previous turn joined with it.
 
 ``answering`` picks, among the few strongest sentences, the first that passes both: the extractive
 answer quotes it, and when none passes the documents don't say.
@@ -27,7 +31,14 @@ import re
 from collections.abc import Sequence
 
 from carrag.services.answers.asked import PARAPHRASE_WORD_COSINE, asked_nouns
-from carrag.services.answers.evidence import STOP_WORDS, missing_key_terms, numbers, terms, weighted_coverage
+from carrag.services.answers.evidence import (
+    STOP_WORDS,
+    missing_key_terms,
+    numbers,
+    stem,
+    terms,
+    weighted_coverage,
+)
 from carrag.services.answers.question_types import expects_number, expects_person
 from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
 from carrag.services.answers.sentences import table_lines
@@ -38,10 +49,13 @@ CANDIDATES = 5  # how far down the strength ranking an answering sentence is loo
 PARAPHRASE_COSINE = 0.7
 _CAPITALISED = re.compile(r"\b[A-Z][A-Za-z]+")
 _QUESTION_WORDS = frozenset(["what", "which", "who", "whom", "whose", "when", "where", "why", "how"])
+# Verbs that say only that something happened, not what: "when did it come out?", "when did it take place?"
+# ask for a date; the answer ("WordStar (1978)") need not repeat them.
+_EVENT_VERBS = frozenset(["come", "came", "go", "went", "gone", "happen", "occur", "occurr", "take", "took"])
 
 
 def focus_terms(question: str) -> list[str]:
-    return [term for term in terms(question) if term not in _QUESTION_WORDS]
+    return [term for term in terms(question) if term not in _QUESTION_WORDS and term not in _EVENT_VERBS]
 
 
 def sentence_text(sentence: ScoredSentence) -> str:
@@ -231,11 +245,12 @@ def answers_question(
     column names, or the document title): every number, year or code ("in 2013" is not answered by a
     sentence about 2005) and, for a row of a table with column names, every name too. A sentence in prose
     may say "it", but its own passage (or document title) must name what the question names, each name at
-    least in part ("Roberts" for "Iwan Roberts"): a sentence of another document ("the typewriter was patented in 1868" for the date of the essay "How to Get New
-    Ideas") does not answer."""
+    least in part ("Roberts" for "Iwan Roberts"): a sentence of another document ("the typewriter was patented
+    in 1868" for the date of the essay "How to Get New Ideas") does not answer."""
     if (
         sentence.is_header_row
         or sentence.is_contents
+        or is_contents_row(question, sentence)
         or not has_answer_type(question, sentence)
         or asks_empty_column(question, sentence)
     ):
@@ -246,14 +261,49 @@ def answers_question(
     own = [title, sentence_text(sentence)]
     # A row of a table names its own subject (the June row, the Wood Duck row): a name the question asks
     # about must be in the row unless the passage names it outside its table lines (a company's cover-page
-    # table is about the company its prose names). A sentence may say "it".
+    # table is about the company its prose names). A sentence may say "it", but its own passage names what
+    # "it" is: a name only another passage mentions ("February" in a book retrieved with a memo about
+    # January 23) is not what the sentence is about.
     is_row = sentence.reading is not None and bool(sentence.reading.names)
     prose = set(terms(_prose_text(passage))) if is_row else set()
     if [term for term in missing_key_terms(question, own) if _has_digit(term) or (is_row and term not in prose)]:
         return False
     if passage and _unnamed(question, f"{title}\n{passage}"):
         return False  # a name the question asks about is in another passage: this one is about something else
-    return sentence.cosine >= PARAPHRASE_COSINE or focus_coverage(question, sentence, weights) >= min_focus
+    if not adds_to_question(question, sentence):
+        return False
+    # A follow-up's paraphrase is judged by the follow-up alone: the sentence that answered the previous
+    # question is close to the previous turn joined with it ("When did he die?" after "Who patented ...?").
+    return sentence.asked_cosine >= PARAPHRASE_COSINE or focus_coverage(question, sentence, weights) >= min_focus
+
+
+_PAGE_COLUMN = frozenset(["page", "pages", "p", "pp", "slide", "slides", "sheet"])
+
+
+def is_contents_row(question: str, sentence: ScoredSentence) -> bool:
+    """A row of a table with a Page column ("Topic: Mobile churn; Period: ...; Page: 11") says where a
+    topic is, not its value ("the churn rate"): it answers only a question about the table's own columns
+    ("on which page does ... start?", "what period does the ... topic cover?")."""
+    reading = sentence.reading
+    if reading is None or not any(name.strip(" .").lower() in _PAGE_COLUMN for name in reading.names):
+        return False
+    columns = set(terms(" ".join(reading.names))) | {stem(word) for word in _PAGE_COLUMN}
+    return not set(terms(question)) & columns
+
+
+_YES_NO = re.compile(
+    r"^\s*(is|are|was|were|do|does|did|can|could|should|will|would|has|have|had|must|may|might)\b", re.I
+)
+
+
+def adds_to_question(question: str, sentence: ScoredSentence) -> bool:
+    """Whether the sentence says something the question does not: an answer to "which regions are listed
+    under Germany?" that is only "Germany" repeats the question. (A yes/no question may be answered by a
+    sentence in its own words: "Is X supported?" — "X is supported".)"""
+    if _YES_NO.match(question):
+        return True
+    asked = _covered(terms(sentence_text(sentence)), set(terms(question)))
+    return bool(set(terms(sentence_text(sentence))) - asked)
 
 
 _NAME_WORD = re.compile(r"[A-Za-z][\w'’-]*")
@@ -300,13 +350,12 @@ def answering_sentence(
     question's focus and have the kind of answer it asks for; of these the one whose strength,
     weighed by how much of the focus it covers, is highest. None when no sentence answers.
     ``sources``: (document title, passage text) per source."""
-    answering = [
-        s
-        for s in ranked[:CANDIDATES]
-        if answers_question(
-            question, s, scored.weights, min_focus, sources[s.source] if s.source < len(sources) else ("", "")
-        )
-    ]
+
+    def answers(sentence: ScoredSentence) -> bool:
+        source = sources[sentence.source] if sentence.source < len(sources) else ("", "")
+        return answers_question(question, sentence, scored.weights, min_focus, source)
+
+    answering = [s for s in ranked[:CANDIDATES] if answers(s)]
     return max(
         answering,
         key=lambda s: scored.strength(s) * (0.5 + 0.5 * focus_coverage(question, s, scored.weights)),

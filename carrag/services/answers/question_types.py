@@ -17,7 +17,10 @@ _MEASURE = re.compile(
     r"(?:[\w'’-]+\s+){0,3}?(scores?|rates?|percentages?|share|numbers?|amounts?|prices?|costs?|values?|"
     r"sizes?|lengths?|weights?|temperatures?|versions?|accuracy|revenues?|sales|profits?|income|population|"
     r"age|density|speed|capacity|totals?|counts?|strength|hardness|elongation|width|height|depth|duration|"
-    r"fees?|salary|growth)\b(?=\s*(?:(?:of|does|did|do|is|was|are|were|in|for|across|at|on|per|from)\b|\(|\?|,|$))",
+    r"fees?|salary|growth|thresholds?|limits?|cut-?offs?)\b"
+    # what follows the measure: a preposition, an auxiliary, the end, or a verb before its object ("gives an")
+    r"(?=\s*(?:(?:of|does|did|do|is|was|are|were|in|for|across|at|on|per|from)\b|\(|\?|,|$"
+    r"|[a-z]+s\s+(?:an?|the|its|their)\b))",
     re.I,
 )
 _PERSON = re.compile(r"^\s*(who|whom|whose)\b", re.I)

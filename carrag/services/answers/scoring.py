@@ -64,6 +64,13 @@ class ScoredSentence:
     reading: RowReading | None = None  # for a table row: its title, column names and aligned cells
     asked_similarity: float = 0.0  # how close its closest word is to the noun the question asks about (``asked``)
     antecedent: Sentence | None = None  # the sentence before, when this one refers back to a person ("she greeted")
+    # the cosine to the question as asked; differs from ``cosine`` for a follow-up, whose ``cosine`` may be the
+    # one to the previous turn joined with it (a sentence answering the previous question is close to that)
+    question_cosine: float | None = None
+
+    @property
+    def asked_cosine(self) -> float:
+        return self.cosine if self.question_cosine is None else self.question_cosine
 
     @property
     def display(self) -> str:
@@ -195,6 +202,7 @@ async def score_passages(
                 is_contents=is_contents_entry(sentence.text),
                 in_code=any(start <= sentence.start < end for start, end in code[source]),
                 reading=reading,
+                question_cosine=float(question_cosines[i]) if follow_up else None,
                 antecedent=antecedents.get((source, sentence)),
             )
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from carrag.services.stores.elasticsearch.live_filter import LiveCheck, LiveFilter
-from carrag.services.stores.elasticsearch.versions import LiveToken
+from carrag.services.stores.elasticsearch.live_state import LiveToken
 
 
 def hit(document_id: str, index: int, source: str = "s.txt") -> dict:

@@ -31,8 +31,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from carrag.services.stores.elasticsearch.live_state import LiveToken
 from carrag.services.stores.elasticsearch.mapping import record_key
-from carrag.services.stores.elasticsearch.versions import LiveToken
 
 logger = logging.getLogger(__name__)
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from elasticsearch import AsyncElasticsearch
 
-from carrag.services.errors import CarragError, DependencyUnavailable, UpstreamError
-from carrag.services.ids import chunk_id
+from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.models import (
     DEFAULT_COLLECTION,
     Chunk,
@@ -29,51 +28,32 @@ from carrag.services.models import (
     MetadataValue,
     Original,
     OriginalFile,
-    ScoredChunk,
-    SearchFilters,
-    StoredChunk,
 )
 from carrag.services.settings import revealed
 from carrag.services.stores.base import (
-    ChunkListing,
-    DocumentPage,
-    DocumentSort,
-    SortOrder,
     checked_vectors,
-    is_glob,
 )
-from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.batching import WriteBatcher
 from carrag.services.stores.elasticsearch.collections import CollectionRegistry
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
+from carrag.services.stores.elasticsearch.document_reads import DocumentReads
 from carrag.services.stores.elasticsearch.integrity import integrity_problems
 from carrag.services.stores.elasticsearch.layout import IndexLayout
-from carrag.services.stores.elasticsearch.live_filter import LiveCheck, LiveFilter
-from carrag.services.stores.elasticsearch.mapping import (
-    CHUNK_SOURCE_EXCLUDES,
-    collection_clause,
-    record_key,
-    source_key,
-    to_chunk,
-    to_document,
-)
+from carrag.services.stores.elasticsearch.live_filter import LiveFilter
 from carrag.services.stores.elasticsearch.metadata import update_metadata
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex
+from carrag.services.stores.elasticsearch.search_legs import SearchLegs
 from carrag.services.stores.elasticsearch.served_identity import ServedIdentity
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
 from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
-from carrag.services.stores.searched_model import searched_model
 
 logger = logging.getLogger(__name__)
 
-EMPTY_RESPONSE: dict[str, Any] = {"hits": {"hits": [], "total": {"value": 0}}}
 # ``default`` has no registry record (it always exists), so no creation time of its own
 DEFAULT_COLLECTION_CREATED_AT = "1970-01-01T00:00:00+00:00"
 
-Hit = dict[str, Any]
 
-
-class ElasticsearchStore:
+class ElasticsearchStore(DocumentReads, SearchLegs):
     backend = "elasticsearch"
 
     def __init__(
@@ -139,74 +119,6 @@ class ElasticsearchStore:
         """The client itself, for tests and tools."""
         return self.connection.client
 
-    # --- plumbing ------------------------------------------------------------------------------
-    async def _ready(self) -> None:
-        await self.layout.ensure()
-        await self.originals.ensure()
-
-    async def _guarded(self, action: str, call: Callable[[], Awaitable[Any]], empty: Any) -> Any:
-        """Run a read; a missing index (someone is wiping it) reads as empty and is set up next time."""
-        await self._ready()
-        try:
-            with self.connection.errors(action, self.index):
-                return await call()
-        except IndexMissing:
-            self.layout.ready = False
-            return empty
-
-    async def _search(self, action: str, **request: Any) -> dict[str, Any]:
-        return await self._guarded(
-            action,
-            # a shard without any copy fails the search (503) instead of answering without its chunks
-            lambda: self.connection.client.search(index=self.index, allow_partial_search_results=False, **request),
-            EMPTY_RESPONSE,
-        )
-
-    async def _walk(
-        self,
-        action: str,
-        query: dict[str, Any],
-        sort: list[Any],
-        *,
-        offset: int = 0,
-        limit: int | None = None,
-        **request: Any,
-    ) -> tuple[list[Hit], int]:
-        """Hits ``offset .. offset+limit`` (all when ``limit`` is None) in ``sort`` order, and the total.
-
-        Within Elasticsearch's result window this is one search; beyond it, pages of
-        ``search_after`` (``sort`` must end in a unique field)."""
-        window = queries.MAX_RESULT_WINDOW
-        if limit is not None and offset + limit <= window:
-            response = await self._search(
-                action, query=query, sort=sort, from_=offset, size=limit, track_total_hits=True, **request
-            )
-            return response["hits"]["hits"], int(response["hits"]["total"]["value"])
-        end = None if limit is None else offset + limit
-        hits: list[Hit] = []
-        seen, total, after = 0, 0, None
-        while end is None or seen < end:
-            page = await self._search(
-                action,
-                query=query,
-                sort=sort,
-                size=window,
-                track_total_hits=after is None,
-                **({"search_after": after} if after is not None else {}),
-                **request,
-            )
-            if after is None:
-                total = int(page["hits"]["total"]["value"])
-            batch = page["hits"]["hits"]
-            wanted_from = max(offset - seen, 0)
-            wanted_to = len(batch) if end is None else min(end - seen, len(batch))
-            hits.extend(batch[wanted_from:wanted_to])
-            seen += len(batch)
-            if len(batch) < window:
-                break
-            after = batch[-1]["sort"]
-        return hits, total
-
     # --- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
         await self._ready()
@@ -254,21 +166,6 @@ class ElasticsearchStore:
                 "store", "degraded", self.backend, None, f"{detail}; {'; '.join(self.layout.warnings)}"
             )
         return ComponentHealth("store", "ok", self.backend, None, detail)
-
-    async def embedding_identity(self) -> EmbeddingIdentity | None:
-        """Read from Elasticsearch (a mapping request); `query_identity` is the searches' cheap one."""
-
-        async def read() -> EmbeddingIdentity | None:
-            index, identity = await self.layout.identity_with_index(self.index)
-            self.served_identity.learn(index, identity)
-            return identity
-
-        return await self._guarded("reading the embedding model", read, None)
-
-    async def query_identity(self) -> EmbeddingIdentity | None:
-        """The model of the index searches are served from, as last seen (`served_identity.py`); a kNN
-        leg whose hits come from another index says so (`searched_model.py`)."""
-        return await self._guarded("reading the embedding model", self.served_identity.current, None)
 
     # --- writes --------------------------------------------------------------------------------
     async def write_document(
@@ -373,132 +270,6 @@ class ElasticsearchStore:
         return await self._guarded("reading an original", get, None)
 
     # --- document reads ------------------------------------------------------------------------
-    async def get_document(self, document_id: str) -> DocumentRecord | None:
-        return await self._guarded("looking up a document", lambda: self.versions.live_document(document_id), None)
-
-    async def find_by_source(self, source_id: str, collection_id: str = DEFAULT_COLLECTION) -> DocumentRecord | None:
-        key = source_key(collection_id, source_id)
-        state = await self._guarded("looking up a document", lambda: self.versions.source_state(key), None)
-        return state.document if state is not None else None
-
-    async def find_by_content_hash(
-        self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
-    ) -> DocumentRecord | None:
-        """The newest live document of the collection with exactly this ``content_hash`` (a keyword field)."""
-        response = await self._search(
-            "looking up a document",
-            query={
-                "bool": {
-                    "filter": [
-                        {"term": {"doc_kind": "document"}},
-                        {"term": {"content_hash": content_hash}},
-                        collection_clause([collection_id]),
-                    ]
-                }
-            },
-            sort=[{"created_at": "desc"}, {"document_id": "asc"}],
-            size=1,
-        )
-        hits = response["hits"]["hits"]
-        return to_document(hits[0]["_source"]) if hits else None
-
-    async def list_documents(
-        self,
-        *,
-        offset: int,
-        limit: int,
-        tag: str | None = None,
-        collection_ids: Sequence[str] = (),
-        sort: DocumentSort = "created_at",
-        order: SortOrder = "desc",
-        filename: str | None = None,
-    ) -> DocumentPage:
-        """Sorting and filtering by file name use ``filename_lower``, which source records written
-        before it existed lack (`carrag reindex` rewrites them): they sort last and match no filter."""
-        filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
-        if tag is not None:
-            filters.append({"term": {"tags.keyword": tag}})
-        if collection_ids:
-            filters.append(collection_clause(collection_ids))
-        if filename is not None:
-            filters.append(queries.filename_clause(filename.lower(), is_glob(filename)))
-        field = "filename_lower" if sort == "filename" else sort
-        hits, total = await self._walk(
-            "listing documents",
-            {"bool": {"filter": filters}},
-            [{field: {"order": order, "missing": "_last"}}, {"document_id": "asc"}],
-            offset=offset,
-            limit=limit,
-        )
-        return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
-
-    async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
-        def ranked(query: dict[str, Any], boost: float) -> dict[str, Any]:
-            return {"constant_score": {"filter": query, "boost": boost}}
-
-        filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
-        if collection_ids:
-            filters.append(collection_clause(collection_ids))
-        query = {
-            "bool": {
-                "filter": filters,
-                "should": [
-                    ranked({"term": {"document_id": reference}}, 100),
-                    ranked({"term": {"source_id": reference}}, 10),
-                    ranked({"prefix": {"document_id": reference}}, 1),
-                    ranked({"wildcard": {"source_id": {"value": "*/" + _escape_wildcard(reference)}}}, 1),
-                ],
-                "minimum_should_match": 1,
-            }
-        }
-        hits, total = await self._walk(
-            "finding documents",
-            query,
-            ["_score", {"created_at": "desc"}, {"document_id": "asc"}],
-            offset=0,
-            limit=limit,
-        )
-        return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
-
-    async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
-        filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
-        if collection_ids:
-            filters.append(collection_clause(collection_ids))
-        hits, _ = await self._walk(
-            "listing sources",
-            {"bool": {"filter": filters}},
-            [{"source_id": "asc"}],
-            source_includes=["source_id", "source_type"],
-        )
-        return [(hit["_source"]["source_id"], hit["_source"]["source_type"]) for hit in hits]
-
-    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]:
-        if await self.get_document(document_id) is None:
-            return []
-        hits, _ = await self._walk(
-            "listing a document's chunks",
-            {"bool": {"filter": [{"term": {"doc_kind": "chunk"}}, {"term": {"document_id": document_id}}]}},
-            [{"chunk_index": "asc"}],
-            offset=offset,
-            limit=limit,
-            source_excludes=CHUNK_SOURCE_EXCLUDES,
-        )
-        if not hits:
-            return []
-        identity = await self.embedding_identity()
-        dimension = identity.dimension if identity else 0  # every vector has the mapping's dims
-        return [ChunkListing(to_chunk(hit["_source"]), dimension) for hit in hits]
-
-    async def count_chunks(self) -> int:
-        """The chunks of live versions: the sum of the source records' chunk counts."""
-        response = await self._search(
-            "counting chunks",
-            query={"term": {"doc_kind": "document"}},
-            size=0,
-            aggregations={"chunks": {"sum": {"field": "chunk_count"}}},
-        )
-        return int((response.get("aggregations") or {}).get("chunks", {}).get("value") or 0)
-
     async def check_integrity(self) -> list[str]:
         """Everything that would make the store inconsistent, as readable lines (empty: consistent).
         Refreshes the index first, so what was deleted is gone from the counts."""
@@ -535,85 +306,6 @@ class ElasticsearchStore:
         await self._ready()
         return await asyncio.shield(self.collections.delete(collection_id))
 
-    # --- search legs ---------------------------------------------------------------------------
-    async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
-        if k <= 0 or queries.lexical_request(query, k, filters) is None:
-            return []
-
-        async def run(size: int, stale: set[str]) -> list[Hit]:
-            request = queries.lexical_request(query, size, queries.excluding(filters, stale))
-            response = await self._search("searching (BM25)", **request, source_excludes=CHUNK_SOURCE_EXCLUDES)  # type: ignore[arg-type]
-            return response["hits"]["hits"]
-
-        found = await self._live_filter.hits(run, k)
-        return self._windows.scored(found, lambda hit: float(hit["_score"]))
-
-    async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
-        if k <= 0:
-            return []
-
-        async def run(size: int, stale: set[str]) -> list[Hit]:
-            request = queries.knn_request(vector, size, self.num_candidates, queries.excluding(filters, stale))
-            response = await self._search("searching (kNN)", **request, source_excludes=CHUNK_SOURCE_EXCLUDES)
-            return response["hits"]["hits"]
-
-        try:
-            found = await self._live_filter.hits(run, min(k, queries.MAX_NUM_CANDIDATES))
-        except UpstreamError:
-            if await self.embedding_identity() is None:  # nothing was ever embedded: no vector field yet
-                return []
-            raise
-        indices = {hit["_index"] for hit in found.hits}
-        if len(indices) == 1:  # one search reads one index behind the alias
-            searched_model.set(
-                await self._guarded(
-                    "reading the embedding model", lambda: self.served_identity.of_index(indices.pop()), None
-                )
-            )
-        # Elasticsearch scores cosine as (1 + cos) / 2; report the cosine itself, like SQLite.
-        return self._windows.scored(found, lambda hit: 2.0 * float(hit["_score"]) - 1.0)
-
-    async def _live_check(self, hits: list[Hit]) -> LiveCheck:
-        """The hits' source records and, in the same multi-get, the chunks around them (`windows.py`)."""
-        sources = [record_key(hit["_source"]) for hit in hits]
-        around = self._windows.wanted(hits)
-        tokens, chunks = await self._guarded(
-            "checking which versions are live",
-            lambda: self.versions.live_tokens_and_chunks(sources, around),
-            ({}, {}),
-        )
-        return LiveCheck(tokens, chunks, frozenset(hit["_id"] for hit in self._windows.covered(hits)))
-
-    async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
-        """One real-time multi-get of the neighbours' ids (derived from document id and index).
-
-        Not checked against the source records: the centres come from hits that were live, a
-        version's chunks are consistent among themselves, and a real-time get never returns a
-        chunk already deleted."""
-        wanted = sorted(
-            {
-                (document_id, index)
-                for document_id, centre in dict.fromkeys(centres)
-                for index in range(max(centre - radius, 0), centre + max(radius, 0) + 1)
-            }
-        )
-        if not wanted:
-            return []
-
-        async def fetch() -> dict[str, Any]:
-            response = await self.connection.client.mget(
-                index=self.index,
-                ids=[chunk_id(document_id, index) for document_id, index in wanted],
-                realtime=True,
-                source_excludes=CHUNK_SOURCE_EXCLUDES,
-            )
-            return response.body
-
-        response = await self._guarded("fetching neighbouring chunks", fetch, {"docs": []})
-        chunks = [to_chunk(doc["_source"]) for doc in response["docs"] if doc.get("found")]
-        requested = set(wanted)
-        return [chunk for chunk in chunks if chunk.key in requested]
-
 
 def _settle(item: PendingWrite, outcome: Any) -> None:
     future = item.future
@@ -623,7 +315,3 @@ def _settle(item: PendingWrite, outcome: Any) -> None:
         future.set_exception(outcome)
     else:
         future.set_result(outcome)
-
-
-def _escape_wildcard(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")

@@ -37,13 +37,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from elasticsearch import ApiError, NotFoundError
+from elasticsearch import ApiError
 
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.ids import chunk_id
@@ -54,24 +53,23 @@ from carrag.services.stores.elasticsearch.connection import (
     api_status,
     bulk_failure,
 )
+from carrag.services.stores.elasticsearch.live_state import LiveState, SourceState
 from carrag.services.stores.elasticsearch.mapping import (
-    CHUNK_SOURCE_EXCLUDES,
     chunk_source,
     document_key,
     record_key,
     source_record,
     source_record_id,
-    to_document,
     version_record,
     version_record_id,
 )
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex, part_count
+from carrag.services.stores.elasticsearch.sweep import sweep_abandoned, version_ids
 
 logger = logging.getLogger(__name__)
 
 BULK_MAX_OPS = 1000  # chunks per bulk request; a larger write is split into requests sent together
 FLIP_ATTEMPTS = 50  # conflicting flips retried (each retry means another process flipped meanwhile)
-SWEEP_PAGE = 1000
 
 
 @dataclass(slots=True)
@@ -84,30 +82,7 @@ class PendingWrite:
     original: OriginalFile | None = field(default=None, repr=False)
 
 
-@dataclass(slots=True, frozen=True)
-class SourceState:
-    """A source's record as read: the live version and the record's concurrency token."""
-
-    document: DocumentRecord
-    seq_no: int
-    primary_term: int
-
-
-@dataclass(slots=True, frozen=True)
-class LiveToken:
-    """A source record's live version and the record's concurrency token (which changes with each flip)."""
-
-    document_id: str
-    seq_no: int
-    primary_term: int
-
-
-def version_ids(document_id: str, chunk_count: int) -> list[str]:
-    """Every id a version occupies: its chunks, then its version record."""
-    return [chunk_id(document_id, index) for index in range(chunk_count)] + [version_record_id(document_id)]
-
-
-class Versions:
+class Versions(LiveState):
     def __init__(
         self,
         connection: Connection,
@@ -124,85 +99,6 @@ class Versions:
         self.require_alias = require_alias
         self.refresh = refresh
         self.abandoned_after = abandoned_after
-
-    # --- reading the live state ----------------------------------------------------------------------
-    async def source_state(self, key: str) -> SourceState | None:
-        """The record of the source ``key`` (`source_key`) in real time (it need not be refreshed)."""
-        with self.connection.errors("looking up a document", self.alias):
-            try:
-                response = await self.connection.client.get(index=self.alias, id=source_record_id(key))
-            except NotFoundError as exc:
-                if "index_not_found" in str(exc.body):
-                    raise
-                return None
-        return SourceState(to_document(response["_source"]), response["_seq_no"], response["_primary_term"])
-
-    async def source_states(self, source_ids: Sequence[str]) -> dict[str, SourceState]:
-        unique = list(dict.fromkeys(source_ids))
-        if not unique:
-            return {}
-        with self.connection.errors("looking up documents", self.alias):
-            response = await self.connection.client.mget(
-                index=self.alias, ids=[source_record_id(source) for source in unique], realtime=True
-            )
-        states = {}
-        for doc in response["docs"]:
-            if doc.get("found"):
-                record = to_document(doc["_source"])
-                states[document_key(record)] = SourceState(record, doc["_seq_no"], doc["_primary_term"])
-        return states
-
-    async def live_tokens(self, source_ids: Sequence[str]) -> dict[str, LiveToken]:
-        """``source key → (document_id, seq_no, primary_term)`` of each source's record (real time)."""
-        tokens, _ = await self.live_tokens_and_chunks(source_ids, ())
-        return tokens
-
-    async def live_tokens_and_chunks(
-        self, source_ids: Sequence[str], chunk_ids: Sequence[str]
-    ) -> tuple[dict[str, LiveToken], dict[str, dict[str, Any]]]:
-        """`live_tokens`, and in the same real-time multi-get the chunks ``chunk_ids`` (``_id → _source``
-        without the vector; ids not found are left out). A chunk read here is the chunk as it was at
-        that moment: its version's content, or nothing if that version's chunks were deleted."""
-        unique = list(dict.fromkeys(source_ids))
-        chunks = list(dict.fromkeys(chunk_ids))
-        if not unique and not chunks:
-            return {}, {}
-        docs: list[dict[str, Any]] = [
-            {"_id": source_record_id(source), "_source": {"includes": ["source_id", "document_id", "collection_id"]}}
-            for source in unique
-        ]
-        docs.extend({"_id": chunk, "_source": {"excludes": CHUNK_SOURCE_EXCLUDES}} for chunk in chunks)
-        with self.connection.errors("checking which versions are live", self.alias):
-            response = await self.connection.client.mget(index=self.alias, docs=docs, realtime=True)
-        found = response["docs"]
-        tokens = {
-            record_key(doc["_source"]): LiveToken(doc["_source"]["document_id"], doc["_seq_no"], doc["_primary_term"])
-            for doc in found[: len(unique)]
-            if doc.get("found")
-        }
-        return tokens, {doc["_id"]: doc["_source"] for doc in found[len(unique) :] if doc.get("found")}
-
-    async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
-        """``source key → document_id`` of the live version, for the given sources (real time)."""
-        return {source: token.document_id for source, token in (await self.live_tokens(source_ids)).items()}
-
-    async def version(self, document_id: str) -> dict[str, Any] | None:
-        """The version record of ``document_id`` (real time), live or not."""
-        with self.connection.errors("looking up a document", self.alias):
-            try:
-                response = await self.connection.client.get(index=self.alias, id=version_record_id(document_id))
-            except NotFoundError as exc:
-                if "index_not_found" in str(exc.body):
-                    raise
-                return None
-        return response["_source"]
-
-    async def live_document(self, document_id: str) -> DocumentRecord | None:
-        version = await self.version(document_id)
-        if version is None:
-            return None
-        state = await self.source_state(record_key(version))
-        return state.document if state is not None and state.document.document_id == document_id else None
 
     # --- writing -------------------------------------------------------------------------------------
     async def write(self, items: list[PendingWrite]) -> list[str | BaseException | None]:
@@ -478,39 +374,5 @@ class Versions:
     async def sweep(self, older_than: float | None = None) -> int:
         """Remove versions that are not live and were written more than ``older_than`` seconds ago
         (default ``abandoned_after``): the remains of crashed writes and of replaced versions whose
-        deletion failed. Returns how many versions were removed."""
-        cutoff = datetime.now(UTC) - timedelta(seconds=self.abandoned_after if older_than is None else older_than)
-        removed = 0
-        after: list[Any] | None = None
-        while True:
-            request: dict[str, Any] = {
-                "query": {
-                    "bool": {
-                        "filter": [
-                            {"term": {"doc_kind": "version"}},
-                            {"range": {"written_at": {"lt": cutoff.isoformat()}}},
-                        ]
-                    }
-                },
-                "sort": [{"document_id": "asc"}],
-                "size": SWEEP_PAGE,
-                "source_includes": ["document_id", "source_id", "chunk_count", "collection_id"],
-            }
-            if after is not None:
-                request["search_after"] = after
-            with self.connection.errors("finding abandoned versions", self.alias):
-                response = await self.connection.client.search(index=self.alias, **request)
-            hits = response["hits"]["hits"]
-            if not hits:
-                return removed
-            versions = [hit["_source"] for hit in hits]
-            live = await self.live_versions([record_key(v) for v in versions])
-            abandoned = [v for v in versions if live.get(record_key(v)) != v["document_id"]]
-            if not await self._delete_originals([v["document_id"] for v in abandoned]):
-                abandoned = []  # their originals could not be removed: try again at the next sweep
-            ids = [i for v in abandoned for i in version_ids(v["document_id"], int(v["chunk_count"]))]
-            await self._delete_ids(ids, "removing abandoned versions")
-            removed += len(abandoned)
-            if len(hits) < SWEEP_PAGE:
-                return removed
-            after = hits[-1]["sort"]
+        deletion failed. Returns how many versions were removed (`sweep.py`)."""
+        return await sweep_abandoned(self, older_than)
