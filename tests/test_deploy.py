@@ -216,3 +216,11 @@ def test_dockerfile_copies_only_what_exists_and_is_not_ignored() -> None:
 
 def test_deploy_doc_names_the_pinned_version() -> None:
     assert pinned_elasticsearch_version() in (ROOT / "docs" / "deploy.md").read_text()
+
+
+def test_deploy_doc_lists_every_setting_the_compose_file_sets(services: dict) -> None:
+    """docs/deploy.md's "Settings" table says "The compose file sets:" — so it lists all of them."""
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    table = text.split("The compose file sets:", 1)[1].split("\n\n", 2)[1]
+    documented = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", table))
+    assert set(services["api"]["environment"]) - documented == set()

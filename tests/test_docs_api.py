@@ -3,7 +3,8 @@
 docs/api.md's format: each route has a ``### METHOD /path`` heading (the path as in OpenAPI); each
 example is a ```bash block with one curl command, an ``# expect <status>[|<status>...]`` line and
 optionally ``# saves <field>`` lines (that field of the JSON answer replaces ``<field>`` in the
-examples after it). The examples run in the order written, with curl, from the repository root.
+examples after it). A ```json block after an example shows its answer: its field names must be the
+answer's (all of them, unless the object has a ``"...": "..."`` entry saying it is cut short). The examples run in the order written, with curl, from the repository root.
 Substitutions: ``http://127.0.0.1:8000`` → the test server, ``https://example.com/`` → a page
 served on loopback (no internet here; FETCH_ALLOWED_HOSTS lets the server fetch from it). The server
 has the API keys of docs/api.md's "Scoped API keys" section; an example that sends no
@@ -101,6 +102,45 @@ def api_examples() -> list[Example]:
     return examples
 
 
+def shown_answers() -> list[object | None]:
+    """For each example, in order, the JSON the page shows after it (before the next example), when
+    that block is JSON as written (blocks with `{...}` shorthand are left out: None)."""
+    shown: list[object | None] = []
+    lines = iter(API_DOC.read_text().splitlines())
+    for line in lines:
+        fence = line.strip()
+        if not fence.startswith("```") or fence == "```":
+            continue
+        block = []
+        for inner in lines:
+            if inner.strip() == "```":
+                break
+            block.append(inner)
+        if fence == "```bash":
+            shown.append(None)
+        elif fence == "```json" and shown and shown[-1] is None:
+            try:
+                shown[-1] = json.loads("\n".join(block))
+            except ValueError:
+                pass
+    return shown
+
+
+def field_differences(shown: object, answer: object, path: str = "") -> list[str]:
+    """Field names the page shows that the answer lacks, and, where the shown object has no
+    ``"...": "..."`` entry saying it is cut short, fields the answer has that the page leaves out."""
+    if isinstance(shown, list) and isinstance(answer, list) and shown and answer:
+        return field_differences(shown[0], answer[0], f"{path}[0]")
+    if not isinstance(shown, dict) or not isinstance(answer, dict):
+        return []
+    differences = [f"{path}.{key}: shown, not in the answer" for key in shown if key != "..." and key not in answer]
+    if "..." not in shown:
+        differences += [f"{path}.{key}: in the answer, not shown" for key in answer if key not in shown]
+    for key in shown.keys() & answer.keys():
+        differences += field_differences(shown[key], answer[key], f"{path}.{key}")
+    return differences
+
+
 def readme_commands() -> list[str]:
     commands = []
     for _, block in bash_blocks(README.read_text()):
@@ -153,16 +193,20 @@ def test_every_route_has_a_heading_and_every_heading_a_route(tmp_path: Path) -> 
 def test_every_api_example_answers_as_documented(server, example_site: str, tmp_path: Path) -> None:
     saved: dict[str, str] = {}
     examples = api_examples()
-    assert len(examples) >= 25
+    shown = shown_answers()
+    assert len(examples) >= 25 and len(shown) == len(examples)
+    wrong_fields = []
     for number, example in enumerate(examples):
         status, body = run_curl(example.command, server.url, example_site, saved, tmp_path / f"{number}.out")
         assert status in example.expect, (
             f"{example.route}: {status} (expected {example.expect}) for\n{example.command}\n{body[:500]}"
         )
         if body.startswith(("{", "[")) and status < 500:
-            json.loads(body)  # JSON answers are JSON, errors included
+            answer = json.loads(body)  # JSON answers are JSON, errors included
+            wrong_fields += [f"{example.route} {difference}" for difference in field_differences(shown[number], answer)]
         for name in example.saves:
             saved[name] = str(json.loads(body)[name])
+    assert wrong_fields == [], "the JSON shown after these examples has other fields than the answers"
 
 
 def test_readme_curl_examples_work(server, example_site: str, tmp_path: Path) -> None:

@@ -124,6 +124,8 @@ def create_app(settings: Settings | None = None, container: Container | None = N
         BodySizeLimitMiddleware,
         max_bytes=settings.max_upload_bytes + MULTIPART_OVERHEAD,
         max_json_bytes=settings.max_json_body_bytes,
+        max_bytes_setting=f"MAX_UPLOAD_BYTES plus {MULTIPART_OVERHEAD} bytes for the form's other fields",
+        max_json_bytes_setting="MAX_JSON_BODY_BYTES",
     )
     app.add_middleware(AccessLogMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)

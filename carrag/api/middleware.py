@@ -112,23 +112,40 @@ class BodySizeLimitMiddleware:
     into Python objects, which costs many times their size in memory. Everything else (multipart
     uploads) gets ``max_bytes``. When a streamed body passes the limit mid-way, the framework's own
     answer to the interrupted body (FastAPI turns any error while parsing a form into a 400) is
-    dropped and the client gets the 413.
+    dropped and the client gets the 413. ``max_bytes_setting`` / ``max_json_bytes_setting`` say, in
+    the 413's detail, which setting the limit comes from (the number alone may not be the setting's).
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int, max_json_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        max_json_bytes: int | None = None,
+        max_bytes_setting: str = "",
+        max_json_bytes_setting: str = "",
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.max_json_bytes = max_json_bytes if max_json_bytes is not None else max_bytes
+        self.max_bytes_setting = max_bytes_setting
+        self.max_json_bytes_setting = max_json_bytes_setting
 
-    def limit_for(self, headers: dict[bytes, bytes]) -> int:
+    @staticmethod
+    def parsed_whole(headers: dict[bytes, bytes]) -> bool:
         media_type = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
-        if (
+        return (
             media_type == b"application/json"
             or media_type.endswith(b"+json")
             or (media_type == b"application/x-www-form-urlencoded")
-        ):
-            return self.max_json_bytes
-        return self.max_bytes
+        )
+
+    def limit_for(self, headers: dict[bytes, bytes]) -> int:
+        return self.max_json_bytes if self.parsed_whole(headers) else self.max_bytes
+
+    def too_large(self, headers: dict[bytes, bytes]) -> str:
+        setting = self.max_json_bytes_setting if self.parsed_whole(headers) else self.max_bytes_setting
+        limit = self.limit_for(headers)
+        return f"Request body is larger than {limit} bytes" + (f" ({setting})." if setting else ".")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -138,7 +155,7 @@ class BodySizeLimitMiddleware:
         limit = self.limit_for(headers)
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._reject(send, limit)
+            await self._reject(send, self.too_large(headers))
             return
         received = 0
         exceeded = False
@@ -151,7 +168,7 @@ class BodySizeLimitMiddleware:
                 received += len(message.get("body", b""))
                 if received > limit:
                     exceeded = True
-                    raise PayloadTooLarge(f"Request body is larger than {limit} bytes.")
+                    raise PayloadTooLarge(self.too_large(headers))
             return message
 
         async def guarded_send(message: Message) -> None:
@@ -168,11 +185,11 @@ class BodySizeLimitMiddleware:
             if not exceeded or response_started:
                 raise
         if exceeded and not response_started:
-            await self._reject(send, limit)
+            await self._reject(send, self.too_large(headers))
 
     @staticmethod
-    async def _reject(send: Send, limit: int) -> None:
-        await send_json_error(send, 413, f"Request body is larger than {limit} bytes.", [(b"connection", b"close")])
+    async def _reject(send: Send, detail: str) -> None:
+        await send_json_error(send, 413, detail, [(b"connection", b"close")])
 
 
 class AccessLogMiddleware:
