@@ -475,7 +475,12 @@ async def test_readers_see_the_old_version_or_the_new_never_both_or_neither(stor
                     [f"heron passage {i} version {version}" for i in range(chunk_count)],
                     seed=version,
                 )
-                await asyncio.sleep(0)
+                # each version is read at least once before the next replaces it, however loaded the machine
+                # (under load the writes could finish with only two reads, and the test would check little)
+                reads_before = len(observed)
+                async with asyncio.timeout(30):
+                    while len(observed) <= reads_before:
+                        await asyncio.sleep(0.001)
         finally:
             done.set()
 
