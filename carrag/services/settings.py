@@ -190,8 +190,8 @@ class Settings(BaseSettings):
         ge=0,
         description="onnxruntime threads of a second session for small inputs (a query: at most 64 tokens "
         "per run); batches keep LOCAL_EMBEDDING_THREADS. 0 = no second session, queries run on the main one. "
-        "One thread halves a query's CPU and stops it competing with the BM25 leg inside `/search` "
-        '(docs/benchmarks.md, "Query embedding on one thread").',
+        "One thread halves a query's CPU and keeps it off the core the BM25 leg and Elasticsearch use inside "
+        '`/search`; the second session costs ~100 MB of RSS (docs/benchmarks.md, "Query embedding on one thread").',
     )
     local_embedding_max_tokens: int = Field(256, ge=8, le=512, description="Token limit per text.")
     embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")

