@@ -76,18 +76,18 @@ class SearchLegs(IndexReads):
 
     def shared_check(self) -> SharedCheck:
         """A round in which the legs of one search share their first live check (`shared_check.py`)."""
-        return SharedCheck(self._read_live)
+        return SharedCheck(self._read_live, self._windows)
 
     async def _live_check(self, hits: list[Hit], to_read: list[Hit]) -> LiveCheck:
         """The epoch, the records of ``to_read``'s sources and, in the same multi-get, the chunks
         around ``hits`` (`windows.py`); read with the other leg's when this leg runs in a
         `SharedCheck` round."""
         sources = [record_key(hit["_source"]) for hit in to_read]
-        around = self._windows.wanted(hits)
-        read_for = frozenset(hit["_id"] for hit in self._windows.covered(hits))
         member = SharedCheck.joined()
         if member is not None:
-            return await SharedCheck.check(member, sources, around, read_for)
+            return await SharedCheck.check(member, sources, hits)
+        around = self._windows.wanted(hits)
+        read_for = frozenset(hit["_id"] for hit in self._windows.covered(hits))
         epoch, tokens, chunks = await self._read_live(sources, around)
         return LiveCheck(tokens, chunks, read_for, epoch)
 

@@ -5,8 +5,8 @@ and the check reads the chunks around the hits too (`windows.py`). Checked leg b
 search sends two multi-gets, and the kNN leg's comes last, after the query's embedding and its own
 search. Run under `SharedCheck`, the first check of each leg waits until every leg of the search has
 either asked for its check or ended without one, and one multi-get then reads the epoch, the
-records and the windows of all of them; each leg gets the records of every source read (a superset
-of its own) and the windows read for its own hits.
+records of all of them, and the windows of the likely winners across the legs (`windows.py`,
+``covered_across``) rather than of each leg's best; each leg gets all of it.
 
 Why this is as safe as two checks: the one multi-get starts after the last leg's search ended, so it
 is "after the search" for each leg, which is all `live_filter.py` asks of a check; it only comes
@@ -30,6 +30,9 @@ from typing import Any
 
 from carrag.services.stores.elasticsearch.live_filter import LiveCheck
 from carrag.services.stores.elasticsearch.live_state import LiveToken
+from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
+
+Hit = dict[str, Any]
 
 # (sources, chunk ids) → (epoch, tokens, chunks), as `LiveState.live_check_read`
 Read = Callable[
@@ -44,8 +47,7 @@ class _Leg:
     asked: bool = False
     ended: bool = False
     sources: list[str] = field(default_factory=list)
-    chunk_ids: list[str] = field(default_factory=list)
-    read_for: frozenset[str] = frozenset()
+    hits: list[Hit] = field(default_factory=list)
     answer: asyncio.Future[LiveCheck] | None = None
     _token: Token[_Leg | None] | None = None
 
@@ -66,8 +68,9 @@ class SharedCheck:
     """The round of one search. ``leg()`` once per leg before the legs start, then each leg runs
     inside ``with`` its own: ``a, b = shared.leg(), shared.leg()``, ``with a: ...`` in one task."""
 
-    def __init__(self, read: Read) -> None:
+    def __init__(self, read: Read, windows: PrefetchedWindows) -> None:
         self._read = read
+        self._windows = windows
         self._legs: list[_Leg] = []
         self._fired = False
         self._task: asyncio.Future[None] | None = None  # the one read, held so it is not collected
@@ -86,12 +89,11 @@ class SharedCheck:
         return member
 
     @staticmethod
-    async def check(
-        member: _Leg, sources: Sequence[str], chunk_ids: Sequence[str], read_for: frozenset[str]
-    ) -> LiveCheck:
-        """The leg's check, read together with the other legs' ones."""
+    async def check(member: _Leg, sources: Sequence[str], hits: list[Hit]) -> LiveCheck:
+        """The leg's check (the records of ``sources``, the windows of its best ``hits``), read
+        together with the other legs' ones."""
         member.asked = True
-        member.sources, member.chunk_ids, member.read_for = list(sources), list(chunk_ids), read_for
+        member.sources, member.hits = list(sources), hits
         answer: asyncio.Future[LiveCheck] = asyncio.get_running_loop().create_future()
         member.answer = answer
         member.round._maybe_fire()
@@ -107,7 +109,10 @@ class SharedCheck:
 
     async def _fire(self, waiting: list[_Leg]) -> None:
         sources = list(dict.fromkeys(source for member in waiting for source in member.sources))
-        chunk_ids = list(dict.fromkeys(chunk for member in waiting for chunk in member.chunk_ids))
+        held = {hit["_id"]: hit["_source"] for member in waiting for hit in member.hits}
+        covered = self._windows.covered_across([member.hits for member in waiting])
+        chunk_ids = list(dict.fromkeys(self._windows.around(covered, set(held))))
+        read_for = frozenset(hit["_id"] for hit in covered)
         answers = [member.answer for member in waiting if member.answer is not None]
         try:
             epoch, tokens, chunks = await self._read(sources, chunk_ids)
@@ -120,6 +125,7 @@ class SharedCheck:
             for answer in answers:
                 answer.cancel()
             raise
-        for member, answer in zip(waiting, answers, strict=True):
+        chunks = {**held, **chunks}  # a window may hold the other leg's hits
+        for answer in answers:
             if not answer.done():
-                answer.set_result(LiveCheck(tokens, chunks, member.read_for, epoch))
+                answer.set_result(LiveCheck(tokens, chunks, read_for, epoch))
