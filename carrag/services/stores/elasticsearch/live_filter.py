@@ -136,7 +136,7 @@ class LiveFilter:
 
     def _known_before(self, hits: list[Hit], started: float) -> dict[str, _Seen]:
         """Sources whose hits are all of the version remembered for them, read before ``started``
-        with a epoch known: they may need no record read (the epoch decides)."""
+        with an epoch known: they may need no record read (the epoch decides)."""
         known: dict[str, _Seen] = {}
         mixed: set[str] = set()
         for hit in hits:
