@@ -128,7 +128,6 @@ def build_embedding_backend(settings: Settings) -> EmbeddingBackend:
             settings.local_embedding_model_path,
             settings.local_embedding_tokenizer_path,
             threads=settings.local_embedding_threads,
-            query_threads=settings.local_embedding_query_threads,
             max_tokens=settings.local_embedding_max_tokens,
         )
     except DependencyUnavailable as exc:

@@ -184,14 +184,13 @@ class Settings(BaseSettings):
     local_embedding_tokenizer_path: Path | None = Field(
         None, description="tokenizer.json for the local embedder (default: the packaged one)."
     )
-    local_embedding_threads: int = Field(0, ge=0, description="onnxruntime threads (0 = all cores).")
-    local_embedding_query_threads: int = Field(
-        1,
+    local_embedding_threads: int = Field(
+        0,
         ge=0,
-        description="onnxruntime threads of a second session for small inputs (a query: at most 64 tokens "
-        "per run); batches keep LOCAL_EMBEDDING_THREADS. 0 = no second session, queries run on the main one. "
-        "One thread halves a query's CPU and keeps it off the core the BM25 leg and Elasticsearch use inside "
-        '`/search`; the second session costs ~100 MB of RSS (docs/benchmarks.md, "Query embedding on one thread").',
+        description="Worker threads of the local embedder (0 = all cores): a batch's runs (up to 4 texts of "
+        "similar length) go to them concurrently, each on one onnxruntime thread; a query is one run on one "
+        "thread, which does not spin a second core while the BM25 leg and Elasticsearch use it "
+        '(docs/benchmarks.md, "Query embedding on one thread").',
     )
     local_embedding_max_tokens: int = Field(256, ge=8, le=512, description="Token limit per text.")
     embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")

