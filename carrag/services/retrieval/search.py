@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
@@ -236,25 +237,35 @@ class SearchService:
         timings: dict[str, float],
         serving: QueryEmbedder,
     ) -> tuple[list[ScoredChunk], list[ScoredChunk], float]:
-        """Both legs at once; ``timings`` gets each leg's own store time (``bm25_leg``, ``knn_leg``)."""
+        """Both legs at once; ``timings`` gets each leg's own store time (``bm25_leg``, ``knn_leg``).
+        A store that checks each leg's hits after its search (Elasticsearch) may check both legs'
+        hits in one read (``shared_check``, `stores/elasticsearch/shared_check.py`)."""
         embed_ms = 0.0
+        shared = getattr(self.store, "shared_check", None)
+        bm25_scope, knn_scope = (
+            (shared_round.leg(), shared_round.leg())
+            if shared is not None and (shared_round := shared()) is not None and mode == SearchMode.HYBRID
+            else (contextlib.nullcontext(), contextlib.nullcontext())
+        )
 
         async def bm25_leg() -> list[ScoredChunk]:
             if mode == SearchMode.KNN:
                 return []
-            step = time.perf_counter()
-            found = await self.store.lexical_search(question, depth, filters)
-            timings["bm25_leg"] = elapsed_ms(step)
-            return found
+            with bm25_scope:
+                step = time.perf_counter()
+                found = await self.store.lexical_search(question, depth, filters)
+                timings["bm25_leg"] = elapsed_ms(step)
+                return found
 
         async def knn_leg() -> list[ScoredChunk]:
             nonlocal embed_ms
             if mode == SearchMode.BM25:
                 return []
-            step = time.perf_counter()
-            found, embed_ms, _ = await self.model_change.vector_search(question, depth, filters, serving)
-            timings["knn_leg"] = round(elapsed_ms(step) - embed_ms, 2)
-            return found
+            with knn_scope:
+                step = time.perf_counter()
+                found, embed_ms, _ = await self.model_change.vector_search(question, depth, filters, serving)
+                timings["knn_leg"] = round(elapsed_ms(step) - embed_ms, 2)
+                return found
 
         lexical, semantic = await asyncio.gather(bm25_leg(), knn_leg())
         return lexical, semantic, embed_ms

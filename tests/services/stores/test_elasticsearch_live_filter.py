@@ -13,20 +13,27 @@ def hit(document_id: str, index: int, source: str = "s.txt") -> dict:
 class Index:
     """What searches return and what the source records say, step by step."""
 
-    def __init__(self, results: list[list[dict]], records: list[dict[str, LiveToken]]) -> None:
+    def __init__(
+        self, results: list[list[dict]], records: list[dict[str, LiveToken]], epochs: list[str] | None = None
+    ) -> None:
         self.results, self.records = results, records
+        self.epochs = epochs or ["g1"]  # the epoch each check reads, check by check
         self.searches: list[set[str]] = []
+        self.checks: list[set[str]] = []  # the sources whose records each check read
 
     async def search(self, size: int, stale: set[str]) -> list[dict]:
         self.searches.append(set(stale))
         hits = self.results[min(len(self.searches) - 1, len(self.results) - 1)]
         return [h for h in hits if h["_source"]["document_id"] not in stale][:size]
 
-    async def check(self, hits: list[dict]) -> LiveCheck:
+    async def check(self, hits: list[dict], to_read: list[dict]) -> LiveCheck:
         tokens = self.records[min(len(self.searches) - 1, len(self.records) - 1)]
-        sources = [hit["_source"]["source_id"] for hit in hits]
+        epoch = self.epochs[min(len(self.checks), len(self.epochs) - 1)]
+        sources = {hit["_source"]["source_id"] for hit in to_read}
+        self.checks.append(sources)
         # what the check read beside the records: here, which attempt it belonged to
-        return LiveCheck({s: tokens[s] for s in sources if s in tokens}, {"attempt": {"n": len(self.searches)}})
+        chunks = {"attempt": {"n": len(self.searches)}}
+        return LiveCheck({s: tokens[s] for s in sources if s in tokens}, chunks, epoch=epoch)
 
 
 async def test_a_version_flipped_during_the_search_is_searched_again_not_returned_in_part() -> None:
@@ -82,3 +89,49 @@ async def test_what_the_check_read_comes_from_the_attempt_whose_hits_are_returne
     found = await LiveFilter(index.check).hits(index.search, 10)
     assert len(index.searches) == 2
     assert found.chunks == {"attempt": {"n": 2}}
+
+
+async def test_a_steady_search_reads_no_record_only_the_epoch() -> None:
+    """Sources read before the search began, epoch unchanged since: the check reads no record."""
+    token = LiveToken("v1", seq_no=3, primary_term=1)
+    index = Index(results=[[hit("v1", 0), hit("v1", 1)]], records=[{"s.txt": token}], epochs=["g1"])
+    live = LiveFilter(index.check)
+    await live.hits(index.search, 5)  # first sight: read, remembered with no epoch known before it
+    await live.hits(index.search, 5)  # read again, now remembered with epoch g1
+    index.checks.clear()
+    assert [h["_id"] for h in (await live.hits(index.search, 5)).hits] == ["v1-0", "v1-1"]
+    assert index.checks == [set()], "one check, reading the epoch and no record"
+
+
+async def test_a_new_epoch_makes_the_check_read_the_records_again() -> None:
+    """Another process retired a version (a replace or a delete) since the records were read: the
+    remembered record may be stale, so it is read again, in the same attempt."""
+    old, new = LiveToken("v1", 3, 1), LiveToken("v2", 4, 1)
+    index = Index(
+        results=[[hit("v1", 0)], [hit("v1", 0)], [hit("v1", 0)], [hit("v2", 0)]],
+        records=[{"s.txt": old}, {"s.txt": old}, {"s.txt": new}],
+        epochs=["g1", "g1", "g2"],
+    )
+    live = LiveFilter(index.check)
+    await live.hits(index.search, 5)
+    await live.hits(index.search, 5)
+    index.checks.clear()
+    found = await live.hits(index.search, 5)
+    # the epoch moved: the record is read and says v2; v1's hit is dropped and searched again
+    assert index.checks[:2] == [set(), {"s.txt"}]
+    assert [h["_id"] for h in found.hits] == ["v2-0"]
+
+
+async def test_a_hit_of_another_version_than_remembered_makes_its_record_be_read() -> None:
+    token = LiveToken("v1", seq_no=3, primary_term=1)
+    index = Index(
+        results=[[hit("v1", 0)], [hit("v1", 0)], [hit("v1", 0), hit("v9", 0)]],
+        records=[{"s.txt": token}],
+    )
+    live = LiveFilter(index.check)
+    await live.hits(index.search, 5)
+    await live.hits(index.search, 5)
+    index.checks.clear()
+    found = await live.hits(index.search, 5)
+    assert index.checks[0] == {"s.txt"}, "a pending or newer version's hit: the record decides"
+    assert [h["_id"] for h in found.hits] == ["v1-0"]

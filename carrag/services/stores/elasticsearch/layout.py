@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from typing import Any
 
 from elasticsearch import ApiError
@@ -23,8 +24,10 @@ from carrag.services.models import EmbeddingIdentity
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing, api_reason, api_status
 from carrag.services.stores.elasticsearch.mapping import (
     BASE_PROPERTIES,
+    EPOCH_ID,
     SCHEMA_VERSION,
     embedding_property,
+    epoch_record,
     index_mappings,
     index_settings,
 )
@@ -115,6 +118,7 @@ class IndexLayout:
             logger.info(
                 "created Elasticsearch index", extra={"index": name, "alias": self.alias if with_alias else None}
             )
+            await self._ensure_epoch(name)
         except ApiError as exc:
             if "resource_already_exists" not in api_reason(exc):
                 raise
@@ -151,6 +155,18 @@ class IndexLayout:
         if str(current.get("refresh_interval")) == "-1":
             # writes wait for a refresh (refresh=wait_for); with refreshes switched off they never would
             await indices.put_settings(index=index, settings={"index": {"refresh_interval": self.refresh_interval}})
+        await self._ensure_epoch(index)
+
+    async def _ensure_epoch(self, index: str) -> None:
+        """Give the index its epoch document (`versions.py`) unless it has one: a random value of its
+        own, so no reader can mistake a new index (after a wipe, say) for the one it read before."""
+        try:
+            await self.connection.client.index(
+                index=index, id=EPOCH_ID, document=epoch_record(uuid.uuid4().hex), op_type="create"
+            )
+        except ApiError as exc:
+            if api_status(exc) != 409:  # 409: it has one (another process was first, or a writer's)
+                raise
 
     def _check_server_version(self) -> None:
         major = int((self.server_version or "0").split(".")[0] or 0)

@@ -20,6 +20,16 @@ it meets, not per search.
 The check may read more than the records: the store asks it for the chunks around each hit too
 (`ElasticsearchStore`, for neighbour expansion), so a search needs no round trip after it. What
 the check read comes back with the hits of the attempt it confirmed (`LiveHits.chunks`).
+
+Most searches need no record read at all (the *epoch*, `versions.py`): every completed flip
+that retires a version, and every delete, changes one small document (``epoch``) before any
+chunk of the retired version is deleted. A check therefore reads the epoch too, and each token
+it reads is remembered with the epoch this process had read *before* sending it. A hit whose
+source was remembered with its own version, seen before the search began, and whose remembered
+epoch is still the one read after the search, needs no record read: no retired version's
+chunks were deleted between the earlier read and now, so its version is whole in what the search
+saw, and it was live before the search began. Such a check reads only the epoch (and the
+chunks around the hits); if the epoch has moved, the records are read as above.
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ class LiveCheck:
     tokens: dict[str, LiveToken]
     chunks: dict[str, dict[str, Any]] = field(default_factory=dict)
     read_for: frozenset[str] = frozenset()  # ids of the hits the chunks were read for
+    epoch: str | None = None  # the epoch document as read (None: absent, never matches)
 
 
 @dataclass(slots=True)
@@ -59,13 +70,23 @@ class LiveHits:
 
 
 Search = Callable[[int, set[str]], Awaitable[list[Hit]]]
-Check = Callable[[list[Hit]], Awaitable[LiveCheck]]
+# check(hits, to_read): the epoch, the records of ``to_read``'s sources, the chunks around ``hits``
+Check = Callable[[list[Hit], list[Hit]], Awaitable[LiveCheck]]
+
+
+@dataclass(slots=True)
+class _Seen:
+    token: LiveToken
+    since: float  # monotonic time of the first check that read this token
+    epoch: str | None  # the epoch read before the latest check that read it was sent
 
 
 class LiveFilter:
     def __init__(self, check: Check) -> None:
         self._check = check
-        self._seen: OrderedDict[str, tuple[LiveToken, float]] = OrderedDict()  # source → (token, checked at)
+        self._seen: OrderedDict[str, _Seen] = OrderedDict()  # source key → what checks read of its record
+        self._epoch: str | None = None  # as last read
+        self.records_read = 0  # source records asked for by checks (a steady search asks for none)
 
     async def hits(self, search: Search, k: int) -> LiveHits:
         """The best ``k`` hits of ``search(size, stale_versions)`` that belong to live versions."""
@@ -75,8 +96,15 @@ class LiveFilter:
         for _ in range(ATTEMPTS):
             started = time.monotonic()
             hits = await search(k, stale)
-            checked = await self._check(hits)
-            tokens = checked.tokens
+            known = self._known_before(hits, started)
+            epoch = self._epoch
+            checked = await self._read(hits, [hit for hit in hits if record_key(hit["_source"]) not in known])
+            if known and any(seen.epoch != checked.epoch for seen in known.values()):
+                known = {}  # a version was retired since those reads: read every record
+                epoch = self._epoch
+                checked = await self._read(hits, hits)
+            self._remember(checked.tokens, epoch)
+            tokens = {**{key: seen.token for key, seen in known.items()}, **checked.tokens}
             confirmed, unconfirmed, dropped = [], [], []
             for hit in hits:
                 source = hit["_source"]
@@ -87,7 +115,6 @@ class LiveFilter:
                     confirmed.append(hit)
                 else:
                     unconfirmed.append(hit)
-            self._remember(tokens)
             stale.update(hit["_source"]["document_id"] for hit in dropped)
             stale.difference_update(token.document_id for token in tokens.values())  # a pending one went live
             short = bool(dropped) and len(hits) >= k and len(confirmed) + len(unconfirmed) < k
@@ -99,16 +126,47 @@ class LiveFilter:
             logger.warning("search hits left out: their sources kept changing", extra={"hits": len(unconfirmed)})
         return LiveHits(confirmed[:k], checked.chunks, checked.read_for)
 
+    async def _read(self, hits: list[Hit], to_read: list[Hit]) -> LiveCheck:
+        if not hits:
+            return LiveCheck({})
+        checked = await self._check(hits, to_read)
+        self._epoch = checked.epoch
+        self.records_read += len({record_key(hit["_source"]) for hit in to_read})
+        return checked
+
+    def _known_before(self, hits: list[Hit], started: float) -> dict[str, _Seen]:
+        """Sources whose hits are all of the version remembered for them, read before ``started``
+        with an epoch known: they may need no record read (the epoch decides)."""
+        known: dict[str, _Seen] = {}
+        mixed: set[str] = set()
+        for hit in hits:
+            key = record_key(hit["_source"])
+            seen = self._seen.get(key)
+            if (
+                seen is not None
+                and seen.epoch is not None
+                and seen.since < started
+                and seen.token.document_id == hit["_source"]["document_id"]
+            ):
+                known[key] = seen
+            else:
+                mixed.add(key)
+        for key in mixed:
+            known.pop(key, None)
+        return known
+
     def _unchanged_since(self, source_id: str, token: LiveToken, started: float) -> bool:
         seen = self._seen.get(source_id)
-        return seen is not None and seen[0] == token and seen[1] < started
+        return seen is not None and seen.token == token and seen.since < started
 
-    def _remember(self, tokens: dict[str, LiveToken]) -> None:
+    def _remember(self, tokens: dict[str, LiveToken], epoch: str | None) -> None:
         now = time.monotonic()
         for source_id, token in tokens.items():
             seen = self._seen.get(source_id)
-            if seen is None or seen[0] != token:  # keep the earliest time this token was seen
-                self._seen[source_id] = (token, now)
+            if seen is None or seen.token != token:  # keep the earliest time this token was seen
+                self._seen[source_id] = _Seen(token, now, epoch)
+            else:
+                seen.epoch = epoch
             self._seen.move_to_end(source_id)
         while len(self._seen) > REMEMBERED_SOURCES:
             self._seen.popitem(last=False)

@@ -14,6 +14,7 @@ from carrag.services.models import DocumentRecord
 from carrag.services.stores.elasticsearch.connection import Connection
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
+    EPOCH_ID,
     document_key,
     record_key,
     source_record_id,
@@ -101,6 +102,30 @@ class LiveState:
             if doc.get("found")
         }
         return tokens, {doc["_id"]: doc["_source"] for doc in found[len(unique) :] if doc.get("found")}
+
+    async def live_check_read(
+        self, source_ids: Sequence[str], chunk_ids: Sequence[str]
+    ) -> tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]]:
+        """A search's check in one real-time multi-get: the epoch (None when there is none
+        yet), the records of ``source_ids`` as `live_tokens`, the chunks as `live_tokens_and_chunks`."""
+        unique = list(dict.fromkeys(source_ids))
+        chunks = list(dict.fromkeys(chunk_ids))
+        docs: list[dict[str, Any]] = [{"_id": EPOCH_ID, "_source": {"includes": ["content_hash"]}}]
+        docs.extend(
+            {"_id": source_record_id(source), "_source": {"includes": ["source_id", "document_id", "collection_id"]}}
+            for source in unique
+        )
+        docs.extend({"_id": chunk, "_source": {"excludes": CHUNK_SOURCE_EXCLUDES}} for chunk in chunks)
+        with self.connection.errors("checking which versions are live", self.alias):
+            response = await self.connection.client.mget(index=self.alias, docs=docs, realtime=True)
+        epoch_doc, records, found = response["docs"][0], response["docs"][1 : len(unique) + 1], response["docs"]
+        epoch = epoch_doc["_source"].get("content_hash") if epoch_doc.get("found") else None
+        tokens = {
+            record_key(doc["_source"]): LiveToken(doc["_source"]["document_id"], doc["_seq_no"], doc["_primary_term"])
+            for doc in records
+            if doc.get("found")
+        }
+        return epoch, tokens, {doc["_id"]: doc["_source"] for doc in found[len(unique) + 1 :] if doc.get("found")}
 
     async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
         """``source key → document_id`` of the live version, for the given sources (real time)."""

@@ -1,6 +1,6 @@
 """What the Elasticsearch index holds: its mapping and the JSON of each kind of document in it.
 
-Three kinds of documents share one index (``doc_kind``):
+Five kinds of documents share one index (``doc_kind``):
 
 - ``chunk``: one per chunk of a version: ``content`` (``english`` analyzer, BM25), ``embedding``
   (``dense_vector``, HNSW, cosine) and the document's descriptive fields copied in, so a hit needs
@@ -13,6 +13,8 @@ Three kinds of documents share one index (``doc_kind``):
   one version to the next is what makes a version visible (`versions.py`).
 - ``collection``: one per collection name (`collections.py`), id ``collection-<name>``, holding the
   collection's stable id. The ``default`` collection has none: it always exists.
+- ``epoch``: one document, id ``epoch``, whose random value (in ``content_hash``) changes
+  whenever a version stops being live (`versions.py`), so readers can tell nothing was retired.
 
 Every kind carries ``collection_id``; a document written before collections has none and belongs to
 ``default`` (`collection_clause`).
@@ -102,6 +104,15 @@ def source_record_id(key: str) -> str:
     """The id of a source's record (``key`` from `source_key`); hashed, since a source id may be
     longer than an ``_id`` may be."""
     return "source-" + hashlib.sha256(key.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+EPOCH_ID = "epoch"
+
+
+def epoch_record(value: str) -> dict[str, Any]:
+    """The epoch document (`versions.py`): rewritten with a new random ``value`` whenever a
+    version stops being live, before any of its chunks is deleted."""
+    return {"doc_kind": "epoch", "content_hash": value}
 
 
 def collection_record_id(name: str) -> str:

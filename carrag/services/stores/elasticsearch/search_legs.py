@@ -18,12 +18,14 @@ from carrag.services.models import (
 )
 from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.live_filter import LiveCheck, LiveFilter
+from carrag.services.stores.elasticsearch.live_state import LiveToken
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
     record_key,
     to_chunk,
 )
 from carrag.services.stores.elasticsearch.reads import Hit, IndexReads
+from carrag.services.stores.elasticsearch.shared_check import SharedCheck
 from carrag.services.stores.elasticsearch.versions import Versions
 from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
 from carrag.services.stores.searched_model import searched_model
@@ -72,16 +74,32 @@ class SearchLegs(IndexReads):
         # Elasticsearch scores cosine as (1 + cos) / 2; report the cosine itself, like SQLite.
         return self._windows.scored(found, lambda hit: 2.0 * float(hit["_score"]) - 1.0)
 
-    async def _live_check(self, hits: list[Hit]) -> LiveCheck:
-        """The hits' source records and, in the same multi-get, the chunks around them (`windows.py`)."""
-        sources = [record_key(hit["_source"]) for hit in hits]
+    def shared_check(self) -> SharedCheck:
+        """A round in which the legs of one search share their first live check (`shared_check.py`)."""
+        return SharedCheck(self._read_live, self._windows)
+
+    async def _live_check(self, hits: list[Hit], to_read: list[Hit]) -> LiveCheck:
+        """The epoch, the records of ``to_read``'s sources and, in the same multi-get, the chunks
+        around ``hits`` (`windows.py`); read with the other leg's when this leg runs in a
+        `SharedCheck` round."""
+        sources = [record_key(hit["_source"]) for hit in to_read]
+        member = SharedCheck.joined()
+        if member is not None:
+            return await SharedCheck.check(member, sources, hits)
         around = self._windows.wanted(hits)
-        tokens, chunks = await self._guarded(
+        read_for = frozenset(hit["_id"] for hit in self._windows.covered(hits))
+        epoch, tokens, chunks = await self._read_live(sources, around)
+        return LiveCheck(tokens, chunks, read_for, epoch)
+
+    async def _read_live(
+        self, sources: Sequence[str], chunk_ids: Sequence[str]
+    ) -> tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]]:
+        result: tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]] = await self._guarded(
             "checking which versions are live",
-            lambda: self.versions.live_tokens_and_chunks(sources, around),
-            ({}, {}),
+            lambda: self.versions.live_check_read(sources, chunk_ids),
+            (None, {}, {}),
         )
-        return LiveCheck(tokens, chunks, frozenset(hit["_id"] for hit in self._windows.covered(hits)))
+        return result
 
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
         """One real-time multi-get of the neighbours' ids (derived from document id and index).

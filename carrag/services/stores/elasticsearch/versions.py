@@ -16,10 +16,17 @@ Writing a batch of versions (`write`):
    the record as read, or ``create`` when there was none. A flip either happens whole (one document)
    or not at all; on a conflict (another process flipped or deleted the record since it was read)
    the record is read again and the flip retried, so the last flip wins and one version survives.
-3. Delete the replaced version's chunks and version record (no refresh needed: readers already
-   ignore them).
+3. Write a new value into the *epoch* document, then delete the replaced version's chunks
+   and version record (no refresh needed: readers already ignore them).
 
-Deleting (`delete`) removes the source record conditionally in the same way, then the chunks.
+Deleting (`delete`) removes the source record conditionally in the same way, then writes a new
+epoch, then deletes the chunks. `sweep` writes one before deleting too.
+
+The epoch is what lets most searches skip reading the records (`live_filter.py`): no chunk of
+a version that was ever live is deleted without the epoch changing first, so a reader that
+read a source's record, and reads the same epoch after its search as before that read, knows
+the version it saw then was still whole during the search. If the epoch cannot be written, the
+chunks are not deleted (`sweep` does it later).
 
 Kept originals (`originals.py`, an index of their own) ride along, keyed by the version's id: written
 after step 1 (a failure fails the version), removed with a replaced, deleted, rolled-back or abandoned
@@ -37,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -55,8 +63,10 @@ from carrag.services.stores.elasticsearch.connection import (
 )
 from carrag.services.stores.elasticsearch.live_state import LiveState, SourceState
 from carrag.services.stores.elasticsearch.mapping import (
+    EPOCH_ID,
     chunk_source,
     document_key,
+    epoch_record,
     record_key,
     source_record,
     source_record_id,
@@ -303,12 +313,33 @@ class Versions(LiveState):
             for i in version_ids(document_id, count)
             if i not in reused and i not in kept_records
         ]
-        await self._delete_ids(ids, action)
+        await self._delete_retired(ids, action)
 
     async def _delete_originals(self, document_ids: list[str]) -> bool:
         """Remove these versions' originals; False if that failed (the caller then keeps their version
         records, so `sweep` finds the versions and tries again)."""
         return self.originals is None or await self.originals.delete(document_ids)
+
+    async def new_epoch(self) -> bool:
+        """Change the epoch document (before deleting chunks of versions that were live); False
+        if that failed, and then the caller must not delete them."""
+        try:
+            with self.connection.errors("recording that a version was retired", self.alias):
+                await self.connection.writer.index(
+                    index=self.alias,
+                    id=EPOCH_ID,
+                    document=epoch_record(uuid.uuid4().hex),
+                    require_alias=self.require_alias,
+                )
+        except CarragError as exc:
+            logger.warning("retired versions left to the sweep", extra={"reason": exc.message})
+            return False
+        return True
+
+    async def _delete_retired(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
+        """Delete chunks (and records) of versions that were live: a new epoch first."""
+        if ids and await self.new_epoch():
+            await self._delete_ids(ids, action, refresh)
 
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
         if not ids:
@@ -366,7 +397,7 @@ class Versions(LiveState):
             ids = version_ids(document_id, state.document.chunk_count)
             if not await self._delete_originals([document_id]):
                 ids.remove(version_record_id(document_id))  # left for the sweep, which removes the original
-            await self._delete_ids(ids, "deleting a document", refresh=self.refresh)
+            await self._delete_retired(ids, "deleting a document", refresh=self.refresh)
             return True
         raise DependencyUnavailable("store", "the document kept changing while it was being deleted; retry")
 

@@ -25,6 +25,7 @@ from carrag.services.stores.elasticsearch.live_filter import LiveHits
 from carrag.services.stores.elasticsearch.mapping import to_chunk
 
 MAX_PREFETCHED_CHUNKS = 1000  # per check, whatever the share
+FUSION_K = 60  # the usual RRF constant: only to guess the winners whose windows to read
 
 Hit = dict[str, Any]
 
@@ -45,6 +46,26 @@ class PrefetchedWindows:
         if not self.radius:
             return []
         return hits[: min(math.ceil(len(hits) * self.share), self.max_hits)]
+
+    def covered_across(self, legs: list[list[Hit]]) -> list[Hit]:
+        """The hits whose windows are read when the legs are checked together (`shared_check.py`):
+        as many as one leg's share, the best by reciprocal rank fusion of the legs (k = 60), i.e. the
+        likely winners. A guess only: a winner outside it is expanded by `get_windows`."""
+        if not self.radius:
+            return []
+        scores: dict[str, float] = {}
+        by_id: dict[str, Hit] = {}
+        for hits in legs:
+            for rank, hit in enumerate(hits, start=1):
+                scores[hit["_id"]] = scores.get(hit["_id"], 0.0) + 1.0 / (FUSION_K + rank)
+                by_id.setdefault(hit["_id"], hit)
+        wanted = min(max((math.ceil(len(hits) * self.share) for hits in legs), default=0), self.max_hits)
+        best = sorted(scores, key=lambda hit_id: -scores[hit_id])[:wanted]
+        return [by_id[hit_id] for hit_id in best]
+
+    def around(self, covered: list[Hit], held: set[str]) -> list[str]:
+        """Ids of the chunks around ``covered`` that are not among ``held``."""
+        return [neighbour for hit in covered for neighbour in self._around(hit["_source"]) if neighbour not in held]
 
     def wanted(self, hits: list[Hit]) -> list[str]:
         """Ids of the chunks around the covered hits that the hits themselves do not hold."""

@@ -1,0 +1,134 @@
+"""The epoch (`versions.py`, `live_filter.py`): a reader that remembers a source's record reads no
+record while nothing was retired, and reads them again as soon as another process replaced or
+deleted a version, so it never returns a version retired before its search began."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from elasticsearch import AsyncElasticsearch
+
+from carrag.services.models import SearchFilters
+from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.elasticsearch.mapping import EPOCH_ID
+from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
+from tests.services.stores.test_store_contract import IDENTITY, chunks_of, record, unit_vectors
+
+pytestmark = pytest.mark.elasticsearch
+
+
+@pytest.fixture
+async def reader_and_writer(es_url: str) -> AsyncIterator[tuple[ElasticsearchStore, ElasticsearchStore]]:
+    """Two stores on one index, each with its own client and memory, as two API processes."""
+    index = es_index_name()
+    pair = [ElasticsearchStore(es_url, index=index, refresh_interval=ES_TEST_REFRESH_INTERVAL) for _ in range(2)]
+    for store in pair:
+        await store.open()
+    yield pair[0], pair[1]
+    raw = AsyncElasticsearch(es_url)
+    await drop_es_index(raw, index)
+    await raw.close()
+    for store in pair:
+        await store.close()
+
+
+async def write(store: ElasticsearchStore, name: str, *texts: str) -> None:
+    await store.write_document(
+        record(name, "shared.txt", chunks=len(texts)), chunks_of(*texts), unit_vectors(len(texts), 3), IDENTITY
+    )
+
+
+async def warm(reader: ElasticsearchStore, query: str) -> None:
+    """Three searches: first sight, then remembered with an epoch, then steady."""
+    for _ in range(3):
+        await reader.lexical_search(query, 5, SearchFilters())
+
+
+async def epoch(store: ElasticsearchStore) -> str:
+    return (await store.client.get(index=store.index, id=EPOCH_ID))["_source"]["content_hash"]
+
+
+async def test_a_steady_reader_reads_no_record(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore],
+) -> None:
+    reader, writer = reader_and_writer
+    await write(writer, "v1", "heron one", "heron two")
+    await warm(reader, "heron")
+    before = reader._live_filter.records_read
+    hits = await reader.lexical_search("heron", 5, SearchFilters())
+    assert {h.chunk.document_id for h in hits} == {"v1"} and len(hits) == 2
+    assert reader._live_filter.records_read == before, "nothing was retired: the epoch alone confirms the hits"
+
+
+async def keep_deleted_chunks(store: ElasticsearchStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer's deletes do nothing: its retired chunks stay searchable, as they are for a moment
+    while a writer deletes them (or longer, when its deletes fail)."""
+
+    async def nothing(*args: object, **kwargs: object) -> None:
+        return None
+
+    monkeypatch.setattr(store.versions, "_delete_ids", nothing)
+
+
+async def test_a_replace_by_another_process_is_seen_by_a_reader_that_remembers_the_old_version(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query matches only the old version's text: without the epoch changing when v1 is retired,
+    the reader's memory would confirm v1's chunks and return a version already replaced."""
+    reader, writer = reader_and_writer
+    await write(writer, "v1", "bittern old text", "bittern more old text")
+    await warm(reader, "bittern")
+    first = await epoch(writer)
+    await keep_deleted_chunks(writer, monkeypatch)
+    await write(writer, "v2", "completely different words")
+    assert await epoch(writer) != first, "retiring v1 wrote a new epoch"
+    assert await reader.lexical_search("bittern", 5, SearchFilters()) == []
+    assert [h.chunk.document_id for h in await reader.lexical_search("different", 5, SearchFilters())] == ["v2"]
+
+
+async def test_a_delete_by_another_process_is_seen_by_a_reader_that_remembers_the_version(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader, writer = reader_and_writer
+    await write(writer, "v1", "plover text", "plover again")
+    await warm(reader, "plover")
+    await keep_deleted_chunks(writer, monkeypatch)
+    assert await writer.delete_document("v1")
+    assert await reader.lexical_search("plover", 5, SearchFilters()) == []
+
+
+async def test_the_old_chunks_stay_until_the_epoch_is_written(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the epoch cannot be written, the replaced version's chunks are not deleted (the sweep
+    removes them later), so no reader can see that version in part."""
+    reader, writer = reader_and_writer
+    await write(writer, "v1", "curlew a", "curlew b")
+
+    async def fails() -> bool:
+        return False
+
+    monkeypatch.setattr(writer.versions, "new_epoch", fails)
+    await write(writer, "v2", "godwit a")
+    await writer.client.indices.refresh(index=writer.index)
+    left = await writer.client.count(
+        index=writer.index,
+        query={"bool": {"filter": [{"term": {"doc_kind": "chunk"}}, {"term": {"document_id": "v1"}}]}},
+    )
+    assert left["count"] == 2, "v1's chunks wait for the sweep"
+    assert await reader.lexical_search("curlew", 5, SearchFilters()) == [], "and no reader returns them"
+    monkeypatch.undo()
+    assert await writer.sweep(older_than=0) == 1
+
+
+async def test_a_new_index_has_an_epoch_of_its_own(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore],
+) -> None:
+    """After a wipe the epoch is another random value, so memories of the old index never match."""
+    _, writer = reader_and_writer
+    await write(writer, "v1", "dunlin")
+    old = await epoch(writer)
+    await writer.wipe()
+    await writer.open()
+    assert await epoch(writer) != old
