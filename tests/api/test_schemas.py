@@ -60,3 +60,28 @@ def test_stream_payloads_from_the_service_and_from_json_agree() -> None:
         assert stream_payload(kind, payload.model_dump(mode="json")) == payload
     sources = stream_payload("sources", [hit()])
     assert isinstance(sources, list) and sources[0].chunk_index == 4
+
+
+class Recorded:
+    """Passes attribute reads through to ``target``, noting the names read."""
+
+    def __init__(self, target: object, names: list[str]) -> None:
+        self._target, self._names = target, names
+
+    def __getattr__(self, name: str) -> object:
+        self._names.append(name)
+        return getattr(self._target, name)
+
+
+def test_a_search_answer_reads_only_attributes_its_objects_have() -> None:
+    """The wire types try the domain objects' own paths first (``chunk.document_id``, ``hits``): a
+    missing attribute tried first costs an AttributeError per field of every hit of every answer."""
+    names: list[str] = []
+    hits = [hit(explained=True), hit()]
+    outcome = SearchOutcome([Recorded(h, names) for h in hits], {"total": 1.5}, reranked=False)  # type: ignore[misc]
+
+    response = SearchResponse.model_validate(Recorded(outcome, names))
+
+    assert response == SearchResponse.model_validate(SearchOutcome(hits, {"total": 1.5}, reranked=False))
+    assert [name for name in names if not hasattr(hits[0], name) and not hasattr(outcome, name)] == []
+    assert {"chunk", "hits", "text", "explain"} <= set(names)

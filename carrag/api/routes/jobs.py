@@ -17,7 +17,7 @@ from carrag.services.jobs import Job, JobManager
 router = APIRouter(prefix="/jobs", tags=["jobs"])
 
 
-def get_jobs(container: ContainerDep) -> JobManager:
+async def get_jobs(container: ContainerDep) -> JobManager:
     return container.jobs
 
 

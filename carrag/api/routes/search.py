@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from carrag.api.deps import PrincipalDep, RequestsDep, SearchDep
+from carrag.api.deps import ContainerDep, PrincipalDep
 from carrag.api.schemas.query import SearchRequest, SearchResponse
 from carrag.services.retrieval.search import SearchOutcome
 
@@ -12,7 +12,8 @@ router = APIRouter(tags=["query"])
 
 
 @router.post("/search", response_model=SearchResponse, summary="Hybrid search with reranking and expansion")
-async def search(
-    body: SearchRequest, search: SearchDep, requests: RequestsDep, principal: PrincipalDep
-) -> SearchOutcome:
-    return await search.search(body.to_query(requests, principal))
+async def search(body: SearchRequest, container: ContainerDep, principal: PrincipalDep) -> SearchOutcome:
+    # The container itself rather than SearchDep and RequestsDep: FastAPI solves every declared
+    # dependency's own dependencies on every request, cached or not, and this is the hot route
+    # (two dependencies fewer: ~25 µs of CPU per request, scripts/api_overhead.py).
+    return await container.search.search(body.to_query(container.requests, principal))

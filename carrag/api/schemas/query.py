@@ -133,7 +133,7 @@ class Explain(Schema):
     knn_score: float | None
     rrf_score: float | None
     rerank_score: float | None
-    chunk_text: str = Field(validation_alias=AliasChoices("chunk_text", AliasPath("chunk", "text")))
+    chunk_text: str = Field(validation_alias=AliasChoices(AliasPath("chunk", "text"), "chunk_text"))  # see read_from
 
 
 class Highlight(Schema):
@@ -215,7 +215,7 @@ class QueryResponse(AnswerCheck):
 
 
 class SearchResponse(Schema):
-    results: list[Source] = Field(validation_alias=AliasChoices("results", "hits"))
+    results: list[Source] = Field(validation_alias=AliasChoices("hits", "results"))  # a SearchOutcome's first
     timings_ms: dict[str, float]
     reranked: bool
     rerank_note: str | None = None

@@ -132,6 +132,16 @@ async def test_shutdown_lets_running_jobs_finish_and_refuses_new_ones(container:
             pass
 
 
+async def test_a_job_submitted_as_shutdown_begins_is_refused_not_left_queued(container: Container) -> None:
+    """No await between the two calls: the drain has not run yet when the job is submitted (an
+    in-process request does not yield on its way from the ASGI call to the job manager)."""
+    container.jobs.begin_shutdown(grace=0)
+    with pytest.raises(DependencyUnavailable, match="shutting down"):
+        await container.jobs.submit_file(NOTE, "late.md", IngestCommand())
+    assert await container.jobs.total() == 0 and container.jobs.counts_by_state() == {}
+    await container.jobs.shutdown(grace=0)
+
+
 async def test_shutdown_cancels_what_outlives_the_grace_period(tmp_path: Path, embedding_backend) -> None:
     settings = make_settings(tmp_path, max_concurrent_ingests=1, embed_batch_size=8)
     container = await open_container(settings, embedding_backend)

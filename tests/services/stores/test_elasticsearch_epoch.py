@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from elasticsearch import AsyncElasticsearch
 
+from carrag.services.errors import DependencyUnavailable, UpstreamError
 from carrag.services.models import SearchFilters
 from carrag.services.stores.elasticsearch import ElasticsearchStore
 from carrag.services.stores.elasticsearch.mapping import EPOCH_ID
@@ -98,28 +99,33 @@ async def test_a_delete_by_another_process_is_seen_by_a_reader_that_remembers_th
     assert await reader.lexical_search("plover", 5, SearchFilters()) == []
 
 
-async def test_the_old_chunks_stay_until_the_epoch_is_written(
+async def test_the_old_chunks_stay_and_the_client_is_told_when_the_epoch_cannot_be_written(
     reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """If the epoch cannot be written, the replaced version's chunks are not deleted (the sweep
-    removes them later), so no reader can see that version in part."""
+    removes them later), so no reader sees that version in part; and the client is not told the
+    replace succeeded, since a process that remembers v1 may still return it, whole."""
     reader, writer = reader_and_writer
     await write(writer, "v1", "curlew a", "curlew b")
+    await warm(reader, "curlew")
 
     async def fails() -> bool:
         return False
 
     monkeypatch.setattr(writer.versions, "new_epoch", fails)
-    await write(writer, "v2", "godwit a")
+    with pytest.raises(DependencyUnavailable, match="refused to record that its old version is gone"):
+        await write(writer, "v2", "godwit a")
     await writer.client.indices.refresh(index=writer.index)
     left = await writer.client.count(
         index=writer.index,
         query={"bool": {"filter": [{"term": {"doc_kind": "chunk"}}, {"term": {"document_id": "v1"}}]}},
     )
     assert left["count"] == 2, "v1's chunks wait for the sweep"
-    assert await reader.lexical_search("curlew", 5, SearchFilters()) == [], "and no reader returns them"
+    assert [h.chunk.document_id for h in await writer.lexical_search("godwit", 5, SearchFilters())] == ["v2"]
+    with pytest.raises(DependencyUnavailable, match="deleted, but Elasticsearch refused"):
+        await writer.delete_document("v2")
     monkeypatch.undo()
-    assert await writer.sweep(older_than=0) == 1
+    assert await writer.sweep(older_than=0) == 2, "v1 and v2, neither live, go with a new epoch"
 
 
 async def test_a_new_index_has_an_epoch_of_its_own(
@@ -132,3 +138,46 @@ async def test_a_new_index_has_an_epoch_of_its_own(
     await writer.wipe()
     await writer.open()
     assert await epoch(writer) != old
+
+
+async def test_a_store_opens_and_searches_an_index_it_cannot_write(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], es_url: str
+) -> None:
+    """A write block (reindex's catch-up, a full disk) must not stop a process from opening the index
+    to read it; without an epoch document a check just reads every record. (Found by review.)"""
+    _, writer = reader_and_writer
+    await write(writer, "v1", "sanderling")
+    concrete = next(iter(await writer.client.indices.get_alias(name=writer.index)))
+    await writer.client.delete(index=concrete, id=EPOCH_ID, refresh=True)
+    await writer.client.indices.put_settings(index=concrete, settings={"index.blocks.write": True})
+    fresh = ElasticsearchStore(es_url, index=writer.index, refresh_interval=ES_TEST_REFRESH_INTERVAL)
+    try:
+        await fresh.open()
+        assert [h.chunk.document_id for h in await fresh.lexical_search("sanderling", 5, SearchFilters())] == ["v1"]
+    finally:
+        await writer.client.indices.put_settings(index=concrete, settings={"index.blocks.write": False})
+        await fresh.close()
+
+
+async def test_a_flip_whose_answer_is_lost_is_not_rolled_back(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flip's bulk request reached Elasticsearch but its answer did not come back: the new
+    version may be live, so its chunks must not be deleted (the sweep decides later). (Found by review.)"""
+    reader, writer = reader_and_writer
+    await write(writer, "v1", "stint one", "stint two")
+    sent = writer.versions.connection.bulk
+
+    async def answer_lost(operations, **kwargs):  # type: ignore[no-untyped-def]
+        result = await sent(operations, **kwargs)
+        if kwargs.get("action") == "publishing documents":
+            raise UpstreamError("Elasticsearch did not answer in time")
+        return result
+
+    monkeypatch.setattr(writer.versions.connection, "bulk", answer_lost)
+    with pytest.raises(UpstreamError):
+        await write(writer, "v2", "knot one", "knot two")
+    monkeypatch.undo()
+    assert (await writer.find_by_source("shared.txt")).document_id == "v2", "the flip happened"
+    hits = await reader.lexical_search("knot", 5, SearchFilters())
+    assert sorted(h.chunk.chunk_index for h in hits) == [0, 1], "whole: nothing of v2 was rolled back"

@@ -87,3 +87,40 @@ async def test_after_the_round_a_leg_checks_on_its_own() -> None:
 
 async def test_outside_a_round_there_is_no_shared_check() -> None:
     assert SharedCheck.joined() is None
+
+
+async def test_a_leg_cancelled_before_it_asks_does_not_hold_the_other_back() -> None:
+    reads = Reads()
+    shared = SharedCheck(reads, NO_WINDOWS)
+    a, b = shared.leg(), shared.leg()
+    first = asyncio.ensure_future(leg(shared, a, ["s1"], []))
+    second = asyncio.ensure_future(leg(shared, b, ["s2"], [], delay=10))
+    await asyncio.sleep(0.01)
+    second.cancel()
+    assert set((await asyncio.wait_for(first, 1)).tokens) == {"s1"}
+    assert len(reads.calls) == 1
+
+
+async def test_a_waiting_leg_cancelled_does_not_cancel_the_read_for_the_other() -> None:
+    shared = SharedCheck(Reads(), NO_WINDOWS)
+    a, b = shared.leg(), shared.leg()
+    first = asyncio.ensure_future(leg(shared, a, ["s1"], []))
+    second = asyncio.ensure_future(leg(shared, b, ["s2"], [], delay=0.05))
+    await asyncio.sleep(0.01)
+    first.cancel()
+    assert set((await asyncio.wait_for(second, 1)).tokens) == {"s1", "s2"}
+
+
+async def test_a_leg_that_raises_before_asking_lets_the_other_be_checked() -> None:
+    shared = SharedCheck(Reads(), NO_WINDOWS)
+    a, b = shared.leg(), shared.leg()
+
+    async def failing() -> None:
+        with b:
+            await asyncio.sleep(0.01)
+            raise ValueError("the kNN search failed")
+
+    checked, error = await asyncio.wait_for(
+        asyncio.gather(leg(shared, a, ["s1"], []), failing(), return_exceptions=True), 1
+    )
+    assert set(checked.tokens) == {"s1"} and isinstance(error, ValueError)

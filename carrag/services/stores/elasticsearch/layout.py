@@ -165,7 +165,11 @@ class IndexLayout:
                 index=index, id=EPOCH_ID, document=epoch_record(uuid.uuid4().hex), op_type="create"
             )
         except ApiError as exc:
-            if api_status(exc) != 409:  # 409: it has one (another process was first, or a writer's)
+            status = api_status(exc)
+            if status in (403, 429):  # a write block (reindex's catch-up, a full disk) or overload
+                # reads must still work: without an epoch, checks read every record (`live_filter.py`)
+                logger.warning("no epoch document yet", extra={"index": index, "status": status})
+            elif status != 409:  # 409: it has one (another process was first, or a writer's)
                 raise
 
     def _check_server_version(self) -> None:

@@ -145,6 +145,7 @@ class LiveFilter:
             if (
                 seen is not None
                 and seen.epoch is not None
+                and seen.epoch == self._epoch  # else the epoch is already known to have moved
                 and seen.since < started
                 and seen.token.document_id == hit["_source"]["document_id"]
             ):

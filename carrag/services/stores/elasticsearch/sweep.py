@@ -53,8 +53,8 @@ async def sweep_abandoned(versions: Versions, older_than: float | None = None) -
         if not await versions._delete_originals([v["document_id"] for v in abandoned]):
             abandoned = []  # their originals could not be removed: try again at the next sweep
         ids = [i for v in abandoned for i in version_ids(v["document_id"], int(v["chunk_count"]))]
-        await versions._delete_retired(ids, "removing abandoned versions")  # some may have been live
-        removed += len(abandoned)
+        if await versions._delete_retired(ids, "removing abandoned versions"):  # some may have been live
+            removed += len(abandoned)
         if len(hits) < SWEEP_PAGE:
             return removed
         after = hits[-1]["sort"]

@@ -78,7 +78,14 @@ from carrag.services.stores.elasticsearch.sweep import sweep_abandoned, version_
 
 logger = logging.getLogger(__name__)
 
+EPOCH_ATTEMPTS = (0.0, 0.2, 0.5, 1.0, 2.0)  # delays before each try to write a new epoch
+EPOCH_REFUSED = (
+    "the document was {what}, but Elasticsearch refused to record that its old version is gone (the "
+    "epoch), so other API replicas may go on returning the old version until the version sweep removes "
+    "it (ELASTICSEARCH_ABANDONED_AFTER_SECONDS); check the cluster's health"
+)
 BULK_MAX_OPS = 1000  # chunks per bulk request; a larger write is split into requests sent together
+FLIP_UNKNOWN = 0  # a flip's bulk status when the request failed: it may or may not have been applied
 FLIP_ATTEMPTS = 50  # conflicting flips retried (each retry means another process flipped meanwhile)
 
 
@@ -119,7 +126,10 @@ class Versions(LiveState):
         written = await self._write_originals(items, written, outcomes)
         if written:
             superseded = await self._flip(items, written, outcomes, started)
-            await self._retire(superseded, "removing replaced versions")
+            if not await self._retire(superseded, "removing replaced versions"):
+                for position, outcome in enumerate(outcomes):
+                    if isinstance(outcome, str):  # it replaced a version
+                        outcomes[position] = DependencyUnavailable("store", EPOCH_REFUSED.format(what="replaced"))
         return outcomes
 
     async def _write_versions(self, items: list[PendingWrite], outcomes: list[Any]) -> list[int]:
@@ -243,6 +253,8 @@ class Versions(LiveState):
                         superseded.append((old.document_id, old.chunk_count, reused))
                 elif result.conflict:
                     retry.append(position)
+                elif result.status == FLIP_UNKNOWN:
+                    pass  # the flip may have happened: no roll back; the error is reported, the sweep decides
                 else:
                     outcomes[position] = bulk_failure(
                         [result], 1, f"publishing {item.document.filename}", "; nothing of the document was stored"
@@ -291,7 +303,7 @@ class Versions(LiveState):
             # one is live. Report the failure either way (the client retries; a retry is idempotent).
             for position, _ in flipping:
                 outcomes[position] = exc
-            return [BulkItem("index", "", 0, "not sent") for _ in operations]
+            return [BulkItem("index", "", FLIP_UNKNOWN, "no answer") for _ in operations]
 
     async def _roll_back(self, items: list[PendingWrite]) -> None:
         """Delete what was written of versions that will never be published (best effort: `sweep`
@@ -303,7 +315,8 @@ class Versions(LiveState):
         ids = [i for item in items for i in version_ids(item.document.document_id, len(item.chunks))]
         await self._delete_ids(ids, "rolling back a failed write")
 
-    async def _retire(self, superseded: list[tuple[str, int, set[str]]], action: str) -> None:
+    async def _retire(self, superseded: list[tuple[str, int, set[str]]], action: str) -> bool:
+        """Step 3; False if the epoch could not be written (then nothing was deleted)."""
         # a version re-published under its own id (reindex's catch-up) keeps its original
         retired = [document_id for document_id, _, reused in superseded if version_record_id(document_id) not in reused]
         kept_records = set() if await self._delete_originals(retired) else set(map(version_record_id, retired))
@@ -313,7 +326,7 @@ class Versions(LiveState):
             for i in version_ids(document_id, count)
             if i not in reused and i not in kept_records
         ]
-        await self._delete_retired(ids, action)
+        return await self._delete_retired(ids, action)
 
     async def _delete_originals(self, document_ids: list[str]) -> bool:
         """Remove these versions' originals; False if that failed (the caller then keeps their version
@@ -322,24 +335,33 @@ class Versions(LiveState):
 
     async def new_epoch(self) -> bool:
         """Change the epoch document (before deleting chunks of versions that were live); False
-        if that failed, and then the caller must not delete them."""
-        try:
-            with self.connection.errors("recording that a version was retired", self.alias):
-                await self.connection.writer.index(
-                    index=self.alias,
-                    id=EPOCH_ID,
-                    document=epoch_record(uuid.uuid4().hex),
-                    require_alias=self.require_alias,
-                )
-        except CarragError as exc:
-            logger.warning("retired versions left to the sweep", extra={"reason": exc.message})
-            return False
-        return True
+        if that failed (after a few tries), and then the caller must not delete them."""
+        reason = ""
+        for delay in EPOCH_ATTEMPTS:
+            await asyncio.sleep(delay)
+            try:
+                with self.connection.errors("recording that a version was retired", self.alias):
+                    await self.connection.writer.index(
+                        index=self.alias,
+                        id=EPOCH_ID,
+                        document=epoch_record(uuid.uuid4().hex),
+                        require_alias=self.require_alias,
+                    )
+                return True
+            except CarragError as exc:
+                reason = exc.message
+        logger.warning("retired versions left to the sweep: no new epoch", extra={"reason": reason})
+        return False
 
-    async def _delete_retired(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
-        """Delete chunks (and records) of versions that were live: a new epoch first."""
-        if ids and await self.new_epoch():
-            await self._delete_ids(ids, action, refresh)
+    async def _delete_retired(self, ids: list[str], action: str, refresh: str | bool = False) -> bool:
+        """Delete chunks (and records) of versions that were live, a new epoch first; False if the
+        epoch could not be written (nothing is deleted then: the sweep does it later)."""
+        if not ids:
+            return True
+        if not await self.new_epoch():
+            return False
+        await self._delete_ids(ids, action, refresh)
+        return True
 
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
         if not ids:
@@ -397,7 +419,8 @@ class Versions(LiveState):
             ids = version_ids(document_id, state.document.chunk_count)
             if not await self._delete_originals([document_id]):
                 ids.remove(version_record_id(document_id))  # left for the sweep, which removes the original
-            await self._delete_retired(ids, "deleting a document", refresh=self.refresh)
+            if not await self._delete_retired(ids, "deleting a document", refresh=self.refresh):
+                raise DependencyUnavailable("store", EPOCH_REFUSED.format(what="deleted"))
             return True
         raise DependencyUnavailable("store", "the document kept changing while it was being deleted; retry")
 
