@@ -241,12 +241,12 @@ class SearchService:
         A store that checks each leg's hits after its search (Elasticsearch) may check both legs'
         hits in one read (``shared_check``, `stores/elasticsearch/shared_check.py`)."""
         embed_ms = 0.0
-        shared = getattr(self.store, "shared_check", None)
-        bm25_scope, knn_scope = (
-            (shared_round.leg(), shared_round.leg())
-            if shared is not None and (shared_round := shared()) is not None and mode == SearchMode.HYBRID
-            else (contextlib.nullcontext(), contextlib.nullcontext())
-        )
+        bm25_scope: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        knn_scope: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        shared_check = getattr(self.store, "shared_check", None)
+        if mode == SearchMode.HYBRID and shared_check is not None:
+            together = shared_check()
+            bm25_scope, knn_scope = together.leg(), together.leg()
 
         async def bm25_leg() -> list[ScoredChunk]:
             if mode == SearchMode.KNN:

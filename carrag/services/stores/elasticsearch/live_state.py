@@ -75,42 +75,28 @@ class LiveState:
 
     async def live_tokens(self, source_ids: Sequence[str]) -> dict[str, LiveToken]:
         """``source key → (document_id, seq_no, primary_term)`` of each source's record (real time)."""
-        tokens, _ = await self.live_tokens_and_chunks(source_ids, ())
+        if not source_ids:
+            return {}
+        _, tokens, _ = await self._live_read(source_ids, (), with_epoch=False)
         return tokens
-
-    async def live_tokens_and_chunks(
-        self, source_ids: Sequence[str], chunk_ids: Sequence[str]
-    ) -> tuple[dict[str, LiveToken], dict[str, dict[str, Any]]]:
-        """`live_tokens`, and in the same real-time multi-get the chunks ``chunk_ids`` (``_id → _source``
-        without the vector; ids not found are left out). A chunk read here is the chunk as it was at
-        that moment: its version's content, or nothing if that version's chunks were deleted."""
-        unique = list(dict.fromkeys(source_ids))
-        chunks = list(dict.fromkeys(chunk_ids))
-        if not unique and not chunks:
-            return {}, {}
-        docs: list[dict[str, Any]] = [
-            {"_id": source_record_id(source), "_source": {"includes": ["source_id", "document_id", "collection_id"]}}
-            for source in unique
-        ]
-        docs.extend({"_id": chunk, "_source": {"excludes": CHUNK_SOURCE_EXCLUDES}} for chunk in chunks)
-        with self.connection.errors("checking which versions are live", self.alias):
-            response = await self.connection.client.mget(index=self.alias, docs=docs, realtime=True)
-        found = response["docs"]
-        tokens = {
-            record_key(doc["_source"]): LiveToken(doc["_source"]["document_id"], doc["_seq_no"], doc["_primary_term"])
-            for doc in found[: len(unique)]
-            if doc.get("found")
-        }
-        return tokens, {doc["_id"]: doc["_source"] for doc in found[len(unique) :] if doc.get("found")}
 
     async def live_check_read(
         self, source_ids: Sequence[str], chunk_ids: Sequence[str]
     ) -> tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]]:
-        """A search's check in one real-time multi-get: the epoch (None when there is none
-        yet), the records of ``source_ids`` as `live_tokens`, the chunks as `live_tokens_and_chunks`."""
+        """A search's check in one real-time multi-get: the epoch (None when there is none yet), the
+        records of ``source_ids`` as `live_tokens`, and the chunks ``chunk_ids`` (``_id → _source``
+        without the vector; ids not found are left out). A chunk read here is the chunk as it was at
+        that moment: its version's content, or nothing if that version's chunks were deleted."""
+        return await self._live_read(source_ids, chunk_ids, with_epoch=True)
+
+    async def _live_read(
+        self, source_ids: Sequence[str], chunk_ids: Sequence[str], *, with_epoch: bool
+    ) -> tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]]:
         unique = list(dict.fromkeys(source_ids))
         chunks = list(dict.fromkeys(chunk_ids))
-        docs: list[dict[str, Any]] = [{"_id": EPOCH_ID, "_source": {"includes": ["content_hash"]}}]
+        docs: list[dict[str, Any]] = (
+            [{"_id": EPOCH_ID, "_source": {"includes": ["content_hash"]}}] if with_epoch else []
+        )
         docs.extend(
             {"_id": source_record_id(source), "_source": {"includes": ["source_id", "document_id", "collection_id"]}}
             for source in unique
@@ -118,14 +104,17 @@ class LiveState:
         docs.extend({"_id": chunk, "_source": {"excludes": CHUNK_SOURCE_EXCLUDES}} for chunk in chunks)
         with self.connection.errors("checking which versions are live", self.alias):
             response = await self.connection.client.mget(index=self.alias, docs=docs, realtime=True)
-        epoch_doc, records, found = response["docs"][0], response["docs"][1 : len(unique) + 1], response["docs"]
-        epoch = epoch_doc["_source"].get("content_hash") if epoch_doc.get("found") else None
+        found = response["docs"]
+        epoch = None
+        if with_epoch:
+            epoch_doc, found = found[0], found[1:]
+            epoch = epoch_doc["_source"].get("content_hash") if epoch_doc.get("found") else None
         tokens = {
             record_key(doc["_source"]): LiveToken(doc["_source"]["document_id"], doc["_seq_no"], doc["_primary_term"])
-            for doc in records
+            for doc in found[: len(unique)]
             if doc.get("found")
         }
-        return epoch, tokens, {doc["_id"]: doc["_source"] for doc in found[len(unique) + 1 :] if doc.get("found")}
+        return epoch, tokens, {doc["_id"]: doc["_source"] for doc in found[len(unique) :] if doc.get("found")}
 
     async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
         """``source key → document_id`` of the live version, for the given sources (real time)."""

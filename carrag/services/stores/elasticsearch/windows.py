@@ -21,6 +21,7 @@ from typing import Any
 
 from carrag.services.ids import chunk_id
 from carrag.services.models import ScoredChunk
+from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.stores.elasticsearch.live_filter import LiveHits
 from carrag.services.stores.elasticsearch.mapping import to_chunk
 
@@ -53,15 +54,10 @@ class PrefetchedWindows:
         likely winners. A guess only: a winner outside it is expanded by `get_windows`."""
         if not self.radius:
             return []
-        scores: dict[str, float] = {}
-        by_id: dict[str, Hit] = {}
-        for hits in legs:
-            for rank, hit in enumerate(hits, start=1):
-                scores[hit["_id"]] = scores.get(hit["_id"], 0.0) + 1.0 / (FUSION_K + rank)
-                by_id.setdefault(hit["_id"], hit)
+        by_id = {hit["_id"]: hit for hits in legs for hit in hits}
+        fused = reciprocal_rank_fusion({str(n): [hit["_id"] for hit in hits] for n, hits in enumerate(legs)}, FUSION_K)
         wanted = min(max((math.ceil(len(hits) * self.share) for hits in legs), default=0), self.max_hits)
-        best = sorted(scores, key=lambda hit_id: -scores[hit_id])[:wanted]
-        return [by_id[hit_id] for hit_id in best]
+        return [by_id[item.key] for item in fused[:wanted]]
 
     def around(self, covered: list[Hit], held: set[str]) -> list[str]:
         """Ids of the chunks around ``covered`` that are not among ``held``."""
@@ -69,13 +65,7 @@ class PrefetchedWindows:
 
     def wanted(self, hits: list[Hit]) -> list[str]:
         """Ids of the chunks around the covered hits that the hits themselves do not hold."""
-        held = {hit["_id"] for hit in hits}
-        return [
-            neighbour
-            for hit in self.covered(hits)
-            for neighbour in self._around(hit["_source"])
-            if neighbour not in held
-        ]
+        return self.around(self.covered(hits), {hit["_id"] for hit in hits})
 
     def scored(self, found: LiveHits, score: Callable[[Hit], float]) -> list[ScoredChunk]:
         """The hits as scored chunks; a hit whose window was read carries the neighbours found."""
