@@ -29,9 +29,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-import numpy as np
 
-from carrag.bench.es_store import VOCABULARY, EsBenchConfig, drop, store_writes, synthetic_documents
+from carrag.bench.es_store import (
+    EsBenchConfig,
+    bench_questions,
+    drop,
+    search_settings,
+    store_writes,
+    synthetic_documents,
+)
 from carrag.services.models import SearchFilters
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import get_settings
@@ -57,16 +63,7 @@ async def main() -> None:
 
     settings = get_settings()
     alias = f"{settings.elasticsearch_index}_paths_{uuid.uuid4().hex[:6]}"
-    settings = settings.model_copy(
-        update={
-            "store": "elasticsearch",
-            "elasticsearch_index": alias,
-            "tagger": "off",
-            "llm": "none",
-            "rerank_enabled": False,
-            "embed_cache_size": 0,
-        }
-    )
+    settings = search_settings(settings, alias)
     container = await build_container(settings)
     store: Any = container.store
     client = store.client
@@ -74,8 +71,7 @@ async def main() -> None:
         identity = await container.embedder.embedding_identity()
         config = EsBenchConfig(documents=400, dimension=identity.dimension)
         await store_writes(store, synthetic_documents(config), config.documents, identity)
-        rng = np.random.default_rng(11)
-        questions = [" ".join(rng.choice(VOCABULARY, size=4)) for _ in range(QUESTIONS)]
+        questions = bench_questions(QUESTIONS)
         depth = 5 * settings.retrieval_k_multiplier
 
         async def raw(question: str) -> None:

@@ -255,6 +255,27 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+def search_settings(settings: Settings, alias: str) -> Settings:
+    """The settings `/search` is measured with: Elasticsearch at ``alias``, no tagging, no LLM, no
+    reranking, no embedding cache (every question is embedded, as in the raw request)."""
+    return settings.model_copy(
+        update={
+            "store": "elasticsearch",
+            "elasticsearch_index": alias,
+            "tagger": "off",
+            "llm": "none",
+            "rerank_enabled": False,
+            "embed_cache_size": 0,
+        }
+    )
+
+
+def bench_questions(count: int) -> list[str]:
+    """``count`` questions of four vocabulary words (the same ones on every run)."""
+    rng = np.random.default_rng(11)
+    return [" ".join(rng.choice(VOCABULARY, size=4)) for _ in range(count)]
+
+
 async def run_es_bench(settings: Settings, config: EsBenchConfig, report: Report) -> EsBenchReport:
     from carrag.api.main import create_app
     from carrag.services.container import build_container
@@ -265,17 +286,7 @@ async def run_es_bench(settings: Settings, config: EsBenchConfig, report: Report
     result = EsBenchReport(str(info["version"]["number"]), datetime.now(UTC).isoformat(), asdict(config))
     documents = synthetic_documents(config)
     try:
-        search_settings = settings.model_copy(
-            update={
-                "store": "elasticsearch",
-                "elasticsearch_index": f"{prefix}_search",
-                "tagger": "off",
-                "llm": "none",
-                "rerank_enabled": False,
-                "embed_cache_size": 0,
-            }
-        )
-        container = await build_container(search_settings)
+        container = await build_container(search_settings(settings, f"{prefix}_search"))
         try:
             identity = await container.embedder.embedding_identity()
             if identity.dimension != config.dimension:  # before any write: both sides get the same vectors
@@ -351,8 +362,7 @@ async def _bench_search(
 ) -> None:
     settings = container.settings
     depth = config.top_k * settings.retrieval_k_multiplier
-    rng = np.random.default_rng(11)
-    questions = [" ".join(rng.choice(VOCABULARY, size=4)) for _ in range(config.queries)]
+    questions = bench_questions(config.queries)
     app = create_app(container=container)
 
     async def raw_hybrid(question: str) -> list[Any]:
