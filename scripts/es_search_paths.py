@@ -34,15 +34,12 @@ from carrag.bench.es_store import (
     EsBenchConfig,
     bench_questions,
     drop,
+    raw_hybrid_search,
     search_settings,
     store_writes,
     synthetic_documents,
 )
-from carrag.services.models import SearchFilters
-from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import get_settings
-from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES
-from carrag.services.stores.elasticsearch.queries import knn_request, lexical_request
 
 QUESTIONS = int(sys.argv[1]) if len(sys.argv) > 1 else 150
 PATHS = ["raw", "read", "kept"]
@@ -76,14 +73,7 @@ async def main() -> None:
 
         async def raw(question: str) -> None:
             vector = await container.embedder.embed_query(question)
-            lexical = lexical_request(question, depth, SearchFilters())
-            knn = knn_request(vector, depth, settings.elasticsearch_num_candidates, SearchFilters())
-            bm25, semantic = await asyncio.gather(
-                client.search(index=alias, **lexical, source_excludes=CHUNK_SOURCE_EXCLUDES),  # type: ignore[arg-type]
-                client.search(index=alias, **knn, source_excludes=CHUNK_SOURCE_EXCLUDES),
-            )
-            legs = {name: [hit["_id"] for hit in r["hits"]["hits"]] for name, r in (("bm25", bm25), ("knn", semantic))}
-            reciprocal_rank_fusion(legs, k=settings.rrf_k)
+            await raw_hybrid_search(client, alias, settings, question, vector, depth)
 
         transport = httpx.ASGITransport(app=create_app(container=container))
         async with httpx.AsyncClient(transport=transport, base_url="http://paths") as http:

@@ -276,6 +276,24 @@ def bench_questions(count: int) -> list[str]:
     return [" ".join(rng.choice(VOCABULARY, size=4)) for _ in range(count)]
 
 
+async def raw_hybrid_search(
+    client: AsyncElasticsearch, alias: str, settings: Settings, question: str, vector: np.ndarray, depth: int
+) -> list[Any]:
+    """The raw hybrid request `/search` is compared with, after the query is embedded: the BM25 and
+    kNN searches sent at once (the store's own query bodies), fused by RRF in Python."""
+    lexical = lexical_request(question, depth, SearchFilters())
+    knn = knn_request(vector, depth, settings.elasticsearch_num_candidates, SearchFilters())
+    bm25, semantic = await asyncio.gather(
+        client.search(index=alias, **lexical, source_excludes=CHUNK_SOURCE_EXCLUDES),  # type: ignore[arg-type]
+        client.search(index=alias, **knn, source_excludes=CHUNK_SOURCE_EXCLUDES),
+    )
+    legs = {
+        "bm25": [hit["_id"] for hit in bm25["hits"]["hits"]],
+        "knn": [hit["_id"] for hit in semantic["hits"]["hits"]],
+    }
+    return reciprocal_rank_fusion(legs, k=settings.rrf_k)
+
+
 async def run_es_bench(settings: Settings, config: EsBenchConfig, report: Report) -> EsBenchReport:
     from carrag.api.main import create_app
     from carrag.services.container import build_container
@@ -367,17 +385,7 @@ async def _bench_search(
 
     async def raw_hybrid(question: str) -> list[Any]:
         vector = await container.embedder.embed_query(question)
-        lexical = lexical_request(question, depth, SearchFilters())
-        knn = knn_request(vector, depth, settings.elasticsearch_num_candidates, SearchFilters())
-        bm25, semantic = await asyncio.gather(
-            client.search(index=alias, **lexical, source_excludes=CHUNK_SOURCE_EXCLUDES),  # type: ignore[arg-type]
-            client.search(index=alias, **knn, source_excludes=CHUNK_SOURCE_EXCLUDES),
-        )
-        legs = {
-            "bm25": [hit["_id"] for hit in bm25["hits"]["hits"]],
-            "knn": [hit["_id"] for hit in semantic["hits"]["hits"]],
-        }
-        return reciprocal_rank_fusion(legs, k=settings.rrf_k)[: config.top_k]
+        return (await raw_hybrid_search(client, alias, settings, question, vector, depth))[: config.top_k]
 
     async def timed_pass(http: httpx.AsyncClient) -> tuple[list[float], list[float]]:
         ours, raw = [], []
