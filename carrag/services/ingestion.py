@@ -140,7 +140,8 @@ class IngestionService:
         """Shutdown has begun: ingests that have not got a slot yet are refused with 503."""
         self.accepting = False
 
-    def _check_accepting(self) -> None:
+    def check_accepting(self) -> None:
+        """503 once shutdown has begun (`JobManager` asks before queueing a job, too)."""
         if not self.accepting:
             raise DependencyUnavailable(
                 "ingestion", "the service is shutting down and accepts no new ingests; retry after it restarts."
@@ -150,9 +151,9 @@ class IngestionService:
     async def slot(self) -> AsyncIterator[None]:
         """At most MAX_CONCURRENT_INGESTS run; up to INGEST_QUEUE_SIZE wait; beyond that, 429.
         During shutdown, 503."""
-        self._check_accepting()
+        self.check_accepting()
         async with self.admission.admit():
-            self._check_accepting()  # shutdown may have begun while this one waited
+            self.check_accepting()  # shutdown may have begun while this one waited
             yield
 
     # --- entry points --------------------------------------------------------------------------

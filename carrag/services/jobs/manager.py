@@ -92,7 +92,7 @@ class JobManager:
         # Shutdown has begun: 503 now. Left to the job's own slot check, a job submitted in the loop
         # iteration that starts the drain would be cancelled by it before its first step, never
         # finish, and be accepted (202) as queued.
-        self.ingestion._check_accepting()
+        self.ingestion.check_accepting()
         self.start()
         self._prune()
         job = Job(job_id=uuid.uuid4().hex, kind=kind, source=source, collection=collection, owner=self.owner)
