@@ -267,7 +267,9 @@ class SearchService:
                 timings["knn_leg"] = round(elapsed_ms(step) - embed_ms, 2)
                 return found
 
-        lexical, semantic = await asyncio.gather(bm25_leg(), knn_leg())
+        # the kNN leg first: its embedding (the longer path) is handed to its thread before the BM25
+        # request is built and sent (docs/benchmarks.md, "Python CPU on the /search path")
+        semantic, lexical = await asyncio.gather(knn_leg(), bm25_leg())
         return lexical, semantic, embed_ms
 
     async def _rerank(self, question: str, hits: list[SearchHit]) -> tuple[bool, str | None]:

@@ -1,0 +1,92 @@
+"""The scheduling of one search, with fakes around the search service: the kNN leg's embedding is
+handed to its thread before the BM25 leg touches the store, in the caller's own task (no extra turn
+of the event loop)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from carrag.services.embedders.service import EmbeddingService
+from carrag.services.models import EmbeddingIdentity, ScoredChunk, SearchFilters, StoredChunk
+from carrag.services.requests import SearchQuery
+from carrag.services.retrieval.search import SearchService
+from carrag.services.settings import Settings
+
+IDENTITY = EmbeddingIdentity("stub:model", 4)
+
+
+def chunk(document: int, index: int, text: str | None = None) -> StoredChunk:
+    text = text if text is not None else f"passage {document}-{index}"
+    return StoredChunk(f"doc-{document}", index, text, 0, len(text), "f.txt", f"src-{document}", [])
+
+
+class Backend:
+    provider, model, identity, dimension = "stub", "model", "stub:model", 4
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+        self.tasks: list[asyncio.Task[object] | None] = []
+
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        self.events.append("embed")
+        self.tasks.append(asyncio.current_task())
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class Store:
+    def __init__(self, events: list[str], hits: list[ScoredChunk]) -> None:
+        self.events = events
+        self.hits = hits
+
+    async def lexical_search(self, question: str, depth: int, filters: SearchFilters) -> list[ScoredChunk]:
+        self.events.append("lexical")
+        return self.hits
+
+    async def vector_search(self, vector: np.ndarray, depth: int, filters: SearchFilters) -> list[ScoredChunk]:
+        self.events.append("vector")
+        return list(reversed(self.hits))
+
+    async def embedding_identity(self) -> EmbeddingIdentity:
+        return IDENTITY
+
+    async def count_chunks(self) -> int:
+        return len(self.hits)
+
+
+class Collections:
+    async def resolve(self, names: object) -> list[SimpleNamespace]:
+        return [SimpleNamespace(collection_id="default", name="default")]
+
+
+def service(events: list[str], hits: list[ScoredChunk]) -> tuple[SearchService, Backend]:
+    backend = Backend(events)
+    settings = Settings(_env_file=None, rerank_enabled=False, neighbour_window=0)  # type: ignore[call-arg]
+    embedder = EmbeddingService(backend, cache_size=0)  # type: ignore[arg-type]
+    search = SearchService(settings, Store(events, hits), embedder, None, collections=Collections())  # type: ignore[arg-type]
+    return search, backend
+
+
+async def test_the_query_is_embedded_before_the_bm25_leg_reaches_the_store() -> None:
+    events: list[str] = []
+    search, _ = service(events, [ScoredChunk(chunk(1, 0), 1.0)])
+    await search.search(SearchQuery("oil filter", top_k=1, rerank=False))
+    # the BM25 leg first built and sent its request while the embedding thread waited for its turn
+    assert events.index("embed") < events.index("lexical"), events
+
+
+async def test_the_backend_embeds_in_the_callers_task() -> None:
+    backend = Backend([])
+
+    async def caller() -> asyncio.Task[object] | None:
+        await EmbeddingService(backend, cache_size=0).embed_query("q")  # type: ignore[arg-type]
+        return asyncio.current_task()
+
+    # asyncio.wait_for ran it in a task of its own, started a turn of the event loop later
+    assert await asyncio.ensure_future(caller()) is backend.tasks[-1]
