@@ -28,7 +28,7 @@ from carrag.services.requests import SearchQuery
 from carrag.services.rerankers.base import Reranker
 from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.expansion import build_passages, windows_in_hand
-from carrag.services.retrieval.fusion import reciprocal_rank_fusion
+from carrag.services.retrieval.fusion import FusedItem, reciprocal_rank_fusion
 from carrag.services.retrieval.one_version import one_version_per_source
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
@@ -144,17 +144,19 @@ class SearchService:
         chunks: dict[tuple[str, int], ScoredChunk] = {}
         bm25_scores: dict[tuple[str, int], float] = {}
         knn_scores: dict[tuple[str, int], float] = {}
-        for hit in lexical:
-            chunks.setdefault(hit.chunk.key, hit)
-            bm25_scores.setdefault(hit.chunk.key, hit.score)
-        for hit in semantic:
-            chunks.setdefault(hit.chunk.key, hit)
-            knn_scores.setdefault(hit.chunk.key, hit.score)
+        lexical_keys = [hit.chunk.key for hit in lexical]
+        semantic_keys = [hit.chunk.key for hit in semantic]
+        for key, hit in zip(lexical_keys, lexical, strict=True):
+            chunks.setdefault(key, hit)
+            bm25_scores.setdefault(key, hit.score)
+        for key, hit in zip(semantic_keys, semantic, strict=True):
+            chunks.setdefault(key, hit)
+            knn_scores.setdefault(key, hit.score)
         legs = {}
         if mode in (SearchMode.HYBRID, SearchMode.BM25):
-            legs["bm25"] = [hit.chunk.key for hit in lexical]
+            legs["bm25"] = lexical_keys
         if mode in (SearchMode.HYBRID, SearchMode.KNN):
-            legs["knn"] = [hit.chunk.key for hit in semantic]
+            legs["knn"] = semantic_keys
         step = time.perf_counter()
         fused = reciprocal_rank_fusion(legs, k=self.settings.rrf_k)[:depth]
         timings["fuse"] = elapsed_ms(step)
@@ -165,25 +167,15 @@ class SearchService:
             message = EMPTY_INDEX_MESSAGE if empty else NO_MATCH_MESSAGE
             return SearchOutcome([], timings, False, None, empty, message, degraded=serving.note)
 
-        hits = [
-            SearchHit(
-                rank=0,
-                chunk=chunks[item.key].chunk,
-                text=chunks[item.key].chunk.text,
-                score=_primary_score(mode, item.score, bm25_scores.get(item.key), knn_scores.get(item.key)),
-                rrf_score=item.score,
-                bm25_rank=item.ranks.get("bm25"),
-                knn_rank=item.ranks.get("knn"),
-                bm25_score=bm25_scores.get(item.key),
-                knn_score=knn_scores.get(item.key),
-            )
-            for item in fused
-        ]
-        hits = distinct_by_text(hits, lambda hit: hit.chunk.text)  # the same passage stored twice shows once
-
-        reranked, note = False, None
         if rerank is None:
             rerank = self.settings.rerank_enabled if self.settings.rerank_enabled != "auto" else self.reranker.available
+        candidates = (_hit(mode, item, chunks[item.key].chunk, bm25_scores, knn_scores) for item in fused)
+        # The same passage stored twice shows once. Unreranked, only the first top_k distinct hits stay:
+        # the rest are neither built nor normalised (~0.1 ms of CPU per search; docs/benchmarks.md,
+        # "Python CPU on the /search path"); reranking scores every candidate.
+        hits = distinct_by_text(candidates, lambda hit: hit.chunk.text, limit=None if rerank else top_k)
+
+        reranked, note = False, None
         if rerank:
             step = time.perf_counter()
             reranked, note = await self._rerank(question, hits)
@@ -300,6 +292,27 @@ class SearchService:
             best.merged_chunk_indexes = sorted(hits[p].chunk.chunk_index for p in passage.winners)
             expanded.append(best)
         return expanded
+
+
+def _hit(
+    mode: SearchMode,
+    item: FusedItem[tuple[str, int]],
+    chunk: StoredChunk,
+    bm25_scores: dict[tuple[str, int], float],
+    knn_scores: dict[tuple[str, int], float],
+) -> SearchHit:
+    bm25, knn = bm25_scores.get(item.key), knn_scores.get(item.key)
+    return SearchHit(
+        rank=0,
+        chunk=chunk,
+        text=chunk.text,
+        score=_primary_score(mode, item.score, bm25, knn),
+        rrf_score=item.score,
+        bm25_rank=item.ranks.get("bm25"),
+        knn_rank=item.ranks.get("knn"),
+        bm25_score=bm25,
+        knn_score=knn,
+    )
 
 
 def _primary_score(mode: SearchMode, rrf: float, bm25: float | None, knn: float | None) -> float:

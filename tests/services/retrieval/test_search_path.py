@@ -1,6 +1,6 @@
-"""The scheduling of one search, with fakes around the search service: the kNN leg's embedding is
-handed to its thread before the BM25 leg touches the store, in the caller's own task (no extra turn
-of the event loop)."""
+"""The CPU and scheduling of one search, with fakes around the search service: the kNN leg's embedding
+is handed to its thread before the BM25 leg touches the store, in the caller's own task (no extra
+turn of the event loop), and an unreranked search builds and normalises only the hits it keeps."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.models import EmbeddingIdentity, ScoredChunk, SearchFilters, StoredChunk
 from carrag.services.requests import SearchQuery
+from carrag.services.retrieval import distinct
+from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings
 
@@ -90,3 +93,32 @@ async def test_the_backend_embeds_in_the_callers_task() -> None:
 
     # asyncio.wait_for ran it in a task of its own, started a turn of the event loop later
     assert await asyncio.ensure_future(caller()) is backend.tasks[-1]
+
+
+async def test_an_unreranked_search_normalises_only_the_hits_it_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts: list[str] = []
+    normalise = distinct.normalised_text
+
+    def counted(text: str) -> str:
+        texts.append(text)
+        return normalise(text)
+
+    monkeypatch.setattr(distinct, "normalised_text", counted)
+    duplicate = ScoredChunk(chunk(9, 0, "passage 1-0"), 0.9)  # the same words as the best hit, another source
+    hits = [ScoredChunk(chunk(1, 0), 1.0), duplicate, *(ScoredChunk(chunk(n, 0), 0.5) for n in range(2, 30))]
+    search, _ = service([], hits)
+    outcome = await search.search(SearchQuery("oil filter", top_k=5, rerank=False))
+    kept = [hit.chunk.document_id for hit in outcome.hits]
+    assert len(kept) == 5 and len({hit.chunk.text for hit in outcome.hits}) == 5
+    assert ("doc-1" in kept) != ("doc-9" in kept)  # one of the two copies, the better ranked
+    assert len(texts) == 6  # five kept and the copy skipped, not all 30 fused candidates
+
+
+def test_distinct_with_a_limit_is_the_head_of_the_whole_answer() -> None:
+    items = ["a", "a ", "b", "A", "b\n", "c", "d"]
+    whole = distinct_by_text(items, str)
+    assert whole == ["a", "b", "A", "c", "d"]
+    for limit in range(len(whole) + 2):
+        read: list[str] = []
+        assert distinct_by_text(items, lambda item: read.append(item) or item, limit=limit) == whole[:limit]
+        assert len(read) <= items.index(whole[limit - 1]) + 1 if 0 < limit <= len(whole) else True
