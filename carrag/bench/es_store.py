@@ -38,6 +38,7 @@ from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, Sea
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.settings import Settings
 from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.elasticsearch.connection import client_options
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
     chunk_source,
@@ -299,7 +300,7 @@ async def run_es_bench(settings: Settings, config: EsBenchConfig, report: Report
     from carrag.services.container import build_container
 
     prefix = f"{settings.elasticsearch_index}_bench_{uuid.uuid4().hex[:8]}"
-    client = AsyncElasticsearch(settings.elasticsearch_url, request_timeout=120)
+    client = AsyncElasticsearch(settings.elasticsearch_url, request_timeout=120, **client_options())
     info = await client.info()
     result = EsBenchReport(str(info["version"]["number"]), datetime.now(UTC).isoformat(), asdict(config))
     documents = synthetic_documents(config)
