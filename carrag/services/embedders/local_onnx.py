@@ -124,7 +124,10 @@ class LocalOnnxEmbedder:
     def embed_sync(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
-        encodings = self._tokenizer.encode_batch(list(texts))
+        # One text (a query): `encode`, which keeps the GIL; `encode_batch` lets it go and takes it back,
+        # and this thread then waits for the event loop to let go of it again, which inside /search is
+        # busy with the BM25 leg (docs/benchmarks.md, "Python CPU on the /search path").
+        encodings = [self._tokenizer.encode(texts[0])] if len(texts) == 1 else self._tokenizer.encode_batch(list(texts))
         # Sort by length so each run pads to similar lengths; restore the order at the end.
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
         output = np.empty((len(texts), DIMENSION), dtype=np.float32)

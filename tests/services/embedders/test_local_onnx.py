@@ -200,3 +200,25 @@ def test_a_batch_gives_its_freed_buffers_back_and_a_query_does_not_trim(
     assert trims == []
     two_workers.embed_sync(TEXTS[:32])
     assert trims == [1]
+
+
+class BatchRefused:
+    """A tokenizer whose ``encode_batch`` (which lets the GIL go and takes it back) must not be used."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def encode(self, text: str) -> Any:
+        return self.tokenizer.encode(text)
+
+    def encode_batch(self, texts: list[str]) -> Any:
+        raise AssertionError("a query went through encode_batch")
+
+
+def test_a_query_is_tokenized_by_encode_and_gets_the_vector_a_batch_gives_it(
+    two_workers: LocalOnnxEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    question = "Which oil filter fits my truck?"
+    in_a_batch = two_workers.embed_sync([question, "x"])[0]
+    monkeypatch.setattr(two_workers, "_tokenizer", BatchRefused(two_workers._tokenizer))
+    assert np.allclose(two_workers.embed_sync([question])[0], in_a_batch, atol=1e-6)
