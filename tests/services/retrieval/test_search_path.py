@@ -70,7 +70,7 @@ class Collections:
 
 def service(events: list[str], hits: list[ScoredChunk]) -> tuple[SearchService, Backend]:
     backend = Backend(events)
-    settings = Settings(_env_file=None, rerank_enabled=False, neighbour_window=0)  # type: ignore[call-arg]
+    settings = Settings(_env_file=None, rerank_enabled=False, neighbour_window=0)
     embedder = EmbeddingService(backend, cache_size=0)  # type: ignore[arg-type]
     search = SearchService(settings, Store(events, hits), embedder, None, collections=Collections())  # type: ignore[arg-type]
     return search, backend
@@ -120,5 +120,11 @@ def test_distinct_with_a_limit_is_the_head_of_the_whole_answer() -> None:
     assert whole == ["a", "b", "A", "c", "d"]
     for limit in range(len(whole) + 2):
         read: list[str] = []
-        assert distinct_by_text(items, lambda item: read.append(item) or item, limit=limit) == whole[:limit]
-        assert len(read) <= items.index(whole[limit - 1]) + 1 if 0 < limit <= len(whole) else True
+
+        def text_of(item: str, read: list[str] = read) -> str:
+            read.append(item)
+            return item
+
+        assert distinct_by_text(items, text_of, limit=limit) == whole[:limit]
+        if 0 < limit <= len(whole):  # nothing read past the last hit kept
+            assert len(read) == items.index(whole[limit - 1]) + 1
