@@ -10,12 +10,15 @@ A first pass over the questions lets the process meet every source; then, questi
 embedded by the same embedder, BM25 and kNN sent at once, RRF in Python. Prints both p50s, the
 medians of `/search`'s own `timings_ms`, the raw request's embedding and search times, how many
 Elasticsearch requests of each kind were sent with their p50 durations and the multi-gets' sizes,
-and how many source records the live checks read (0 in a steady index: the epoch confirms the hits).
+how many source records the live checks read (0 in a steady index: the epoch confirms the hits), and
+the event loop's CPU per request on each side (the main thread's user + system time, which the
+embedding's worker thread is not part of).
 """
 
 import asyncio
 import collections
 import os
+import resource
 import statistics
 import sys
 import time
@@ -36,6 +39,11 @@ from carrag.bench.es_store import (
 from carrag.services.settings import get_settings
 
 QUESTIONS = int(sys.argv[1]) if len(sys.argv) > 1 else 150
+
+
+def loop_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_THREAD)
+    return (usage.ru_utime + usage.ru_stime) * 1000
 
 
 def p50(values: list[float]) -> float:
@@ -101,15 +109,18 @@ async def main() -> None:
             records_before = store._live_filter.records_read
             ours, theirs, stages = [], [], collections.defaultdict(list)
             load = os.getloadavg()[0]
+            cpu: dict[str, float] = collections.defaultdict(float)
             for question in questions:
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), loop_cpu_ms()
                 answer = await search(question)
                 ours.append((time.perf_counter() - started) * 1000)
+                cpu["search"] += loop_cpu_ms() - cpu_started
                 for stage, ms in answer["timings_ms"].items():
                     stages[stage].append(ms)
-                started = time.perf_counter()
+                started, cpu_started = time.perf_counter(), loop_cpu_ms()
                 await raw(question)
                 theirs.append((time.perf_counter() - started) * 1000)
+                cpu["raw"] += loop_cpu_ms() - cpu_started
         print(f"load {load:.2f} → {os.getloadavg()[0]:.2f}, {QUESTIONS} questions")
         print(f"/search p50 {p50(ours)} ms; raw hybrid p50 {p50(theirs)} ms; ratio {p50(ours) / p50(theirs):.2f}")
         print("/search timings_ms p50: " + ", ".join(f"{k} {p50(v)}" for k, v in stages.items()))
@@ -120,6 +131,10 @@ async def main() -> None:
             + f"; multi-get size p50 {p50([float(n) for n in mget_sizes])} documents"
         )
         print(f"source records read by /search's checks: {store._live_filter.records_read - records_before}")
+        print(
+            f"event loop CPU per request (mean): /search {cpu['search'] / QUESTIONS:.2f} ms; "
+            f"raw {cpu['raw'] / QUESTIONS:.2f} ms"
+        )
     finally:
         await drop(client, alias)
         await container.store.close()
