@@ -17,7 +17,7 @@ from carrag.services.models import (
     StoredChunk,
 )
 from carrag.services.stores.elasticsearch import queries
-from carrag.services.stores.elasticsearch.live_filter import LiveCheck, LiveFilter
+from carrag.services.stores.elasticsearch.live_filter import EpochRead, LiveCheck, LiveFilter
 from carrag.services.stores.elasticsearch.live_state import LiveToken
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
@@ -73,6 +73,13 @@ class SearchLegs(IndexReads):
             )
         # Elasticsearch scores cosine as (1 + cos) / 2; report the cosine itself, like SQLite.
         return self._windows.scored(found, lambda hit: 2.0 * float(hit["_score"]) - 1.0)
+
+    def _epoch_beside(self) -> EpochRead:
+        """The epoch read sent beside a search: the round's, for a leg of a hybrid search."""
+        round_ = SharedCheck.current()
+        if round_ is not None:
+            return round_.epoch_beside(self.versions.read_epoch)
+        return EpochRead.start(self.versions.read_epoch)
 
     def shared_check(self) -> SharedCheck:
         """A round in which the legs of one search share their first live check (`shared_check.py`)."""
