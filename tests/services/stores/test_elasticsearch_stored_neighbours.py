@@ -6,6 +6,7 @@ search legs fetch the field, that an index from before the field gets it, and th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -67,12 +68,16 @@ def test_the_neighbours_of_a_chunk_are_those_within_the_radius_of_its_version() 
 
 
 def test_stored_neighbours_read_back_as_the_chunks_themselves() -> None:
-    document = record("doc", "birds/a.txt", tags=["x"], title="Birds")
+    document = dataclasses.replace(
+        record("doc", "birds/a.txt", tags=["x"], title="Birds"), external_id="ext-1", collection_id="c1"
+    )
     chunks = chunks_of("one", "two", "three", section="Waders")
     vectors = unit_vectors(3, 0)
     sources = [chunk_source(document, c, v, neighbours_of(chunks, c)) for c, v in zip(chunks, vectors, strict=True)]
     assert sources[1]["neighbours"]["radius"] == 1
     assert stored_neighbours(sources[1], 1) == [to_chunk(sources[0]), to_chunk(sources[2])]
+    assert stored_neighbours(sources[1], 1, to_chunk(sources[1])) == [to_chunk(sources[0]), to_chunk(sources[2])]
+    assert to_chunk(sources[0]).external_id == "ext-1" and to_chunk(sources[0]).collection_id == "c1"
     assert stored_neighbours(sources[0], 1) == [to_chunk(sources[1])]
     assert stored_neighbours(sources[1], 0) == []
     assert stored_neighbours(sources[1], 2) is None, "a wider window than stored is read"

@@ -242,17 +242,39 @@ def chunk_source(
     return source
 
 
-def stored_neighbours(source: dict[str, Any], radius: int) -> list[StoredChunk] | None:
-    """The neighbours within ``radius`` that a chunk's JSON stores, as `to_chunk` reads the chunks
-    themselves (document fields from the chunk, chunk fields from each entry); None when it stores
-    none, or fewer than ``radius`` on each side."""
+def stores_neighbours(source: dict[str, Any], radius: int) -> bool:
+    """Whether a chunk's JSON stores its neighbours at least ``radius`` on each side."""
     stored = source.get("neighbours")
-    if not stored or stored.get("radius", 0) < radius:
+    return isinstance(stored, dict) and stored.get("radius", 0) >= radius
+
+
+def stored_neighbours(
+    source: dict[str, Any], radius: int, chunk: StoredChunk | None = None
+) -> list[StoredChunk] | None:
+    """The neighbours within ``radius`` that a chunk's JSON stores, equal to what `to_chunk` reads
+    from the neighbours themselves (document fields from the chunk, ``chunk`` if already read,
+    chunk fields from each entry); None when it stores none, or fewer than ``radius`` on each side."""
+    if not stores_neighbours(source, radius):
         return None
-    centre = source["chunk_index"]
+    own = chunk if chunk is not None else to_chunk(source)
+    centre = own.chunk_index
     return [
-        to_chunk({**source, **entry})
-        for entry in stored.get("chunks") or []
+        StoredChunk(
+            document_id=own.document_id,
+            chunk_index=entry["chunk_index"],
+            text=entry["content"],
+            char_start=entry["char_start"],
+            char_end=entry["char_end"],
+            filename=own.filename,
+            source_id=own.source_id,
+            tags=list(own.tags),
+            pages=list(entry.get("pages") or []),
+            section=entry.get("section"),
+            title=own.title,
+            external_id=own.external_id,
+            collection_id=own.collection_id,
+        )
+        for entry in source["neighbours"].get("chunks") or []
         if abs(entry["chunk_index"] - centre) <= radius
     ]
 

@@ -28,10 +28,10 @@ from collections.abc import Callable
 from typing import Any
 
 from carrag.services.ids import chunk_id
-from carrag.services.models import ScoredChunk, StoredChunk
+from carrag.services.models import ScoredChunk
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.stores.elasticsearch.live_filter import LiveHits
-from carrag.services.stores.elasticsearch.mapping import stored_neighbours, to_chunk
+from carrag.services.stores.elasticsearch.mapping import stored_neighbours, stores_neighbours, to_chunk
 
 MAX_PREFETCHED_CHUNKS = 1000  # per check, whatever the share
 FUSION_K = 60  # the usual RRF constant: only to guess the winners whose windows to read
@@ -83,7 +83,7 @@ class PrefetchedWindows:
         scored = []
         for hit in found.hits:
             chunk = to_chunk(hit["_source"])
-            stored = self._stored(hit)
+            stored = stored_neighbours(hit["_source"], self.radius, chunk) if self.radius else None
             if stored is not None:
                 scored.append(ScoredChunk(chunk, score(hit), neighbour_radius=self.radius, neighbours=tuple(stored)))
                 continue
@@ -94,13 +94,9 @@ class PrefetchedWindows:
             scored.append(ScoredChunk(chunk, score(hit), neighbour_radius=self.radius, neighbours=neighbours))
         return scored
 
-    def _stored(self, hit: Hit) -> list[StoredChunk] | None:
-        """The hit's stored neighbours within the radius; None if it stores none that wide (or radius 0)."""
-        return stored_neighbours(hit["_source"], self.radius) if self.radius else None
-
     def _to_read(self, hits: list[Hit]) -> list[Hit]:
         """Those of ``hits`` that store no neighbours this wide, within the chunk budget."""
-        return [hit for hit in hits if self._stored(hit) is None][: self.max_hits]
+        return [hit for hit in hits if not stores_neighbours(hit["_source"], self.radius)][: self.max_hits]
 
     def _around(self, source: dict[str, Any]) -> list[str]:
         centre = source["chunk_index"]
