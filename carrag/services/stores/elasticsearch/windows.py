@@ -8,11 +8,12 @@ hands its stored neighbours on. They are what a read of its window would return:
 neighbours are the chunks of the hit's own version, which never change, and the hit is returned
 only if its version was found live (the argument below, without the race: nothing is read).
 
-For the other hits (chunks written before, or a wider ``NEIGHBOUR_WINDOW``): each search leg checks its hits against the source records with a real-time multi-get
-(`live_filter.py`). The chunks around each hit (``neighbour_window`` on each side; ids are derived
-from the document id and index, so no search is needed) are asked for in that same multi-get and
-handed back on the hit (`ScoredChunk.neighbours`); `SearchService` then stitches passages from
-them and asks `get_windows` only for winners that came without.
+For the other hits (chunks written before, or a wider ``NEIGHBOUR_WINDOW``): each search leg
+checks its hits against the source records with a real-time multi-get (`live_filter.py`). The
+chunks around each hit (``neighbour_window`` on each side; ids are derived from the document id and
+index, so no search is needed) are asked for in that same multi-get and handed back on the hit
+(`ScoredChunk.neighbours`); `SearchService` then stitches passages from them and asks
+`get_windows` only for winners that came without.
 
 Why this shows nothing `get_windows` would not: a neighbour's id names the hit's own version
 (``document_id``), so it can only be a chunk of that version, which is returned only if the check
