@@ -1,6 +1,7 @@
-"""The two search legs (BM25 and kNN), each filtered to live versions (`live_filter.py`) with the
-neighbours of its best hits read in the same check (`windows.py`), and the kNN leg reporting which
-model its hits' vectors are of (`served_identity.py`); plus `get_windows` for the winners without."""
+"""The two search legs (BM25 and kNN), each filtered to live versions (`live_filter.py`), with the
+neighbours the hits store fetched with them, or those of the best hits read in the same check
+(`windows.py`), and the kNN leg reporting which model its hits' vectors are of (`served_identity.py`);
+plus `get_windows` for the winners without."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from carrag.services.stores.elasticsearch.live_filter import EpochRead, LiveChec
 from carrag.services.stores.elasticsearch.live_state import LiveToken
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
+    SEARCH_SOURCE_EXCLUDES,
     record_key,
     to_chunk,
 )
@@ -43,7 +45,7 @@ class SearchLegs(IndexReads):
 
         async def run(size: int, stale: set[str]) -> list[Hit]:
             request = queries.lexical_request(query, size, queries.excluding(filters, stale))
-            response = await self._search("searching (BM25)", **request, source_excludes=CHUNK_SOURCE_EXCLUDES)  # type: ignore[arg-type]
+            response = await self._search("searching (BM25)", **request, source_excludes=SEARCH_SOURCE_EXCLUDES)  # type: ignore[arg-type]
             return response["hits"]["hits"]
 
         found = await self._live_filter.hits(run, k)
@@ -55,7 +57,7 @@ class SearchLegs(IndexReads):
 
         async def run(size: int, stale: set[str]) -> list[Hit]:
             request = queries.knn_request(vector, size, self.num_candidates, queries.excluding(filters, stale))
-            response = await self._search("searching (kNN)", **request, source_excludes=CHUNK_SOURCE_EXCLUDES)
+            response = await self._search("searching (kNN)", **request, source_excludes=SEARCH_SOURCE_EXCLUDES)
             return response["hits"]["hits"]
 
         try:

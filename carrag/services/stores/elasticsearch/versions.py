@@ -70,6 +70,7 @@ from carrag.services.stores.elasticsearch.mapping import (
     chunk_source,
     document_key,
     epoch_record,
+    neighbours_of,
     record_key,
     source_record,
     source_record_id,
@@ -148,7 +149,7 @@ class Versions(LiveState):
                 operations.append(
                     (
                         {"index": {"_id": chunk_id(document.document_id, chunk.chunk_index)}},
-                        chunk_source(document, chunk, vector),
+                        chunk_source(document, chunk, vector, neighbours_of(item.chunks, chunk)),
                     )
                 )
                 owners.append(position)
