@@ -107,6 +107,7 @@ async def main() -> None:
             requests.clear()
             mget_sizes.clear()
             records_before = store._live_filter.records_read
+            unchecked_before = store._live_filter.unchecked
             ours, theirs, stages = [], [], collections.defaultdict(list)
             load = os.getloadavg()[0]
             cpu: dict[str, float] = collections.defaultdict(float)
@@ -130,7 +131,10 @@ async def main() -> None:
             + "; ".join(f"{kind} ×{len(times)} p50 {p50(times)} ms" for kind, times in requests.items())
             + f"; multi-get size p50 {p50([float(n) for n in mget_sizes])} documents"
         )
-        print(f"source records read by /search's checks: {store._live_filter.records_read - records_before}")
+        print(
+            f"source records read by /search's checks: {store._live_filter.records_read - records_before}; "
+            f"legs confirmed by the epoch read beside them (no check): {store._live_filter.unchecked - unchecked_before}"
+        )
         print(
             f"event loop CPU per request (mean): /search {cpu['search'] / QUESTIONS:.2f} ms; "
             f"raw {cpu['raw'] / QUESTIONS:.2f} ms"

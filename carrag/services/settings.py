@@ -289,7 +289,14 @@ class Settings(BaseSettings):
     max_top_k: int = Field(100, ge=1, le=1000, description="Largest `top_k` a request may ask for.")
     retrieval_k_multiplier: int = Field(3, ge=1, le=50, description="Each leg returns `top_k × multiplier` candidates.")
     rrf_k: int = Field(60, ge=1, description="Reciprocal Rank Fusion constant k in 1/(k + rank).")
-    neighbour_window: int = Field(1, ge=0, le=10, description="Neighbours fetched on each side.")
+    neighbour_window: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Neighbours fetched on each side. On Elasticsearch each chunk stores 1 on each side, so a search "
+        "hit carries its window; a wider window, or chunks written by an older Carrag, are read in the live check "
+        "(docs/architecture.md).",
+    )
     max_question_chars: int = Field(4000, ge=1, description="Longest question accepted.")
     sse_keepalive_seconds: float = Field(
         15.0, gt=0, description="Idle seconds before /query/stream sends a keep-alive comment."

@@ -44,3 +44,41 @@ async def test_the_bench_alternates_raw_and_store_and_cleans_up(tmp_path, es_url
         assert dict(left) == {}, "the bench deletes every index it made"
     finally:
         await client.close()
+
+
+async def test_raw_bulk_writes_the_chunks_the_store_writes_and_raw_search_fetches_them_plain(
+    tmp_path, es_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Like for like: the raw bulk writes each chunk with its stored neighbours, as the store does; the
+    raw hybrid request fetches the chunks without them (what a plain hybrid request returns)."""
+    from carrag.bench import es_store
+    from carrag.services.stores.elasticsearch import ElasticsearchStore
+
+    settings = make_settings(tmp_path, elasticsearch_url=es_url, elasticsearch_index=es_index_name("carrag_bench"))
+    documents = es_store.synthetic_documents(EsBenchConfig(documents=2, chunks_per_document=3, dimension=4))
+    written: list[dict] = []
+    bulk = es_store.helpers.async_bulk
+
+    async def recording_bulk(client, actions, **kwargs):  # type: ignore[no-untyped-def]
+        written.extend(actions)
+        return await bulk(client, actions, **kwargs)
+
+    monkeypatch.setattr(es_store.helpers, "async_bulk", recording_bulk)
+    client = AsyncElasticsearch(es_url)
+    probe = ElasticsearchStore.from_settings(settings)
+    try:
+        await es_store.raw_bulk(client, f"{settings.elasticsearch_index}_raw", probe, documents, 4)
+    finally:
+        await probe.close()
+    assert [[n["chunk_index"] for n in a["_source"]["neighbours"]["chunks"]] for a in written[:3]] == [[1], [0, 2], [1]]
+
+    searched: list[dict] = []
+
+    class Client:
+        async def search(self, **kwargs):  # type: ignore[no-untyped-def]
+            searched.append(kwargs)
+            return {"hits": {"hits": []}}
+
+    await es_store.raw_hybrid_search(Client(), "alias", settings, "engine oil", documents[0].vectors[0], 5)  # type: ignore[arg-type]
+    assert len(searched) == 2 and all(set(s["source_excludes"]) == {"embedding", "neighbours"} for s in searched)
+    await client.close()

@@ -29,11 +29,11 @@ async def stores(es_url: str) -> AsyncIterator[list[ElasticsearchStore]]:
     for store in opened:
         await store.open()
     yield opened
+    for store in opened:
+        await store.close()
     raw = AsyncElasticsearch(es_url)
     await drop_es_index(raw, index)
     await raw.close()
-    for store in opened:
-        await store.close()
 
 
 def version_texts(name: str) -> list[str]:
@@ -46,8 +46,10 @@ async def write_version(store: ElasticsearchStore, name: str, seed: int) -> None
     )
 
 
-async def surviving_versions(store: ElasticsearchStore) -> list[str]:
-    """Every version record of the shared source still in the index, live or not."""
+async def surviving_versions(store: ElasticsearchStore, stores: list[ElasticsearchStore]) -> list[str]:
+    """Every version record of the shared source still in the index, live or not, once every
+    store's deletes of retired versions are sent (they wait out the grace, `retirement.py`)."""
+    await asyncio.gather(*(each.versions.retired.flush() for each in stores))
     await store.client.indices.refresh(index=store.index)
     response = await store.client.search(
         index=store.index,
@@ -92,7 +94,7 @@ async def test_racing_replaces_leave_exactly_one_version(stores: list[Elasticsea
         )
         live = (await reader.find_by_source("shared.txt")).document_id
         assert live in (f"a{round_number}", f"b{round_number}")
-        assert await surviving_versions(reader) == [live], "the losing and the replaced versions are deleted"
+        assert await surviving_versions(reader, stores) == [live], "the losing and the replaced versions are deleted"
     observer.stop.set()
     await watching
     observer.check()
@@ -117,12 +119,13 @@ async def test_deletes_racing_reingests_leave_one_whole_version_or_none(stores: 
             assert live is None or live.document_id == f"new{round_number}"
         else:  # the new version replaced the old one before the delete looked
             assert live is not None and live.document_id == f"new{round_number}"
-        assert await surviving_versions(reader) == ([live.document_id] if live else [])
+        assert await surviving_versions(reader, stores) == ([live.document_id] if live else [])
         if live is not None:
             assert await deleter.delete_document(live.document_id) is True
     observer.stop.set()
     await watching
     observer.check()
+    await asyncio.gather(*(each.versions.retired.flush() for each in stores))  # the deleter's, after the grace
     assert await reader.check_integrity() == []
     print("delete/re-ingest outcomes:", outcomes)
 
@@ -131,5 +134,5 @@ async def test_identical_content_written_twice_at_once_keeps_one_version(stores:
     first, second, reader = stores
     await asyncio.gather(write_version(first, "same-a", 1), write_version(second, "same-b", 1))
     live = (await reader.find_by_source("shared.txt")).document_id
-    assert await surviving_versions(reader) == [live]
+    assert await surviving_versions(reader, stores) == [live]
     assert await reader.count_chunks() == CHUNKS

@@ -4,6 +4,8 @@ deleted a version, so it never returns a version retired before its search began
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,7 +13,7 @@ from elasticsearch import AsyncElasticsearch
 
 from carrag.services.errors import DependencyUnavailable, UpstreamError
 from carrag.services.models import SearchFilters
-from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.elasticsearch import ElasticsearchStore, retirement
 from carrag.services.stores.elasticsearch.mapping import EPOCH_ID
 from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
 from tests.services.stores.test_store_contract import IDENTITY, chunks_of, record, unit_vectors
@@ -27,11 +29,11 @@ async def reader_and_writer(es_url: str) -> AsyncIterator[tuple[ElasticsearchSto
     for store in pair:
         await store.open()
     yield pair[0], pair[1]
+    for store in pair:
+        await store.close()
     raw = AsyncElasticsearch(es_url)
     await drop_es_index(raw, index)
     await raw.close()
-    for store in pair:
-        await store.close()
 
 
 async def write(store: ElasticsearchStore, name: str, *texts: str) -> None:
@@ -181,3 +183,72 @@ async def test_a_flip_whose_answer_is_lost_is_not_rolled_back(
     assert (await writer.find_by_source("shared.txt")).document_id == "v2", "the flip happened"
     hits = await reader.lexical_search("knot", 5, SearchFilters())
     assert sorted(h.chunk.chunk_index for h in hits) == [0, 1], "whole: nothing of v2 was rolled back"
+
+
+async def chunk_ids_of(store: ElasticsearchStore, document_id: str) -> list[str]:
+    await store.client.indices.refresh(index=store.index)
+    response = await store.client.search(
+        index=store.index,
+        query={"bool": {"filter": [{"term": {"doc_kind": "chunk"}}, {"term": {"document_id": document_id}}]}},
+        size=100,
+    )
+    return sorted(hit["_id"] for hit in response["hits"]["hits"])
+
+
+async def test_a_steady_search_sends_no_check_after_it(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The epoch read beside the search confirms the hits (`live_filter.py`, ``EpochRead``)."""
+    monkeypatch.setattr(retirement, "RETIRE_GRACE_SECONDS", 3.0)
+    reader, writer = reader_and_writer
+    await write(writer, "v1", "heron one", "heron two")
+    await warm(reader, "heron")
+    checks = []
+    check = reader.versions.live_check_read
+
+    async def counted(*args: object) -> object:
+        checks.append(args)
+        return await check(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reader.versions, "live_check_read", counted)
+    before = reader._live_filter.unchecked
+    lexical = await reader.lexical_search("heron", 5, SearchFilters())
+    semantic = await reader.vector_search(unit_vectors(1, 3)[0], 5, SearchFilters())
+    assert {h.chunk.document_id for h in (*lexical, *semantic)} == {"v1"}
+    assert checks == [] and reader._live_filter.unchecked == before + 2
+
+
+async def test_a_replace_answered_before_a_search_began_is_seen_while_the_old_chunks_wait_out_the_grace(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """v1's chunks are still in the index (their delete waits 3 s), and the reader remembers v1 with
+    the epoch it read: the epoch read beside its next search has moved, so it reads the records."""
+    monkeypatch.setattr(retirement, "RETIRE_GRACE_SECONDS", 3.0)
+    reader, writer = reader_and_writer
+    await write(writer, "v1", "kestrel ancient words", "kestrel more ancient words")
+    await warm(reader, "ancient")
+    await write(writer, "v2", "kestrel fresh words")
+    assert await chunk_ids_of(writer, "v1"), "the retired chunks wait out the grace"
+    for _ in range(3):  # only v1's chunks match: without the epoch, memory would confirm them
+        assert await reader.lexical_search("ancient", 5, SearchFilters()) == []
+        assert {h.chunk.document_id for h in await reader.lexical_search("kestrel", 5, SearchFilters())} == {"v2"}
+    deleted = await reader.delete_document("v2")
+    assert deleted and await reader.lexical_search("kestrel", 5, SearchFilters()) == []
+    assert await writer.lexical_search("kestrel", 5, SearchFilters()) == [], "the other process sees the delete"
+
+
+async def test_retired_chunks_are_deleted_once_the_grace_is_over_or_when_the_writer_stops(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(retirement, "RETIRE_GRACE_SECONDS", 1.0)
+    reader, writer = reader_and_writer
+    await write(writer, "v1", "osprey one", "osprey two")
+    await write(writer, "v2", "osprey three")
+    assert len(await chunk_ids_of(reader, "v1")) == 2
+    await asyncio.sleep(1.3)
+    assert await chunk_ids_of(reader, "v1") == [], "deleted by the writer's own timer"
+    await write(writer, "v3", "osprey four")
+    started = time.monotonic()
+    await writer.close()
+    assert time.monotonic() - started >= 0.9, "a stopping process waits out the grace of what it retired"
+    assert await chunk_ids_of(reader, "v2") == []

@@ -73,6 +73,18 @@ class LiveState:
                 states[document_key(record)] = SourceState(record, doc["_seq_no"], doc["_primary_term"])
         return states
 
+    async def read_epoch(self) -> tuple[str | None, str | None]:
+        """The epoch now (real time; None when there is none yet) and the concrete index it is in."""
+        try:
+            response = await self.connection.client.get(
+                index=self.alias, id=EPOCH_ID, source_includes=["content_hash"], realtime=True
+            )
+        except NotFoundError as exc:
+            if "index_not_found" in str(exc.body):
+                raise
+            return None, None
+        return response["_source"].get("content_hash"), response["_index"]
+
     async def live_tokens(self, source_ids: Sequence[str]) -> dict[str, LiveToken]:
         """``source key → (document_id, seq_no, primary_term)`` of each source's record (real time)."""
         if not source_ids:

@@ -82,6 +82,7 @@ async def reindex(
         await client.indices.add_block(index=old, block="write")
         changed = await _copy_sources(store, old, target, embedder, identity, copied, copied, report)
         removed = await _remove_deleted(store, old, new, target)
+        await target.retired.flush()  # no reader sees the new index yet: no leftovers once it is served
         await client.indices.refresh(index=new)
         actions: list[dict[str, Any]] = [{"add": {"index": new, "alias": alias, "is_write_index": True}}]
         actions.insert(0, {"remove_index": {"index": old}} if plain else {"remove": {"index": old, "alias": alias}})

@@ -1,6 +1,7 @@
-"""The two search legs (BM25 and kNN), each filtered to live versions (`live_filter.py`) with the
-neighbours of its best hits read in the same check (`windows.py`), and the kNN leg reporting which
-model its hits' vectors are of (`served_identity.py`); plus `get_windows` for the winners without."""
+"""The two search legs (BM25 and kNN), each filtered to live versions (`live_filter.py`), with the
+neighbours the hits store fetched with them, or those of the best hits read in the same check
+(`windows.py`), and the kNN leg reporting which model its hits' vectors are of (`served_identity.py`);
+plus `get_windows` for the winners without."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from carrag.services.models import (
     StoredChunk,
 )
 from carrag.services.stores.elasticsearch import queries
-from carrag.services.stores.elasticsearch.live_filter import LiveCheck, LiveFilter
+from carrag.services.stores.elasticsearch.live_filter import EpochRead, LiveCheck, LiveFilter
 from carrag.services.stores.elasticsearch.live_state import LiveToken
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
+    SEARCH_SOURCE_EXCLUDES,
     record_key,
     to_chunk,
 )
@@ -43,7 +45,7 @@ class SearchLegs(IndexReads):
 
         async def run(size: int, stale: set[str]) -> list[Hit]:
             request = queries.lexical_request(query, size, queries.excluding(filters, stale))
-            response = await self._search("searching (BM25)", **request, source_excludes=CHUNK_SOURCE_EXCLUDES)  # type: ignore[arg-type]
+            response = await self._search("searching (BM25)", **request, source_excludes=SEARCH_SOURCE_EXCLUDES)  # type: ignore[arg-type]
             return response["hits"]["hits"]
 
         found = await self._live_filter.hits(run, k)
@@ -55,7 +57,7 @@ class SearchLegs(IndexReads):
 
         async def run(size: int, stale: set[str]) -> list[Hit]:
             request = queries.knn_request(vector, size, self.num_candidates, queries.excluding(filters, stale))
-            response = await self._search("searching (kNN)", **request, source_excludes=CHUNK_SOURCE_EXCLUDES)
+            response = await self._search("searching (kNN)", **request, source_excludes=SEARCH_SOURCE_EXCLUDES)
             return response["hits"]["hits"]
 
         try:
@@ -73,6 +75,13 @@ class SearchLegs(IndexReads):
             )
         # Elasticsearch scores cosine as (1 + cos) / 2; report the cosine itself, like SQLite.
         return self._windows.scored(found, lambda hit: 2.0 * float(hit["_score"]) - 1.0)
+
+    def _epoch_beside(self) -> EpochRead:
+        """The epoch read sent beside a search: the round's, for a leg of a hybrid search."""
+        round_ = SharedCheck.current()
+        if round_ is not None:
+            return round_.epoch_beside(self.versions.read_epoch)
+        return EpochRead.start(self.versions.read_epoch)
 
     def shared_check(self) -> SharedCheck:
         """A round in which the legs of one search share their first live check (`shared_check.py`)."""

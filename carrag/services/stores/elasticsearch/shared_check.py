@@ -28,7 +28,7 @@ from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any
 
-from carrag.services.stores.elasticsearch.live_filter import LiveCheck
+from carrag.services.stores.elasticsearch.live_filter import EpochRead, EpochValue, LiveCheck
 from carrag.services.stores.elasticsearch.live_state import LiveToken
 from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
 
@@ -71,6 +71,7 @@ class SharedCheck:
     def __init__(self, read: Read, windows: PrefetchedWindows) -> None:
         self._read = read
         self._windows = windows
+        self._beside: EpochRead | None = None
         self._legs: list[_Leg] = []
         self._fired = False
         self._task: asyncio.Future[None] | None = None  # the one read, held so it is not collected
@@ -79,6 +80,19 @@ class SharedCheck:
         member = _Leg(self)
         self._legs.append(member)
         return member
+
+    @staticmethod
+    def current() -> SharedCheck | None:
+        """The round the calling leg runs in, if any."""
+        member = _current_leg.get()
+        return None if member is None else member.round
+
+    def epoch_beside(self, read_epoch: Callable[[], Awaitable[EpochValue]]) -> EpochRead:
+        """One epoch read beside the round's searches (`live_filter.py`, ``EpochRead``), sent when
+        the first leg starts its search and shared by the others."""
+        if self._beside is None:
+            self._beside = EpochRead.start(read_epoch)
+        return self._beside
 
     @staticmethod
     def joined() -> _Leg | None:

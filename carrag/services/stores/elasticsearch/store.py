@@ -92,7 +92,7 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
         self.batcher = WriteBatcher(self._write_batch, max_chunks=batch_chunks, max_in_flight=batches_in_flight)
         self._sweeper: asyncio.Task[None] | None = None
         self._windows = PrefetchedWindows(neighbour_window, 1 / max(retrieval_k_multiplier, 1))
-        self._live_filter = LiveFilter(self._live_check)
+        self._live_filter = LiveFilter(self._live_check, self._epoch_beside)
         self.served_identity = ServedIdentity(index, self.layout.identity_with_index)
 
     @classmethod
@@ -132,6 +132,7 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
                 await self._sweeper
             self._sweeper = None
         await self.batcher.aclose()
+        await self.versions.retired.close()  # what this process retired, deleted once the grace is over
         await self.connection.close()
 
     async def _sweep_periodically(self) -> None:
@@ -272,7 +273,9 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
     # --- document reads ------------------------------------------------------------------------
     async def check_integrity(self) -> list[str]:
         """Everything that would make the store inconsistent, as readable lines (empty: consistent).
-        Refreshes the index first, so what was deleted is gone from the counts."""
+        Sends this process's deletes of retired versions first (waiting out their grace,
+        `retirement.py`) and refreshes the index, so what was deleted is gone from the counts."""
+        await self.versions.retired.flush()
 
         async def check() -> list[str]:
             problems = await integrity_problems(self.connection.client, self.index)

@@ -16,17 +16,20 @@ Writing a batch of versions (`write`):
    the record as read, or ``create`` when there was none. A flip either happens whole (one document)
    or not at all; on a conflict (another process flipped or deleted the record since it was read)
    the record is read again and the flip retried, so the last flip wins and one version survives.
-3. Write a new value into the *epoch* document, then delete the replaced version's chunks
-   and version record (no refresh needed: readers already ignore them).
+3. Write a new value into the *epoch* document, then, a grace period later (`retirement.py`),
+   delete the replaced version's chunks and version record (no refresh needed: readers already
+   ignore them).
 
 Deleting (`delete`) removes the source record conditionally in the same way, then writes a new
-epoch, then deletes the chunks. `sweep` writes one before deleting too.
+epoch, then deletes the chunks (after the grace). `sweep` writes one before deleting too.
 
 The epoch is what lets most searches skip reading the records (`live_filter.py`): no chunk of
 a version that was ever live is deleted without the epoch changing first, so a reader that
 read a source's record, and reads the same epoch after its search as before that read, knows
-the version it saw then was still whole during the search. If the epoch cannot be written, the
-chunks are not deleted (`sweep` does it later).
+the version it saw then was still whole during the search. Since the delete comes a grace
+period after the epoch, a reader may also read the epoch *beside* its search, if the search ends
+well within the grace (`retirement.py`). If the epoch cannot be written, the chunks are not
+deleted (`sweep` does it later).
 
 Kept originals (`originals.py`, an index of their own) ride along, keyed by the version's id: written
 after step 1 (a failure fails the version), removed with a replaced, deleted, rolled-back or abandoned
@@ -67,6 +70,7 @@ from carrag.services.stores.elasticsearch.mapping import (
     chunk_source,
     document_key,
     epoch_record,
+    neighbours_of,
     record_key,
     source_record,
     source_record_id,
@@ -74,6 +78,7 @@ from carrag.services.stores.elasticsearch.mapping import (
     version_record_id,
 )
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex, part_count
+from carrag.services.stores.elasticsearch.retirement import DelayedDeletes
 from carrag.services.stores.elasticsearch.sweep import sweep_abandoned, version_ids
 
 logger = logging.getLogger(__name__)
@@ -116,6 +121,7 @@ class Versions(LiveState):
         self.require_alias = require_alias
         self.refresh = refresh
         self.abandoned_after = abandoned_after
+        self.retired = DelayedDeletes(lambda ids, action, refresh: self._delete_ids(ids, action, refresh))
 
     # --- writing -------------------------------------------------------------------------------------
     async def write(self, items: list[PendingWrite]) -> list[str | BaseException | None]:
@@ -143,7 +149,7 @@ class Versions(LiveState):
                 operations.append(
                     (
                         {"index": {"_id": chunk_id(document.document_id, chunk.chunk_index)}},
-                        chunk_source(document, chunk, vector),
+                        chunk_source(document, chunk, vector, neighbours_of(item.chunks, chunk)),
                     )
                 )
                 owners.append(position)
@@ -354,13 +360,14 @@ class Versions(LiveState):
         return False
 
     async def _delete_retired(self, ids: list[str], action: str, refresh: str | bool = False) -> bool:
-        """Delete chunks (and records) of versions that were live, a new epoch first; False if the
-        epoch could not be written (nothing is deleted then: the sweep does it later)."""
+        """Delete chunks (and records) of versions that were live: a new epoch first, the deletes
+        a grace period after it (`retirement.py`); False if the epoch could not be written
+        (nothing is deleted then: the sweep does it later)."""
         if not ids:
             return True
         if not await self.new_epoch():
             return False
-        await self._delete_ids(ids, action, refresh)
+        self.retired.schedule(ids, action, refresh)
         return True
 
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
