@@ -4,6 +4,7 @@ read beside a search that the grace makes possible (`live_filter.py`, ``EpochRea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 import pytest
@@ -12,6 +13,8 @@ from carrag.services.stores.elasticsearch import retirement
 from carrag.services.stores.elasticsearch.live_filter import EpochRead, LiveFilter
 from carrag.services.stores.elasticsearch.live_state import LiveToken
 from carrag.services.stores.elasticsearch.retirement import DelayedDeletes
+from carrag.services.stores.elasticsearch.shared_check import SharedCheck
+from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
 from tests.services.stores.test_elasticsearch_live_filter import Index, hit
 
 
@@ -36,8 +39,8 @@ async def test_nothing_is_deleted_before_the_grace_and_everything_due_goes_in_on
     deletes = Deletes()
     delayed = DelayedDeletes(deletes)
     scheduled = time.monotonic()
-    delayed.schedule(["a-0", "a-1"], "removing replaced versions")
-    delayed.schedule(["b-0"], "removing replaced versions")
+    await delayed.retire(["a-0", "a-1"], "removing replaced versions")
+    await delayed.retire(["b-0"], "removing replaced versions")
     await asyncio.sleep(grace * 0.6)
     assert deletes.sent == [] and delayed.pending == 3
     await asyncio.sleep(grace * 0.8)
@@ -51,11 +54,11 @@ async def test_flush_waits_for_what_was_scheduled_and_never_sends_early(grace: f
     deletes = Deletes()
     delayed = DelayedDeletes(deletes)
     scheduled = time.monotonic()
-    delayed.schedule(["a-0"], "deleting a document")
+    await delayed.retire(["a-0"], "deleting a document")
     flushing = asyncio.ensure_future(delayed.flush())
     await asyncio.sleep(grace / 2)
     later = time.monotonic()
-    delayed.schedule(["b-0"], "deleting a document")  # after the flush began: not its business
+    await delayed.retire(["b-0"], "deleting a document")  # after the flush began: not its business
     await flushing
     assert [ids for _, ids, _ in deletes.sent] == [["a-0"]]
     assert deletes.sent[0][0] - scheduled >= grace
@@ -68,10 +71,10 @@ async def test_a_failed_send_does_not_stop_later_ones(grace: float) -> None:
     deletes = Deletes()
     delayed = DelayedDeletes(deletes)
     deletes.fail = True
-    delayed.schedule(["a-0"], "x")
+    await delayed.retire(["a-0"], "x")
     await asyncio.sleep(grace * 1.5)
     deletes.fail = False
-    delayed.schedule(["b-0"], "x")
+    await delayed.retire(["b-0"], "x")
     await asyncio.sleep(grace * 1.5)
     assert [ids for _, ids, _ in deletes.sent] == [["b-0"]], "a-0 is left to the sweep; b-0 still goes"
     await delayed.close()
@@ -140,3 +143,80 @@ async def test_a_failed_epoch_read_falls_back_to_the_check(grace: float) -> None
     index, live = await remembered([indexed(hit("v1", 0))], [EpochRead.start(refused)])
     assert [h["_id"] for h in (await live.hits(index.search, 5)).hits] == ["v1-0"]
     assert index.checks and live.unchecked == 0
+
+
+async def test_a_slow_epoch_read_is_given_up_at_half_the_grace(grace: float) -> None:
+    started = time.monotonic()
+    assert await epoch_read("g1", delay=5.0).within_grace() is None
+    assert time.monotonic() - started < grace, "the search does not wait for the read past its use"
+
+
+async def test_the_legs_of_one_search_share_one_epoch_read(grace: float) -> None:
+    reads = 0
+
+    async def read() -> tuple[str | None, str | None]:
+        nonlocal reads
+        reads += 1
+        return "g1", "idx"
+
+    round_ = SharedCheck(lambda *a: None, PrefetchedWindows(0))  # type: ignore[arg-type, return-value]
+    first = round_.epoch_beside(read)
+    await asyncio.sleep(grace / 10)  # the kNN leg starts its search later, after embedding the query
+    assert round_.epoch_beside(read) is first
+    assert await first.within_grace() == ("g1", "idx") and reads == 1
+
+
+async def test_a_moved_epoch_beside_the_search_costs_one_check_not_two(grace: float) -> None:
+    index, live = await remembered([indexed(hit("v1", 0))], [epoch_read("g2")])
+    index.epochs = ["g2"]
+    await live.hits(index.search, 5)
+    assert index.checks == [{"s.txt"}], "one read of every record, not the epoch first and then the records"
+
+
+async def test_deletes_scheduled_while_stopping_are_sent_too(grace: float) -> None:
+    deletes = Deletes()
+    delayed = DelayedDeletes(deletes)
+    await delayed.retire(["a-0"], "x")
+    closing = asyncio.ensure_future(delayed.close())
+    await asyncio.sleep(grace / 2)
+    await delayed.retire(["b-0"], "x")  # a write that was still finishing
+    await closing
+    assert sorted(i for _, ids, _ in deletes.sent for i in ids) == ["a-0", "b-0"]
+
+
+async def test_a_send_cancelled_midway_keeps_its_ids_for_the_next(grace: float) -> None:
+    sent: list[list[str]] = []
+    started = asyncio.Event()
+
+    async def slow(ids: list[str], action: str, refresh: str | bool) -> None:
+        started.set()
+        await asyncio.sleep(10)
+        sent.append(ids)
+
+    delayed = DelayedDeletes(slow)
+    await delayed.retire(["a-0"], "x")
+    flushing = asyncio.ensure_future(delayed.flush())  # a sweep's flush, cancelled as the process stops
+    await started.wait()
+    flushing.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await flushing
+    assert delayed.pending == 1, "not lost: sent again by the next flush or close"
+
+
+def test_a_store_used_from_a_second_event_loop_still_deletes(grace: float) -> None:
+    deletes = Deletes()
+    delayed = DelayedDeletes(deletes)
+
+    async def one_run(name: str) -> None:
+        await delayed.retire([name], "x")
+        await delayed.close()
+
+    asyncio.run(one_run("a-0"))
+    asyncio.run(one_run("b-0"))  # as two CLI commands in one process
+    assert [ids for _, ids, _ in deletes.sent] == [["a-0"], ["b-0"]]
+
+
+async def test_an_index_no_reader_searches_yet_deletes_at_once() -> None:
+    deletes = Deletes()
+    await DelayedDeletes(deletes, immediate=True).retire(["a-0"], "x")
+    assert [ids for _, ids, _ in deletes.sent] == [["a-0"]]

@@ -93,19 +93,21 @@ class EpochRead:
 
     @classmethod
     def start(cls, read: Callable[[], Awaitable[EpochValue]]) -> EpochRead:
-        sent = time.monotonic()
+        sent = retirement.now()
         answer = asyncio.ensure_future(read())
         answer.add_done_callback(_consume)  # an unused read's error is not an error of the search
         return cls(sent, answer)
 
     async def within_grace(self) -> EpochValue | None:
         """What was read, if the read succeeded and less than half the grace has passed since it
-        was sent (`retirement.py`); else None, and the search is checked after it."""
-        try:
-            value = await asyncio.shield(self.answer)  # the legs of one search share it
-        except Exception:  # noqa: BLE001 - the check after the search reports the store's errors
+        was sent (`retirement.py`); else None (at that deadline at the latest), and the search is
+        checked after it."""
+        deadline = self.sent + retirement.grace() / 2
+        try:  # shielded: the legs of one search share the read
+            value = await asyncio.wait_for(asyncio.shield(self.answer), max(deadline - retirement.now(), 0.0))
+        except Exception:  # noqa: BLE001 - too late, or failed: the check after the search reports the store's errors
             return None
-        if time.monotonic() - self.sent >= retirement.grace() / 2:
+        if retirement.now() >= deadline:
             return None
         return value
 
@@ -146,9 +148,16 @@ class LiveFilter:
             beside = self._beside() if attempt == 0 and self._beside is not None and self._epoch is not None else None
             hits = await search(k, stale)
             known = self._known_before(hits, started)
-            if beside is not None and hits and await self._epoch_unmoved(hits, known, beside):
-                self.unchecked += 1
-                return LiveHits(hits[:k], {})
+            if beside is not None and hits and all(record_key(hit["_source"]) in known for hit in hits):
+                read = await beside.within_grace()
+                if read is not None and self._unmoved(hits, known, *read):
+                    self.unchecked += 1
+                    for key in known:
+                        self._seen.move_to_end(key)
+                    return LiveHits(hits[:k], {})
+                if read is not None and read[0] is not None and read[0] != self._epoch:
+                    self._epoch = read[0]  # moved: answered before the check below is sent, so it may stand
+                    known = self._known_before(hits, started)  # for it (one multi-get reads every record)
             epoch = self._epoch
             checked = await self._read(hits, [hit for hit in hits if record_key(hit["_source"]) not in known])
             if known and any(seen.epoch != checked.epoch for seen in known.values()):
@@ -179,15 +188,9 @@ class LiveFilter:
         return LiveHits(confirmed[:k], checked.chunks, checked.read_for)
 
     @staticmethod
-    async def _epoch_unmoved(hits: list[Hit], known: dict[str, _Seen], beside: EpochRead) -> bool:
-        """Every hit is of a remembered version and the epoch read beside the search, in time, from
-        the index the hits came from, is the one remembered with each (the module docstring)."""
-        if any(record_key(hit["_source"]) not in known for hit in hits):
-            return False
-        read = await beside.within_grace()
-        if read is None:
-            return False
-        epoch, index = read
+    def _unmoved(hits: list[Hit], known: dict[str, _Seen], epoch: str | None, index: str | None) -> bool:
+        """The epoch read beside the search, from the index the hits came from, is the one
+        remembered with each hit's source (the module docstring)."""
         return (
             epoch is not None
             and all(hit["_index"] == index for hit in hits)

@@ -72,7 +72,8 @@ async def reindex(
     await layout.create_generation(generation, with_alias=False)
     identity = await embedder.embedding_identity()
     await layout.claim_identity(identity, new)
-    target = Versions(store.connection, new, refresh="false", require_alias=False)
+    # no reader searches the new index before the swap: its retired chunks may go at once
+    target = Versions(store.connection, new, refresh="false", require_alias=False, served=False)
     report(f"re-embedding {old} into {new} with {identity.describe()}")
     await store.collections.copy_to(new)
     try:
@@ -82,7 +83,6 @@ async def reindex(
         await client.indices.add_block(index=old, block="write")
         changed = await _copy_sources(store, old, target, embedder, identity, copied, copied, report)
         removed = await _remove_deleted(store, old, new, target)
-        await target.retired.flush()  # no reader sees the new index yet: no leftovers once it is served
         await client.indices.refresh(index=new)
         actions: list[dict[str, Any]] = [{"add": {"index": new, "alias": alias, "is_write_index": True}}]
         actions.insert(0, {"remove_index": {"index": old}} if plain else {"remove": {"index": old, "alias": alias}})

@@ -12,7 +12,11 @@ Why this is as safe as two checks: the one multi-get starts after the last leg's
 is "after the search" for each leg, which is all `live_filter.py` asks of a check; it only comes
 later for the leg that finished first. Both legs then see the same record of a source, so a source
 replaced during the search cannot come back as one version from each leg (`one_version.py` still
-covers the repeated searches of a leg whose hits were not confirmed: those are checked on their own).
+covers the repeated searches of a leg whose hits were not confirmed, which are checked on their own,
+and a leg confirmed by the epoch read beside the search, which asks for no check: `live_filter.py`).
+
+The round also holds that epoch read (`epoch_beside`): sent when the first leg starts its search,
+shared by the other.
 
 Nothing waits on a leg that will never ask: a leg leaves the round when it ends, whether it
 searched, returned early or raised (`SharedCheck.leg` gives the context the search service holds

@@ -114,6 +114,7 @@ class Versions(LiveState):
         abandoned_after: float = 600.0,
         require_alias: bool = True,
         originals: OriginalsIndex | None = None,
+        served: bool = True,
     ) -> None:
         self.connection = connection
         self.originals = originals  # None: originals are not this instance's business (reindex's copy)
@@ -121,7 +122,9 @@ class Versions(LiveState):
         self.require_alias = require_alias
         self.refresh = refresh
         self.abandoned_after = abandoned_after
-        self.retired = DelayedDeletes(lambda ids, action, refresh: self._delete_ids(ids, action, refresh))
+        self.retired = DelayedDeletes(
+            lambda ids, action, refresh: self._delete_ids(ids, action, refresh), immediate=not served
+        )
 
     # --- writing -------------------------------------------------------------------------------------
     async def write(self, items: list[PendingWrite]) -> list[str | BaseException | None]:
@@ -218,6 +221,9 @@ class Versions(LiveState):
         """Step 2; returns the replaced versions as (document_id, chunk_count, ids the new version reuses)."""
         superseded: list[tuple[str, int, set[str]]] = []
         todo = list(positions)
+        # A 409 may answer the client's own retry of a flip that was applied but whose answer was lost:
+        # such a version may be live, so it is never rolled back (the sweep decides, by the record).
+        conflicted: set[int] = set()
         for _ in range(FLIP_ATTEMPTS):
             if not todo:
                 break
@@ -231,7 +237,7 @@ class Versions(LiveState):
                     deferred.append(position)
                 else:
                     this_round[source] = position
-            states = await self._states_or_fail(items, this_round, outcomes)
+            states = await self._states_or_fail(items, this_round, outcomes, conflicted)
             operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
             flipping: list[tuple[int, SourceState | None]] = []
             for source, position in this_round.items():
@@ -258,6 +264,7 @@ class Versions(LiveState):
                         reused = set(version_ids(new_id, len(item.chunks))) if old.document_id == new_id else set()
                         superseded.append((old.document_id, old.chunk_count, reused))
                 elif result.conflict:
+                    conflicted.add(position)
                     retry.append(position)
                 elif result.status == FLIP_UNKNOWN:
                     pass  # the flip may have happened: no roll back; the error is reported, the sweep decides
@@ -268,23 +275,22 @@ class Versions(LiveState):
                     await self._roll_back([item])
             todo = deferred + retry
         if todo:
-            late = [items[p] for p in todo]
             for position in todo:
                 outcomes[position] = DependencyUnavailable(
                     "store", "Elasticsearch kept changing the document's source record; nothing was stored, retry"
                 )
-            await self._roll_back(late)
+            await self._roll_back([items[p] for p in todo if p not in conflicted])
         return superseded
 
     async def _states_or_fail(
-        self, items: list[PendingWrite], this_round: dict[str, int], outcomes: list[Any]
+        self, items: list[PendingWrite], this_round: dict[str, int], outcomes: list[Any], conflicted: set[int]
     ) -> dict[str, SourceState]:
         try:
             return await self.source_states(list(this_round))
         except CarragError as exc:
             for position in this_round.values():
                 outcomes[position] = exc
-            await self._roll_back([items[p] for p in this_round.values()])
+            await self._roll_back([items[p] for p in this_round.values() if p not in conflicted])
             return {}
 
     async def _flip_bulk(
@@ -367,7 +373,7 @@ class Versions(LiveState):
             return True
         if not await self.new_epoch():
             return False
-        self.retired.schedule(ids, action, refresh)
+        await self.retired.retire(ids, action, refresh)
         return True
 
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
