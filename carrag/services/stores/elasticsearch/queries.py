@@ -96,10 +96,11 @@ def filename_clause(filename: str, is_glob: bool) -> dict[str, Any]:
     return {"regexp": {"filename_lower": {"value": pattern, "flags": "NONE"}}}
 
 
-def filter_clauses(filters: SearchFilters | ExcludingVersions) -> list[dict[str, Any]]:
+def filter_clauses(filters: SearchFilters | ExcludingVersions, *, legacy: bool = True) -> list[dict[str, Any]]:
+    """``legacy``: the index may hold chunks written before collections (`collection_clause`)."""
     if isinstance(filters, ExcludingVersions):
         return [
-            *filter_clauses(filters.filters),
+            *filter_clauses(filters.filters, legacy=legacy),
             {"bool": {"must_not": {"terms": {"document_id": sorted(filters.stale)}}}},
         ]
     clauses: list[dict[str, Any]] = [{"term": {"doc_kind": "chunk"}}]
@@ -119,7 +120,7 @@ def filter_clauses(filters: SearchFilters | ExcludingVersions) -> list[dict[str,
         clauses.append({"terms": {"document_id": list(filters.document_ids)}})
     clauses.extend(metadata_clauses(filters))
     if filters.collection_ids:
-        clauses.append(collection_clause(filters.collection_ids))
+        clauses.append(collection_clause(filters.collection_ids, legacy=legacy))
     return clauses
 
 
@@ -149,7 +150,9 @@ def metadata_clauses(filters: SearchFilters) -> list[dict[str, Any]]:
     return clauses
 
 
-def lexical_request(query: str, size: int, filters: SearchFilters | ExcludingVersions) -> dict[str, Any] | None:
+def lexical_request(
+    query: str, size: int, filters: SearchFilters | ExcludingVersions, *, legacy: bool = True
+) -> dict[str, Any] | None:
     """The BM25 leg; None when the query has no searchable words.
 
     The same term selection as the SQLite leg (stopwords dropped, at most 64 terms); the english
@@ -161,7 +164,7 @@ def lexical_request(query: str, size: int, filters: SearchFilters | ExcludingVer
         "query": {
             "bool": {
                 "must": {"multi_match": {"query": " ".join(terms), "fields": BM25_FIELDS, "type": "most_fields"}},
-                "filter": filter_clauses(filters),
+                "filter": filter_clauses(filters, legacy=legacy),
             }
         },
         "size": min(size, MAX_RESULT_WINDOW),
@@ -169,7 +172,7 @@ def lexical_request(query: str, size: int, filters: SearchFilters | ExcludingVer
 
 
 def knn_request(
-    vector: np.ndarray, k: int, num_candidates: int, filters: SearchFilters | ExcludingVersions
+    vector: np.ndarray, k: int, num_candidates: int, filters: SearchFilters | ExcludingVersions, *, legacy: bool = True
 ) -> dict[str, Any]:
     k = min(k, MAX_NUM_CANDIDATES)
     return {
@@ -178,7 +181,7 @@ def knn_request(
             "query_vector": np.asarray(vector, dtype=np.float32).tolist(),
             "k": k,
             "num_candidates": min(max(num_candidates, k), MAX_NUM_CANDIDATES),
-            "filter": filter_clauses(filters),
+            "filter": filter_clauses(filters, legacy=legacy),
         },
         "size": k,
     }

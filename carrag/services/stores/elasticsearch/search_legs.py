@@ -44,7 +44,9 @@ class SearchLegs(IndexReads):
             return []
 
         async def run(size: int, stale: set[str]) -> list[Hit]:
-            request = queries.lexical_request(query, size, queries.excluding(filters, stale))
+            request = queries.lexical_request(
+                query, size, queries.excluding(filters, stale), legacy=self.layout.legacy_chunks
+            )
             response = await self._search("searching (BM25)", **request, source_excludes=SEARCH_SOURCE_EXCLUDES)  # type: ignore[arg-type]
             return response["hits"]["hits"]
 
@@ -56,7 +58,9 @@ class SearchLegs(IndexReads):
             return []
 
         async def run(size: int, stale: set[str]) -> list[Hit]:
-            request = queries.knn_request(vector, size, self.num_candidates, queries.excluding(filters, stale))
+            request = queries.knn_request(
+                vector, size, self.num_candidates, queries.excluding(filters, stale), legacy=self.layout.legacy_chunks
+            )
             response = await self._search("searching (kNN)", **request, source_excludes=SEARCH_SOURCE_EXCLUDES)
             return response["hits"]["hits"]
 
