@@ -103,8 +103,11 @@ class EpochRead:
         was sent (`retirement.py`); else None (at that deadline at the latest), and the search is
         checked after it."""
         deadline = self.sent + retirement.grace() / 2
-        try:  # shielded: the legs of one search share the read
-            value = await asyncio.wait_for(asyncio.shield(self.answer), max(deadline - retirement.now(), 0.0))
+        try:
+            if not self.answer.done():  # shielded: the legs of one search share the read
+                async with asyncio.timeout(max(deadline - retirement.now(), 0.0)):
+                    await asyncio.shield(self.answer)
+            value = self.answer.result()
         except Exception:  # noqa: BLE001 - too late, or failed: the check after the search reports the store's errors
             return None
         if retirement.now() >= deadline:
