@@ -22,19 +22,14 @@ import resource
 import statistics
 import sys
 import time
-import uuid
 from typing import Any
 
 import httpx
 
 from carrag.bench.es_store import (
-    EsBenchConfig,
     bench_questions,
-    drop,
+    fill_search_index,
     raw_hybrid_search,
-    search_settings,
-    store_writes,
-    synthetic_documents,
 )
 from carrag.services.settings import get_settings
 
@@ -52,12 +47,9 @@ def p50(values: list[float]) -> float:
 
 async def main() -> None:
     from carrag.api.main import create_app
-    from carrag.services.container import build_container
 
-    settings = get_settings()
-    alias = f"{settings.elasticsearch_index}_breakdown_{uuid.uuid4().hex[:6]}"
-    settings = search_settings(settings, alias)
-    container = await build_container(settings)
+    filled = await fill_search_index(get_settings(), "breakdown")
+    container, settings, alias, config = filled.container, filled.settings, filled.alias, filled.config
     store: Any = container.store
     client = store.client
     requests: dict[str, list[float]] = collections.defaultdict(list)
@@ -77,9 +69,6 @@ async def main() -> None:
 
     client.perform_request = timed
     try:
-        identity = await container.embedder.embedding_identity()
-        config = EsBenchConfig(documents=400, dimension=identity.dimension)
-        await store_writes(store, synthetic_documents(config), config.documents, identity)
         questions = bench_questions(QUESTIONS)
         depth = config.top_k * settings.retrieval_k_multiplier
         raw_parts: dict[str, list[float]] = collections.defaultdict(list)
@@ -140,8 +129,7 @@ async def main() -> None:
             f"raw {cpu['raw'] / QUESTIONS:.2f} ms"
         )
     finally:
-        await drop(client, alias)
-        await container.store.close()
+        await filled.close()
 
 
 asyncio.run(main())

@@ -24,20 +24,15 @@ import os
 import statistics
 import sys
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
 from carrag.bench.es_store import (
-    EsBenchConfig,
     bench_questions,
-    drop,
+    fill_search_index,
     raw_hybrid_search,
-    search_settings,
-    store_writes,
-    synthetic_documents,
 )
 from carrag.services.settings import get_settings
 
@@ -56,18 +51,12 @@ def node_cpu_seconds() -> float:
 
 async def main() -> None:
     from carrag.api.main import create_app
-    from carrag.services.container import build_container
 
-    settings = get_settings()
-    alias = f"{settings.elasticsearch_index}_paths_{uuid.uuid4().hex[:6]}"
-    settings = search_settings(settings, alias)
-    container = await build_container(settings)
+    filled = await fill_search_index(get_settings(), "paths")
+    container, settings, alias = filled.container, filled.settings, filled.alias
     store: Any = container.store
     client = store.client
     try:
-        identity = await container.embedder.embedding_identity()
-        config = EsBenchConfig(documents=400, dimension=identity.dimension)
-        await store_writes(store, synthetic_documents(config), config.documents, identity)
         questions = bench_questions(QUESTIONS)
         depth = 5 * settings.retrieval_k_multiplier
 
@@ -111,8 +100,7 @@ async def main() -> None:
             + "; ".join(f"{p} {1000 * c[0] / QUESTIONS:.1f} + {1000 * c[1] / QUESTIONS:.1f}" for p, c in cpu.items())
         )
     finally:
-        await drop(client, alias)
-        await container.store.close()
+        await filled.close()
 
 
 asyncio.run(main())

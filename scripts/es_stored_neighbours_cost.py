@@ -20,18 +20,13 @@ import os
 import statistics
 import sys
 import time
-import uuid
 from typing import Any
 
 from elasticsearch import helpers
 
 from carrag.bench.es_store import (
-    EsBenchConfig,
     bench_questions,
-    drop,
-    search_settings,
-    store_writes,
-    synthetic_documents,
+    fill_search_index,
 )
 from carrag.services.ids import chunk_id
 from carrag.services.models import SearchFilters
@@ -56,19 +51,13 @@ def p50(values: list[float]) -> float:
 
 
 async def main() -> None:
-    from carrag.services.container import build_container
 
-    settings = get_settings()
-    alias = f"{settings.elasticsearch_index}_neighbours_{uuid.uuid4().hex[:6]}"
-    settings = search_settings(settings, alias)
-    container = await build_container(settings)
+    filled = await fill_search_index(get_settings(), "neighbours")
+    container, settings, alias, config = filled.container, filled.settings, filled.alias, filled.config
     store: Any = container.store
     client = store.client
     try:
-        identity = await container.embedder.embedding_identity()
-        config = EsBenchConfig(documents=400, dimension=identity.dimension)
-        documents = synthetic_documents(config)
-        await store_writes(store, documents, config.documents, identity)
+        documents = filled.documents
         await client.indices.refresh(index=alias)
         depth = config.top_k * settings.retrieval_k_multiplier
         questions = bench_questions(QUESTIONS)
@@ -103,8 +92,7 @@ async def main() -> None:
             )
         await bulk_cost(client, alias, store, documents, config.dimension)
     finally:
-        await drop(client, alias)
-        await container.store.close()
+        await filled.close()
 
 
 async def bulk_cost(client: Any, alias: str, store: Any, documents: list[Any], dimension: int) -> None:

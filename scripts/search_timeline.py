@@ -20,18 +20,13 @@ import os
 import statistics
 import sys
 import time
-import uuid
 from typing import Any
 
 import httpx
 
 from carrag.bench.es_store import (
-    EsBenchConfig,
     bench_questions,
-    drop,
-    search_settings,
-    store_writes,
-    synthetic_documents,
+    fill_search_index,
 )
 from carrag.services.settings import get_settings
 
@@ -71,14 +66,11 @@ def traced_sync(owner: Any, attribute: str, name: str) -> None:
 
 async def main() -> None:
     from carrag.api.main import create_app
-    from carrag.services.container import build_container
     from carrag.services.embedders.service import EmbeddingService
     from carrag.services.retrieval.search import SearchService
 
-    settings = get_settings()
-    alias = f"{settings.elasticsearch_index}_timeline_{uuid.uuid4().hex[:6]}"
-    settings = search_settings(settings, alias)
-    container = await build_container(settings)
+    filled = await fill_search_index(get_settings(), "timeline")
+    container, config = filled.container, filled.config
     store: Any = container.store
     client = store.client
     send = client.perform_request
@@ -93,9 +85,6 @@ async def main() -> None:
 
     client.perform_request = sent
     try:
-        identity = await container.embedder.embedding_identity()
-        config = EsBenchConfig(documents=400, dimension=identity.dimension)
-        await store_writes(store, synthetic_documents(config), config.documents, identity)
         app = create_app(container=container)
 
         async def traced_app(scope: Any, receive: Any, send: Any) -> None:
@@ -127,8 +116,7 @@ async def main() -> None:
         for name, values in sorted(offsets.items(), key=lambda item: statistics.median(item[1])):
             print(f"{statistics.median(values):8.2f}  {name}")
     finally:
-        await drop(client, alias)
-        await store.close()
+        await filled.close()
 
 
 asyncio.run(main())

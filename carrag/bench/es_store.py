@@ -253,6 +253,45 @@ async def drop(client: AsyncElasticsearch, alias: str) -> None:
     await client.indices.delete(index=",".join([*concrete, originals_index_name(alias)]), ignore_unavailable=True)
 
 
+@dataclass(slots=True)
+class FilledIndex:
+    """A search index of the bench's synthetic documents, for the measuring scripts (`fill_search_index`)."""
+
+    container: Any  # carrag.services.container.Container
+    settings: Settings
+    alias: str
+    config: EsBenchConfig
+    documents: list[SyntheticDocument]
+    identity: EmbeddingIdentity
+
+    async def close(self) -> None:
+        """Drop the index and close the store."""
+        await drop(self.container.store.client, self.alias)
+        await self.container.store.close()
+
+
+async def fill_search_index(settings: Settings, purpose: str, documents: int = 400) -> FilledIndex:
+    """A container with the search settings (`search_settings`) on a new index
+    ``<ELASTICSEARCH_INDEX>_<purpose>_<hex>``, filled with ``documents`` synthetic documents by the
+    store's own writes; ``close()`` drops it."""
+    from carrag.services.container import build_container
+
+    alias = f"{settings.elasticsearch_index}_{purpose}_{uuid.uuid4().hex[:6]}"
+    settings = search_settings(settings, alias)
+    container = await build_container(settings)
+    store: Any = container.store  # an ElasticsearchStore (STORE=elasticsearch)
+    try:
+        identity = await container.embedder.embedding_identity()
+        config = EsBenchConfig(documents=documents, dimension=identity.dimension)
+        written = synthetic_documents(config)
+        await store_writes(store, written, config.documents, identity)
+    except BaseException:
+        await drop(store.client, alias)
+        await store.close()
+        raise
+    return FilledIndex(container, settings, alias, config, written, identity)
+
+
 def _percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
