@@ -82,3 +82,29 @@ async def test_reindex_re_embeds_and_swaps_the_alias_without_downtime(es_url: st
     assert (await store.find_by_source("new.md")).document_id == "n"
     await drop_es_index(store.client, store.index)
     await store.close()
+
+
+async def test_a_metadata_update_made_during_the_copy_reaches_the_new_index(es_url: str) -> None:
+    """The update rewrites the source record in place (same version): the catch-up must see it by the
+    record's sequence number, not only by a new version. (Found by review.)"""
+    store = ElasticsearchStore(es_url, index=es_index_name(), refresh_interval=ES_TEST_REFRESH_INTERVAL)
+    await store.open()
+    await store.write_document(
+        record("d0", "s0.md", chunks=1, tags=["old"]), chunks_of("heron words"), unit_vectors(1, 0), IDENTITY
+    )
+    block = store.client.indices.add_block
+
+    async def updated_then_blocked(**kwargs):  # type: ignore[no-untyped-def]
+        await store.update_metadata("d0", tags=["new"])  # after the first copy, before the write block
+        return await block(**kwargs)
+
+    store.client.indices.add_block = updated_then_blocked  # type: ignore[method-assign]
+    try:
+        await reindex(store, HashingEmbedder(), report=lambda line: None)  # type: ignore[arg-type]
+    finally:
+        store.client.indices.add_block = block  # type: ignore[method-assign]
+    assert (await store.get_document("d0")).tags == ["new"]
+    hits = await store.lexical_search("heron", 5, SearchFilters())
+    assert [h.chunk.tags for h in hits] == [["new"]]
+    await drop_es_index(store.client, store.index)
+    await store.close()

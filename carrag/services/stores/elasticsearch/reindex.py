@@ -77,7 +77,7 @@ async def reindex(
     report(f"re-embedding {old} into {new} with {identity.describe()}")
     await store.collections.copy_to(new)
     try:
-        copied: dict[str, str] = {}
+        copied: dict[str, tuple[str, int]] = {}  # source key → (live version, record's _seq_no) as copied
         chunks = await _copy_sources(store, old, target, embedder, identity, copied, None, report, progress)
         report(f"copied {len(copied)} documents ({chunks} chunks); blocking writes to {old} to catch up")
         await client.indices.add_block(index=old, block="write")
@@ -129,16 +129,18 @@ async def _copy_sources(
     target: Versions,
     embedder: EmbeddingService,
     identity: Any,
-    copied: dict[str, str],
-    only_changed: dict[str, str] | None,
+    copied: dict[str, tuple[str, int]],
+    only_changed: dict[str, tuple[str, int]] | None,
     report: Report,
     progress: Progress | None = None,
 ) -> int:
-    """Copy (re-embedding) each source record of ``old`` whose live version is not in ``copied`` yet."""
+    """Copy (re-embedding) each source record of ``old``; with ``only_changed`` (the catch-up), only those
+    whose record changed since it was copied: another version, or the same one with new metadata (a
+    metadata update rewrites the record in place, so its ``_seq_no`` tells)."""
     total = 0
     records = await _source_records(store, old)
-    for record, _ in records:
-        if only_changed is not None and only_changed.get(document_key(record)) == record.document_id:
+    for record, seq_no in records:
+        if only_changed is not None and only_changed.get(document_key(record)) == (record.document_id, seq_no):
             continue
         hits = await store.client.search(
             index=old,
@@ -170,7 +172,7 @@ async def _copy_sources(
         outcome = (await target.write([PendingWrite(record, chunks, vectors, identity)]))[0]
         if isinstance(outcome, BaseException):
             raise outcome
-        copied[document_key(record)] = record.document_id
+        copied[document_key(record)] = (record.document_id, seq_no)
         total += len(chunks)
         if progress:
             progress(len(copied), len(records))
