@@ -72,7 +72,6 @@ class DelayedDeletes:
         self._pending: list[_Scheduled] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sending = asyncio.Lock()  # one send at a time: `flush` returns once what was due is sent
-        self._wake = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
 
     @property
@@ -92,7 +91,6 @@ class DelayedDeletes:
         self._pending.append(_Scheduled(now() + grace(), list(ids), action, refresh))
         if self._runner is None or self._runner.done():
             self._runner = asyncio.ensure_future(self._run())
-        self._wake.set()
 
     async def flush(self) -> None:
         """Wait until everything scheduled so far is due, and until it is sent (the sweep, the
@@ -114,22 +112,21 @@ class DelayedDeletes:
             self._runner = None
 
     def _bind(self) -> None:
-        """The lock, the event and the runner belong to one event loop: a store used from another
-        loop (a second ``asyncio.run``) starts afresh; what the old loop left pending is kept."""
+        """The lock and the runner belong to one event loop: a store used from another loop (a
+        second ``asyncio.run``) starts afresh; what the old loop left pending is kept."""
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._loop = loop
             self._sending = asyncio.Lock()
-            self._wake = asyncio.Event()
             self._runner = None
 
     async def _run(self) -> None:
+        # The grace is the same for every batch, so a batch scheduled later is never due earlier:
+        # sleeping until the earliest due time misses nothing.
         while self._pending:
             wait = min(item.due for item in self._pending) - now()
             if wait > 0:
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
+                await asyncio.sleep(wait)
                 continue
             try:
                 await self._send_due()
