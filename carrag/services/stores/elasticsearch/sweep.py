@@ -46,8 +46,7 @@ async def sweep_abandoned(versions: Versions, older_than: float | None = None) -
             response = await versions.connection.client.search(index=versions.alias, **request)
         hits = response["hits"]["hits"]
         if not hits:
-            await versions.retired.flush()
-            return removed
+            break
         found = [hit["_source"] for hit in hits]
         live = await versions.live_versions([record_key(v) for v in found])
         abandoned = [v for v in found if live.get(record_key(v)) != v["document_id"]]
@@ -57,6 +56,7 @@ async def sweep_abandoned(versions: Versions, older_than: float | None = None) -
         if await versions._delete_retired(ids, "removing abandoned versions"):  # some may have been live
             removed += len(abandoned)
         if len(hits) < SWEEP_PAGE:
-            await versions.retired.flush()  # removed when this returns (after the grace, `retirement.py`)
-            return removed
+            break
         after = hits[-1]["sort"]
+    await versions.retired.flush()  # removed when this returns (after the grace, `retirement.py`)
+    return removed
