@@ -26,6 +26,7 @@ Every kind carries ``collection_id``; a document written before collections has 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
@@ -260,20 +261,15 @@ def stored_neighbours(
     own = chunk if chunk is not None else to_chunk(source)
     centre = own.chunk_index
     return [
-        StoredChunk(
-            document_id=own.document_id,
+        dataclasses.replace(
+            own,
             chunk_index=entry["chunk_index"],
             text=entry["content"],
             char_start=entry["char_start"],
             char_end=entry["char_end"],
-            filename=own.filename,
-            source_id=own.source_id,
             tags=list(own.tags),
             pages=list(entry.get("pages") or []),
             section=entry.get("section"),
-            title=own.title,
-            external_id=own.external_id,
-            collection_id=own.collection_id,
         )
         for entry in source["neighbours"].get("chunks") or []
         if abs(entry["chunk_index"] - centre) <= radius
