@@ -41,6 +41,10 @@ class LiveToken:
     primary_term: int
 
 
+# what a search's check reads (`LiveState.live_check_read`): the epoch, source key → token, chunk id → _source
+CheckRead = tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]]
+
+
 class LiveState:
     """Base of `Versions` (which sets these up): ``alias`` may be a concrete index (reindex's copy)."""
 
@@ -92,18 +96,14 @@ class LiveState:
         _, tokens, _ = await self._live_read(source_ids, (), with_epoch=False)
         return tokens
 
-    async def live_check_read(
-        self, source_ids: Sequence[str], chunk_ids: Sequence[str]
-    ) -> tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]]:
+    async def live_check_read(self, source_ids: Sequence[str], chunk_ids: Sequence[str]) -> CheckRead:
         """A search's check in one real-time multi-get: the epoch (None when there is none yet), the
         records of ``source_ids`` as `live_tokens`, and the chunks ``chunk_ids`` (``_id → _source``
         without the vector; ids not found are left out). A chunk read here is the chunk as it was at
         that moment: its version's content, or nothing if that version's chunks were deleted."""
         return await self._live_read(source_ids, chunk_ids, with_epoch=True)
 
-    async def _live_read(
-        self, source_ids: Sequence[str], chunk_ids: Sequence[str], *, with_epoch: bool
-    ) -> tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]]:
+    async def _live_read(self, source_ids: Sequence[str], chunk_ids: Sequence[str], *, with_epoch: bool) -> CheckRead:
         unique = list(dict.fromkeys(source_ids))
         chunks = list(dict.fromkeys(chunk_ids))
         docs: list[dict[str, Any]] = (

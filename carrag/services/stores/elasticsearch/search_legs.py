@@ -19,7 +19,7 @@ from carrag.services.models import (
 )
 from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.live_filter import EpochRead, LiveCheck, LiveFilter
-from carrag.services.stores.elasticsearch.live_state import LiveToken
+from carrag.services.stores.elasticsearch.live_state import CheckRead
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
     SEARCH_SOURCE_EXCLUDES,
@@ -104,10 +104,8 @@ class SearchLegs(IndexReads):
         epoch, tokens, chunks = await self._read_live(sources, around)
         return LiveCheck(tokens, chunks, read_for, epoch)
 
-    async def _read_live(
-        self, sources: Sequence[str], chunk_ids: Sequence[str]
-    ) -> tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]]:
-        result: tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]] = await self._guarded(
+    async def _read_live(self, sources: Sequence[str], chunk_ids: Sequence[str]) -> CheckRead:
+        result: CheckRead = await self._guarded(
             "checking which versions are live",
             lambda: self.versions.live_check_read(sources, chunk_ids),
             (None, {}, {}),

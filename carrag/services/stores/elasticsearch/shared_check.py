@@ -33,16 +33,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from carrag.services.stores.elasticsearch.live_filter import EpochRead, EpochValue, LiveCheck
-from carrag.services.stores.elasticsearch.live_state import LiveToken
+from carrag.services.stores.elasticsearch.live_state import CheckRead
 from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
 
 Hit = dict[str, Any]
 
 # (sources, chunk ids) → (epoch, tokens, chunks), as `LiveState.live_check_read`
-Read = Callable[
-    [Sequence[str], Sequence[str]],
-    Awaitable[tuple[str | None, dict[str, LiveToken], dict[str, dict[str, Any]]]],
-]
+Read = Callable[[Sequence[str], Sequence[str]], Awaitable[CheckRead]]
 
 
 @dataclass(slots=True, eq=False)
