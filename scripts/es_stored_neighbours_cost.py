@@ -51,7 +51,6 @@ def p50(values: list[float]) -> float:
 
 
 async def main() -> None:
-
     filled = await fill_search_index(get_settings(), "neighbours")
     container, settings, alias, config = filled.container, filled.settings, filled.alias, filled.config
     store: Any = container.store
