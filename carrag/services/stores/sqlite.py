@@ -81,6 +81,20 @@ __all__ = ["BM25_WEIGHTS", "ORIGINAL_PIECE_BYTES", "SCHEMA", "SqliteStore", "int
 T = TypeVar("T")
 
 
+def _read_retrying(function: Callable[[sqlite3.Connection], T], connection: sqlite3.Connection) -> T:
+    """``function(connection)``, once more if FTS5 could not open ``chunks_fts`` ("vtable constructor
+    failed"): seen once under the API fuzz test's mix of wipes and queries (a 503 to a read that runs
+    fine again), and known elsewhere as SQLITE_SCHEMA after another connection changed the schema,
+    which SQLite itself answers by preparing the statement again. A read changes nothing, so running
+    it again is safe; a second failure is reported."""
+    try:
+        return function(connection)
+    except sqlite3.OperationalError as exc:
+        if "vtable constructor failed" not in str(exc):
+            raise
+        return function(connection)
+
+
 class SqliteStore:
     backend = "sqlite"
 
@@ -117,7 +131,7 @@ class SqliteStore:
     async def _read(self, function: Callable[[sqlite3.Connection], T]) -> T:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._readers, lambda: function(self._connection()))
+            return await loop.run_in_executor(self._readers, lambda: _read_retrying(function, self._connection()))
         except sqlite3.DatabaseError as exc:
             raise DependencyUnavailable("store", f"SQLite read failed: {exc}") from exc
 

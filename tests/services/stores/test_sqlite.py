@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from carrag.services.errors import EmbeddingModelMismatch
+from carrag.services.errors import DependencyUnavailable, EmbeddingModelMismatch
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, SearchFilters
 from carrag.services.stores.sqlite import SqliteStore
 
@@ -126,3 +126,37 @@ async def test_first_write_after_a_search_on_the_empty_store(store: SqliteStore)
     assert [h.chunk.chunk_index for h in hits][0] == 1
     await store.write_document(record("d2", "b.txt"), chunks_of("c"), vectors(1, 7), IDENTITY)
     assert len(await store.vector_search(matrix[0], 5, SearchFilters())) == 3
+
+
+async def test_a_read_that_fts5_could_not_open_is_run_once_more(tmp_path) -> None:
+    """Seen once under the API fuzz test: `vtable constructor failed: chunks_fts` answered a read with
+    503, though the same read runs fine a moment later (`sqlite._read_retrying`)."""
+    store = SqliteStore(tmp_path / "carrag.db")
+    await store.open()
+    calls = 0
+
+    def flaky(connection: sqlite3.Connection) -> int:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise sqlite3.OperationalError("vtable constructor failed: chunks_fts")
+        return connection.execute("SELECT count(*) FROM chunks").fetchone()[0]
+
+    assert await store._read(flaky) == 0 and calls == 2
+
+    def broken(connection: sqlite3.Connection) -> int:
+        raise sqlite3.OperationalError("vtable constructor failed: chunks_fts")
+
+    with pytest.raises(DependencyUnavailable, match="vtable constructor failed"):
+        await store._read(broken)
+
+    def other(connection: sqlite3.Connection) -> int:
+        nonlocal calls
+        calls += 1
+        raise sqlite3.OperationalError("no such table: nothing")
+
+    calls = 0
+    with pytest.raises(DependencyUnavailable, match="no such table"):
+        await store._read(other)
+    assert calls == 1, "only that error is tried again"
+    await store.close()
