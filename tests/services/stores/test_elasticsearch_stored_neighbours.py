@@ -6,7 +6,9 @@ search legs fetch the field, that an index from before the field gets it, and th
 from __future__ import annotations
 
 import asyncio
+import copy
 import dataclasses
+import pickle
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -15,14 +17,17 @@ import pytest
 from elasticsearch import AsyncElasticsearch
 
 from carrag.services.ids import chunk_id
-from carrag.services.models import Chunk, SearchFilters
+from carrag.services.models import Chunk, ScoredChunk, SearchFilters
+from carrag.services.retrieval.expansion import build_passages, windows_in_hand
 from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.elasticsearch import windows as windows_module
 from carrag.services.stores.elasticsearch.live_filter import LiveHits
 from carrag.services.stores.elasticsearch.mapping import (
     BASE_PROPERTIES,
     CHUNK_SOURCE_EXCLUDES,
     SEARCH_SOURCE_EXCLUDES,
     chunk_source,
+    neighbour_chunks,
     neighbours_of,
     stored_neighbours,
     to_chunk,
@@ -118,6 +123,86 @@ def test_the_budget_counts_only_the_hits_whose_windows_are_read() -> None:
     windows = PrefetchedWindows(radius=1, max_chunks=4)  # 2 hits' windows
     hits = [stored_hit("a", 2), stored_hit("b", 2), old_hit("c", 2), old_hit("d", 2), old_hit("e", 2)]
     assert [h["_source"]["document_id"] for h in windows.covered(hits)] == ["c", "d"]
+
+
+def counting_conversions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The document ids whose stored neighbours `windows.py` makes chunks of, one entry per conversion."""
+    converted: list[str] = []
+
+    def counted(source: dict, radius: int, chunk: Any = None) -> Any:
+        converted.append(source["document_id"])
+        return neighbour_chunks(source, radius, chunk)
+
+    monkeypatch.setattr(windows_module, "neighbour_chunks", counted)
+    return converted
+
+
+def test_stored_neighbours_become_chunks_only_when_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    converted = counting_conversions(monkeypatch)
+    hits = [stored_hit(document, 2) for document in "abc"]
+    scored = PrefetchedWindows(radius=1).scored(LiveHits(hits, {}), lambda h: h["_score"])
+    assert converted == [], "no hit's neighbours are made chunks by the search itself"
+    assert all(found.neighbour_radius == 1 for found in scored)
+    expected = tuple(stored_neighbours(hits[1]["_source"], 1) or ())
+    assert scored[1].neighbours == expected and converted == ["b"]
+    assert scored[1].neighbours == expected and converted == ["b"], "made once"
+    assert [n.key for n in scored[0].neighbours] == [("a", 1), ("a", 3)] and converted == ["b", "a"]
+
+
+def test_a_hit_with_neighbours_made_on_demand_is_the_one_made_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    hit = stored_hit("d", 2)
+    chunk = to_chunk(hit["_source"])
+    eager = ScoredChunk(chunk, 1.0, 1, tuple(stored_neighbours(hit["_source"], 1) or ()))
+
+    def lazy() -> ScoredChunk:
+        return PrefetchedWindows(radius=1).scored(LiveHits([hit], {}), lambda h: h["_score"])[0]
+
+    assert lazy() == eager and eager == lazy() and (lazy() != eager) is False
+    assert lazy() != ScoredChunk(chunk, 1.0, 1, ()) and ScoredChunk(chunk, 1.0, 1, ()) != lazy()
+    assert copy.deepcopy(lazy()) == eager and copy.copy(lazy()) == eager
+    assert pickle.loads(pickle.dumps(lazy())) == eager
+    assert dataclasses.replace(lazy(), score=2.0) == dataclasses.replace(eager, score=2.0)
+    assert dataclasses.asdict(lazy()) == dataclasses.asdict(eager)
+    assigned = lazy()
+    assigned.neighbours = ()
+    assert assigned.neighbours == (), "an assignment stands"
+    converted = counting_conversions(monkeypatch)
+    unread = lazy()
+    with pytest.raises(TypeError):
+        hash(unread)
+    assert converted == [] and not hasattr(unread, "__dict__")
+
+
+def test_expansion_reads_the_stored_neighbours_of_the_winners_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The passages are those of neighbours made at once, and only the winners' are made."""
+    hits = [stored_hit(document, index) for document in "abcde" for index in (1, 4)]
+    winners = [hits[0], hits[5], hits[1]]  # a:1, c:4, a:4
+    eager = {
+        to_chunk(h["_source"]).key: ScoredChunk(
+            to_chunk(h["_source"]), 1.0, 1, tuple(stored_neighbours(h["_source"], 1) or ())
+        )
+        for h in hits
+    }
+    converted = counting_conversions(monkeypatch)
+    found = {s.chunk.key: s for s in PrefetchedWindows(radius=1).scored(LiveHits(hits, {}), lambda h: h["_score"])}
+    assert converted == []
+
+    def passages(found: dict) -> list[tuple]:
+        chunks = [found[to_chunk(h["_source"]).key].chunk for h in winners]
+        neighbours, missing = windows_in_hand(chunks, found, 1)
+        assert missing == []
+        return [
+            (p.winners, p.document_id, p.first_index, p.last_index, p.text, [c.key for c in p.chunks])
+            for p in build_passages(chunks, neighbours, 1)
+        ]
+
+    expanded = passages(found)
+    assert expanded == passages(eager)
+    assert sorted(converted) == ["a", "a", "c"], "one conversion per winner"
+    assert [(p[1], p[4]) for p in expanded] == [
+        ("a", "text a 0\ntext a 1\ntext a 2\ntext a 3\ntext a 4\ntext a 5"),
+        ("c", "text c 3\ntext c 4\ntext c 5"),
+    ]
 
 
 # --- on a node ---------------------------------------------------------------------------------------

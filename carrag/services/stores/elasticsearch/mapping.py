@@ -258,6 +258,11 @@ def stored_neighbours(
     chunk fields from each entry); None when it stores none, or fewer than ``radius`` on each side."""
     if not stores_neighbours(source, radius):
         return None
+    return neighbour_chunks(source, radius, chunk)
+
+
+def neighbour_chunks(source: dict[str, Any], radius: int, chunk: StoredChunk | None = None) -> list[StoredChunk]:
+    """`stored_neighbours` of a chunk's JSON known to store them (`stores_neighbours`)."""
     own = chunk if chunk is not None else to_chunk(source)
     centre = own.chunk_index
     return [

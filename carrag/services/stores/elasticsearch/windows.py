@@ -29,15 +29,70 @@ from collections.abc import Callable
 from typing import Any
 
 from carrag.services.ids import chunk_id
-from carrag.services.models import ScoredChunk
+from carrag.services.models import ScoredChunk, StoredChunk
 from carrag.services.retrieval.fusion import reciprocal_rank_fusion
 from carrag.services.stores.elasticsearch.live_filter import LiveHits
-from carrag.services.stores.elasticsearch.mapping import stored_neighbours, stores_neighbours, to_chunk
+from carrag.services.stores.elasticsearch.mapping import neighbour_chunks, stores_neighbours, to_chunk
 
 MAX_PREFETCHED_CHUNKS = 1000  # per check, whatever the share
 FUSION_K = 60  # the usual RRF constant: only to guess the winners whose windows to read
 
 Hit = dict[str, Any]
+
+_NEIGHBOURS_SLOT: Any = ScoredChunk.__dict__["neighbours"]  # where `ScoredChunk` keeps them
+
+
+class StoredWindowHit(ScoredChunk):
+    """A hit whose JSON stores its neighbours (``stored``): they become chunks (`neighbour_chunks`)
+    when ``neighbours`` is first read, as `stored_neighbours` would have made them at once. Expansion
+    reads them for the winners only (a hybrid search keeps ``top_k`` of about ``2 × depth`` hits),
+    so the other hits never pay for the conversion (docs/benchmarks.md, "Stored neighbours made
+    chunks on demand"). Equal to the `ScoredChunk` made with them; a copy is one."""
+
+    __slots__ = ("_stored",)
+
+    def __init__(
+        self,
+        chunk: StoredChunk,
+        score: float,
+        neighbour_radius: int | None = None,
+        neighbours: tuple[StoredChunk, ...] = (),
+        *,
+        stored: dict[str, Any] | None = None,
+    ) -> None:
+        self.chunk, self.score, self.neighbour_radius = chunk, score, neighbour_radius
+        _NEIGHBOURS_SLOT.__set__(self, neighbours)
+        self._stored = stored if neighbour_radius is not None else None
+
+    @property
+    def neighbours(self) -> tuple[StoredChunk, ...]:
+        stored = self._stored
+        if stored is not None:
+            assert self.neighbour_radius is not None  # set with ``stored`` (__init__)
+            _NEIGHBOURS_SLOT.__set__(self, tuple(neighbour_chunks(stored, self.neighbour_radius)))
+            self._stored = None
+        neighbours: tuple[StoredChunk, ...] = _NEIGHBOURS_SLOT.__get__(self)
+        return neighbours
+
+    @neighbours.setter
+    def neighbours(self, value: tuple[StoredChunk, ...]) -> None:
+        self._stored = None
+        _NEIGHBOURS_SLOT.__set__(self, value)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ScoredChunk):
+            return NotImplemented
+        return (self.chunk, self.score, self.neighbour_radius, self.neighbours) == (
+            other.chunk,
+            other.score,
+            other.neighbour_radius,
+            other.neighbours,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # as ScoredChunk's
+
+    def __reduce__(self) -> tuple[type[ScoredChunk], tuple[Any, ...]]:
+        return ScoredChunk, (self.chunk, self.score, self.neighbour_radius, self.neighbours)
 
 
 class PrefetchedWindows:
@@ -78,21 +133,22 @@ class PrefetchedWindows:
         return self.around(self.covered(hits), {hit["_id"] for hit in hits})
 
     def scored(self, found: LiveHits, score: Callable[[Hit], float]) -> list[ScoredChunk]:
-        """The hits as scored chunks; a hit that stores its neighbours, or whose window was read,
-        carries them."""
-        by_id = {**found.chunks, **{hit["_id"]: hit["_source"] for hit in found.hits}}
-        scored = []
+        """The hits as scored chunks; a hit that stores its neighbours (made chunks when read:
+        `StoredWindowHit`), or whose window was read, carries them."""
+        by_id: dict[str, dict[str, Any]] | None = None
+        scored: list[ScoredChunk] = []
         for hit in found.hits:
-            chunk = to_chunk(hit["_source"])
-            stored = stored_neighbours(hit["_source"], self.radius, chunk) if self.radius else None
-            if stored is not None:
-                scored.append(ScoredChunk(chunk, score(hit), neighbour_radius=self.radius, neighbours=tuple(stored)))
-                continue
-            if hit["_id"] not in found.read_for:
+            source = hit["_source"]
+            chunk = to_chunk(source)
+            if self.radius and stores_neighbours(source, self.radius):
+                scored.append(StoredWindowHit(chunk, score(hit), self.radius, stored=source))
+            elif hit["_id"] not in found.read_for:
                 scored.append(ScoredChunk(chunk, score(hit)))
-                continue
-            neighbours = tuple(to_chunk(by_id[n]) for n in self._around(hit["_source"]) if n in by_id)
-            scored.append(ScoredChunk(chunk, score(hit), neighbour_radius=self.radius, neighbours=neighbours))
+            else:
+                if by_id is None:
+                    by_id = {**found.chunks, **{other["_id"]: other["_source"] for other in found.hits}}
+                neighbours = tuple(to_chunk(by_id[n]) for n in self._around(source) if n in by_id)
+                scored.append(ScoredChunk(chunk, score(hit), neighbour_radius=self.radius, neighbours=neighbours))
         return scored
 
     def _to_read(self, hits: list[Hit]) -> list[Hit]:
