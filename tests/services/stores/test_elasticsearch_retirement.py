@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from carrag.services.stores.elasticsearch import retirement
+from carrag.services.stores.elasticsearch import live_filter, retirement
 from carrag.services.stores.elasticsearch.live_filter import EpochRead, LiveFilter
 from carrag.services.stores.elasticsearch.live_state import LiveToken
+from carrag.services.stores.elasticsearch.mapping import record_key
 from carrag.services.stores.elasticsearch.retirement import DelayedDeletes
 from carrag.services.stores.elasticsearch.shared_check import SharedCheck
 from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
@@ -112,6 +113,30 @@ async def test_a_remembered_version_with_the_epoch_unmoved_beside_the_search_nee
     found = await live.hits(index.search, 5)
     assert [h["_id"] for h in found.hits] == ["v1-0", "v1-1"]
     assert index.checks == [] and live.unchecked == 1
+
+
+def counting_record_keys(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The source keys `LiveFilter` works out of hits (`record_key`), one entry per call."""
+    keys: list[str] = []
+
+    def counted(source: dict) -> str:
+        keys.append(record_key(source))
+        return keys[-1]
+
+    monkeypatch.setattr(live_filter, "record_key", counted)
+    return keys
+
+
+async def test_each_hit_s_source_key_is_worked_out_once(grace: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    hits = indexed(hit("v1", 0), hit("v1", 1), hit("v1", 2))
+    index, live = await remembered([hits], [epoch_read("g1"), epoch_read("g2")])
+    keys = counting_record_keys(monkeypatch)
+    assert len((await live.hits(index.search, 5)).hits) == 3 and live.unchecked == 1
+    assert keys == ["s.txt"] * 3, "confirmed by the epoch read beside the search"
+    keys.clear()
+    index.epochs = ["g2"]
+    assert len((await live.hits(index.search, 5)).hits) == 3 and index.checks == [{"s.txt"}]
+    assert keys == ["s.txt"] * 3, "checked after the search: the records read, the hits confirmed"
 
 
 @pytest.mark.parametrize(

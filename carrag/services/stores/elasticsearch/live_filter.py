@@ -150,8 +150,9 @@ class LiveFilter:
             started = time.monotonic()
             beside = self._beside() if attempt == 0 and self._beside is not None and self._epoch is not None else None
             hits = await search(k, stale)
-            known = self._known_before(hits, started)
-            if beside is not None and hits and all(record_key(hit["_source"]) in known for hit in hits):
+            keys = [record_key(hit["_source"]) for hit in hits]  # each hit's source key, once
+            known = self._known_before(hits, keys, started)
+            if beside is not None and hits and all(key in known for key in keys):
                 read = await beside.within_grace()
                 if read is not None and self._unmoved(hits, known, *read):
                     self.unchecked += 1
@@ -160,30 +161,31 @@ class LiveFilter:
                     return LiveHits(hits[:k], {})
                 if read is not None and read[0] is not None and read[0] != self._epoch:
                     self._epoch = read[0]  # moved: answered before the check below is sent, so it may stand
-                    known = self._known_before(hits, started)  # for it (one multi-get reads every record)
+                    known = self._known_before(hits, keys, started)  # for it (one multi-get reads every record)
             epoch = self._epoch
-            checked = await self._read(hits, [hit for hit in hits if record_key(hit["_source"]) not in known])
+            unknown = [(hit, key) for hit, key in zip(hits, keys, strict=True) if key not in known]
+            checked = await self._read(hits, [hit for hit, _ in unknown], {key for _, key in unknown})
             if known and any(seen.epoch != checked.epoch for seen in known.values()):
                 known = {}  # a version was retired since those reads: read every record
                 epoch = self._epoch
-                checked = await self._read(hits, hits)
+                checked = await self._read(hits, hits, set(keys))
             self._remember(checked.tokens, epoch)
             tokens = {**{key: seen.token for key, seen in known.items()}, **checked.tokens}
             confirmed, unconfirmed, dropped = [], [], []
-            for hit in hits:
-                source = hit["_source"]
-                token = tokens.get(record_key(source))
-                if token is None or token.document_id != source["document_id"]:
+            # a dropped hit of a source live under another version: it flipped after the search began
+            flipped = False
+            for hit, key in zip(hits, keys, strict=True):
+                token = tokens.get(key)
+                if token is None or token.document_id != hit["_source"]["document_id"]:
                     dropped.append(hit)
-                elif self._unchanged_since(record_key(source), token, started):
+                    flipped = flipped or token is not None
+                elif self._unchanged_since(key, token, started):
                     confirmed.append(hit)
                 else:
                     unconfirmed.append(hit)
             stale.update(hit["_source"]["document_id"] for hit in dropped)
             stale.difference_update(token.document_id for token in tokens.values())  # a pending one went live
             short = bool(dropped) and len(hits) >= k and len(confirmed) + len(unconfirmed) < k
-            # a dropped hit of a source live under another version: it flipped after the search began
-            flipped = any(record_key(hit["_source"]) in tokens for hit in dropped)
             if not unconfirmed and not short and not flipped:
                 return LiveHits(confirmed[:k], checked.chunks, checked.read_for)
         if unconfirmed:
@@ -200,21 +202,22 @@ class LiveFilter:
             and all(seen.epoch == epoch for seen in known.values())
         )
 
-    async def _read(self, hits: list[Hit], to_read: list[Hit]) -> LiveCheck:
+    async def _read(self, hits: list[Hit], to_read: list[Hit], sources: set[str]) -> LiveCheck:
+        """The check of ``hits``, reading the records of ``to_read`` (whose source keys are ``sources``)."""
         if not hits:
             return LiveCheck({})
         checked = await self._check(hits, to_read)
         self._epoch = checked.epoch
-        self.records_read += len({record_key(hit["_source"]) for hit in to_read})
+        self.records_read += len(sources)
         return checked
 
-    def _known_before(self, hits: list[Hit], started: float) -> dict[str, _Seen]:
+    def _known_before(self, hits: list[Hit], keys: list[str], started: float) -> dict[str, _Seen]:
         """Sources whose hits are all of the version remembered for them, read before ``started``
-        with an epoch known: they may need no record read (the epoch decides)."""
+        with an epoch known: they may need no record read (the epoch decides). ``keys``: the hits'
+        source keys (`record_key`), in order."""
         known: dict[str, _Seen] = {}
         mixed: set[str] = set()
-        for hit in hits:
-            key = record_key(hit["_source"])
+        for hit, key in zip(hits, keys, strict=True):
             seen = self._seen.get(key)
             if (
                 seen is not None
