@@ -182,3 +182,11 @@ async def test_request_principal_reads_the_header_as_require_api_key_does(
         return await deps.require_api_key(checked, await deps._bearer(checked))
 
     assert await outcome(deps.request_principal) == await outcome(through_bearer)
+
+
+def test_every_route_of_the_search_router_checks_the_key_itself() -> None:
+    """main.py includes `search.router` first without the routers' `require_api_key`: a route added
+    there must declare `request_principal` (or it would answer without a key)."""
+    for route in search.router.routes:
+        assert isinstance(route, APIRoute)
+        assert deps.request_principal in [sub.call for sub in route.dependant.dependencies], route.path
