@@ -83,10 +83,10 @@ T = TypeVar("T")
 
 def _read_retrying(function: Callable[[sqlite3.Connection], T], connection: sqlite3.Connection) -> T:
     """``function(connection)``, once more if FTS5 could not open ``chunks_fts`` ("vtable constructor
-    failed"): seen once under the API fuzz test's mix of wipes and queries (a 503 to a read that runs
-    fine again), and known elsewhere as SQLITE_SCHEMA after another connection changed the schema,
-    which SQLite itself answers by preparing the statement again. A read changes nothing, so running
-    it again is safe; a second failure is reported."""
+    failed"). That happens to a read that meets a schema change made by another connection (reproduced:
+    FTS5 reads beside a loop of CREATE TABLE on a second connection). The store creates every table
+    when it opens the file (`sqlite_schema.py`), so none should happen while it serves; this is the
+    safety net. A read changes nothing, so running it again is safe; a second failure is reported."""
     try:
         return function(connection)
     except sqlite3.OperationalError as exc:

@@ -24,22 +24,10 @@ from typing import Any, TypeVar
 
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.jobs.repository import FINISHED_STATE_VALUES, JobRecord, StoredJob
+from carrag.services.stores.sqlite_schema import JOBS_SCHEMA
 
 T = TypeVar("T")
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS jobs (
-    job_id           TEXT PRIMARY KEY,
-    revision         INTEGER NOT NULL,
-    state            TEXT NOT NULL,
-    created_at       TEXT NOT NULL,
-    lease_expires_at REAL,
-    finished_at      REAL,
-    record           TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS jobs_created ON jobs(created_at);
-CREATE INDEX IF NOT EXISTS jobs_lease ON jobs(lease_expires_at) WHERE finished_at IS NULL;
-"""
 
 _FINISHED = ",".join("?" * len(FINISHED_STATE_VALUES))
 
@@ -68,7 +56,7 @@ class SqliteJobRepository:
             connection = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             connection.execute("PRAGMA busy_timeout = 30000")
             connection.execute("PRAGMA journal_mode = WAL")
-            connection.executescript(SCHEMA)
+            connection.executescript(JOBS_SCHEMA)  # already there: the store creates it on open
             self._connection = connection
         return self._connection
 

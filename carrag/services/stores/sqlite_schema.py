@@ -8,6 +8,9 @@
 - ``originals``: the uploaded bytes of a document (KEEP_ORIGINALS), deleted with it by the foreign
   key's cascade (`sqlite_originals.py`).
 - ``reindex_vectors``: the next model's vectors during `carrag reindex` (`sqlite_reindex.py`).
+- ``jobs``: ingest-job records (`sqlite_jobs.py`), created here with the rest. Every table exists once
+  the file is open: a table created later, by another connection, changes the schema under running
+  reads, and an FTS5 read that meets such a change can fail ("vtable constructor failed: chunks_fts").
 """
 
 from __future__ import annotations
@@ -111,6 +114,22 @@ END;
 """
 
 
+# ingest-job records (`sqlite_jobs.py`)
+JOBS_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id           TEXT PRIMARY KEY,
+    revision         INTEGER NOT NULL,
+    state            TEXT NOT NULL,
+    created_at       TEXT NOT NULL,
+    lease_expires_at REAL,
+    finished_at      REAL,
+    record           TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_created ON jobs(created_at);
+CREATE INDEX IF NOT EXISTS jobs_lease ON jobs(lease_expires_at) WHERE finished_at IS NULL;
+"""
+
+
 def create_schema(connection: sqlite3.Connection) -> frozenset[str]:
     """Put the store file in WAL mode, create (or migrate) its tables, and return the registered
     collections' ids."""
@@ -122,6 +141,7 @@ def create_schema(connection: sqlite3.Connection) -> frozenset[str]:
     migrate_to_collections(connection, documents_table(SCHEMA), datetime.now(UTC).isoformat())
     add_missing_columns(connection)  # after the rebuild of the documents table above
     connection.executescript(COLLECTION_SCHEMA)
+    connection.executescript(JOBS_SCHEMA)
     return frozenset(r[0] for r in connection.execute("SELECT collection_id FROM collections"))
 
 

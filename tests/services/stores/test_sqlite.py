@@ -160,3 +160,24 @@ async def test_a_read_that_fts5_could_not_open_is_run_once_more(tmp_path) -> Non
         await store._read(other)
     assert calls == 1, "only that error is tried again"
     await store.close()
+
+
+async def test_job_records_change_no_schema_under_running_searches(tmp_path) -> None:
+    """The cause of that error: the jobs table was created by the job repository's own connection on
+    its first use, while searches ran, and an FTS5 read that meets another connection's schema change
+    can fail. The store now creates every table when it opens the file, so the first job record
+    changes nothing in the schema."""
+    from carrag.services.stores.sqlite_jobs import SqliteJobRepository
+
+    store = SqliteStore(tmp_path / "carrag.db")
+    await store.open()
+    try:
+        before = raw(store, "PRAGMA schema_version")[0][0]
+        assert raw(store, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'jobs'") == [("jobs",)]
+        repository = SqliteJobRepository(store.path)
+        assert (
+            await repository._run(lambda connection: connection.execute("SELECT count(*) FROM jobs").fetchone()[0]) == 0
+        )
+        assert raw(store, "PRAGMA schema_version")[0][0] == before
+    finally:
+        await store.close()
