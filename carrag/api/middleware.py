@@ -78,10 +78,10 @@ class ApiKeyGateMiddleware:
     """When API_KEYS is set, refuse a request that may carry a body (any method but GET, HEAD and
     OPTIONS) without a valid ``Authorization: Bearer`` key *before* its body is read.
 
-    The per-route check (`carrag.api.deps.require_api_key`) stays the authority and also covers GET
-    routes, but FastAPI reads and parses a request body before it runs dependencies, so without
-    this gate an anonymous client could make the service spool and parse uploads up to
-    MAX_UPLOAD_BYTES only to be told 401. OPTIONS passes (CORS preflight carries no credentials).
+    The per-route check (`carrag.api.deps.require_api_key`; `request_principal` on POST /search) stays
+    the authority and also covers GET routes, but FastAPI reads and parses a request body before it
+    runs dependencies, so without this gate an anonymous client could make the service spool and
+    parse uploads up to MAX_UPLOAD_BYTES only to be told 401. OPTIONS passes (CORS preflight carries no credentials).
     """
 
     SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -71,3 +71,15 @@ async def test_a_search_never_fuses_two_versions(container: Container, monkeypat
         (await container.store.find_by_source("oil.txt")).document_id  # type: ignore[union-attr]
     }
     assert all("15,000" in hit.text for hit in outcome.hits)
+
+
+async def test_two_versions_within_one_leg_or_across_the_legs_are_both_found() -> None:
+    for lexical, semantic in (
+        ([hit("old", 0), hit("new", 1)], []),
+        ([], [hit("old", 0), hit("x", 0, source="b.txt"), hit("new", 1)]),
+        ([hit("x", 0, source="b.txt"), hit("old", 0)], [hit("x", 1, source="b.txt"), hit("new", 1)]),
+    ):
+        records = Records({("default", "a.txt"): "new", ("default", "b.txt"): "x"})
+        kept = await one_version_per_source(records, lexical, semantic)  # type: ignore[arg-type]
+        assert "old" not in {hit.chunk.document_id for hit in (*kept[0], *kept[1])}
+        assert records.asked == [("default", "a.txt")]
