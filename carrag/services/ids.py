@@ -4,11 +4,8 @@ so that writing the same chunk twice can never create a duplicate."""
 from __future__ import annotations
 
 import hashlib
-import re
 import unicodedata
 import uuid
-
-_WHITESPACE = re.compile(r"\s+")
 
 
 def new_document_id() -> str:
@@ -23,7 +20,11 @@ def normalised_text(text: str) -> str:
     """Text as compared for sameness: Unicode NFKC, every run of whitespace one space, trimmed.
     Line endings, indentation and trailing blanks that differ between two exports of the same
     document do not make them different."""
-    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+    # str.split() splits on exactly the characters a regular expression's \s matches (str.isspace)
+    # and drops them at both ends: the substitution and the strip in one pass, ~4x faster than
+    # re.sub + strip (tests/services/test_ids.py holds the two equal; `/search` runs this on every
+    # hit it keeps, ingestion on every document's content hash).
+    return " ".join(unicodedata.normalize("NFKC", text).split())
 
 
 def content_hash(text: str) -> str:

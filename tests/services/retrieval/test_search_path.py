@@ -97,13 +97,13 @@ async def test_the_backend_embeds_in_the_callers_task() -> None:
 
 async def test_an_unreranked_search_normalises_only_the_hits_it_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
     texts: list[str] = []
-    normalise = distinct.comparison_key
+    normalise = distinct.normalised_text
 
     def counted(text: str) -> str:
         texts.append(text)
         return normalise(text)
 
-    monkeypatch.setattr(distinct, "comparison_key", counted)
+    monkeypatch.setattr(distinct, "normalised_text", counted)
     duplicate = ScoredChunk(chunk(9, 0, "passage 1-0"), 0.9)  # the same words as the best hit, another source
     hits = [ScoredChunk(chunk(1, 0), 1.0), duplicate, *(ScoredChunk(chunk(n, 0), 0.5) for n in range(2, 30))]
     search, _ = service([], hits)

@@ -1,15 +1,22 @@
-"""`distinct.comparison_key` is `ids.normalised_text`, computed another way (split and join instead
-of a regular expression, for speed): the two must never disagree, or `/search` would show (or hide)
-copies that the ingestion's content hash treats otherwise."""
+"""`ids.normalised_text` (split and join, for speed) is the regular-expression form it replaced: the
+two must never disagree, or every stored content hash would change (unchanged documents re-ingested,
+copies no longer recognised) and `/search` would show or hide other copies."""
 
 from __future__ import annotations
 
 import random
+import re
 import sys
 import unicodedata
 
 from carrag.services.ids import normalised_text
-from carrag.services.retrieval.distinct import comparison_key, distinct_by_text
+from carrag.services.retrieval.distinct import distinct_by_text
+
+
+def regular_expression_form(text: str) -> str:
+    """What `normalised_text` was until 2026-11-27."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
+
 
 WHITESPACE = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
 
@@ -18,7 +25,7 @@ def test_every_whitespace_character_alone_and_in_runs() -> None:
     assert len(WHITESPACE) > 20  # the Unicode ones too (NBSP, ideographic space, line separator, ...)
     for space in WHITESPACE:
         for text in (space, f"a{space}b", f"{space}a{space}{space}b{space}", f"a {space}\n b"):
-            assert comparison_key(text) == normalised_text(text), repr(text)
+            assert normalised_text(text) == regular_expression_form(text), repr(text)
 
 
 def test_compatibility_characters_and_random_text() -> None:
@@ -30,8 +37,8 @@ def test_compatibility_characters_and_random_text() -> None:
     rng = random.Random(12)
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
-        assert comparison_key(text) == normalised_text(text), repr(text)
-    assert comparison_key("") == normalised_text("") == ""
+        assert normalised_text(text) == regular_expression_form(text), repr(text)
+    assert normalised_text("") == regular_expression_form("") == ""
 
 
 def test_copies_that_differ_in_whitespace_and_compatibility_forms_show_once() -> None:
