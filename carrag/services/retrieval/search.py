@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from carrag.services.admission import AdmissionGate
 from carrag.services.collections import CollectionService
+from carrag.services.embedders.base import query_under_way
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError
 from carrag.services.model_change import ModelChange, QueryEmbedder
@@ -240,9 +241,19 @@ class SearchService:
             together = shared_check()
             bm25_scope, knn_scope = together.leg(), together.leg()
 
+        # A store whose BM25 leg is a request the event loop builds and sends (Elasticsearch) has it
+        # sent once the query's embedding is under way: sent first, it and the search engine held the
+        # cores while the embedding's thread waited ~1 ms for one (docs/benchmarks.md, "BM25 once the
+        # query's embedding is under way"). The embedding is the longer path; BM25 has time to spare.
+        # SQLite's BM25 runs in a thread of its own and gains nothing by waiting (it lost ~1 ms).
+        under_way = asyncio.Event()
+        hold_bm25 = mode == SearchMode.HYBRID and getattr(self.store, "bm25_after_embedding_starts", False)
+
         async def bm25_leg() -> list[ScoredChunk]:
             if mode == SearchMode.KNN:
                 return []
+            if hold_bm25:
+                await under_way.wait()
             with bm25_scope:
                 step = time.perf_counter()
                 found = await self.store.lexical_search(question, depth, filters)
@@ -253,14 +264,16 @@ class SearchService:
             nonlocal embed_ms
             if mode == SearchMode.BM25:
                 return []
-            with knn_scope:
-                step = time.perf_counter()
-                found, embed_ms, _ = await self.model_change.vector_search(question, depth, filters, serving)
-                timings["knn_leg"] = round(elapsed_ms(step) - embed_ms, 2)
-                return found
+            query_under_way.set(under_way.set)  # in this leg's own task: the embedding says when (embedders/base.py)
+            try:
+                with knn_scope:
+                    step = time.perf_counter()
+                    found, embed_ms, _ = await self.model_change.vector_search(question, depth, filters, serving)
+                    timings["knn_leg"] = round(elapsed_ms(step) - embed_ms, 2)
+                    return found
+            finally:
+                under_way.set()  # whatever happened (no embedder, an error), BM25 never waits past it
 
-        # the kNN leg first: its embedding (the longer path) is handed to its thread before the BM25
-        # request is built and sent (docs/benchmarks.md, "Python CPU on the /search path")
         semantic, lexical = await asyncio.gather(knn_leg(), bm25_leg())
         return lexical, semantic, embed_ms
 

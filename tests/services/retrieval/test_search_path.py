@@ -1,16 +1,20 @@
 """The CPU and scheduling of one search, with fakes around the search service: the kNN leg's embedding
 is handed to its thread before the BM25 leg touches the store, in the caller's own task (no extra
-turn of the event loop), and an unreranked search builds and normalises only the hits it keeps."""
+turn of the event loop); a hybrid search's BM25 request waits until the embedding is under way, and
+never longer than the embedding; an unreranked search builds and normalises only the hits it keeps."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import Sequence
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from carrag.services.embedders.base import query_under_way
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.models import EmbeddingIdentity, ScoredChunk, SearchFilters, StoredChunk
 from carrag.services.requests import SearchQuery
@@ -18,6 +22,7 @@ from carrag.services.retrieval import distinct
 from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings
+from carrag.services.vocabulary import SearchMode
 
 IDENTITY = EmbeddingIdentity("stub:model", 4)
 
@@ -44,6 +49,8 @@ class Backend:
 
 
 class Store:
+    bm25_after_embedding_starts = True  # as Elasticsearch's (the SQLite store's BM25 does not wait)
+
     def __init__(self, events: list[str], hits: list[ScoredChunk]) -> None:
         self.events = events
         self.hits = hits
@@ -128,3 +135,148 @@ def test_distinct_with_a_limit_is_the_head_of_the_whole_answer() -> None:
         assert distinct_by_text(items, text_of, limit=limit) == whole[:limit]
         if 0 < limit <= len(whole):  # nothing read past the last hit kept
             assert len(read) == items.index(whole[limit - 1]) + 1
+
+
+class ThreadBackend(Backend):
+    """Runs the model in a thread of its own and says when that thread begins (as `local_onnx.py`)."""
+
+    announces_start = True
+
+    def __init__(self, events: list[str], *, start_after: float = 0.05, fail: bool = False) -> None:
+        super().__init__(events)
+        self.start_after = start_after
+        self.fail = fail
+
+    async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        loop = asyncio.get_running_loop()
+        announce = query_under_way.get()
+
+        def run() -> np.ndarray:
+            time.sleep(self.start_after)  # the thread waits for a core
+            self.events.append("thread started")
+            if announce is not None:
+                loop.call_soon_threadsafe(announce)
+            time.sleep(0.05)
+            if self.fail:
+                raise RuntimeError("the model crashed")
+            self.events.append("embedded")
+            return np.ones((len(texts), 4), dtype=np.float32)
+
+        return await loop.run_in_executor(None, run)
+
+
+def service_with(backend: Backend, events: list[str], hits: list[ScoredChunk]) -> SearchService:
+    settings = Settings(_env_file=None, rerank_enabled=False, neighbour_window=0)
+    embedder = EmbeddingService(backend, cache_size=0, retries=0)  # type: ignore[arg-type]
+    return SearchService(settings, Store(events, hits), embedder, None, collections=Collections())  # type: ignore[arg-type]
+
+
+async def test_bm25_is_sent_once_the_embedding_thread_has_begun_not_before() -> None:
+    events: list[str] = []
+    search = service_with(ThreadBackend(events), events, [ScoredChunk(chunk(1, 0), 1.0)])
+    await search.search(SearchQuery("oil filter", top_k=1, rerank=False))
+    assert events.index("thread started") < events.index("lexical") < events.index("embedded"), events
+
+
+async def test_bm25_does_not_wait_for_a_backend_that_does_not_say_when_it_begins() -> None:
+    """A remote model (Ollama, an OpenAI-compatible server): BM25 goes while it embeds, as before."""
+    events: list[str] = []
+    lexical_sent = asyncio.Event()
+
+    class Remote(Backend):
+        async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+            await asyncio.wait_for(lexical_sent.wait(), 5)  # answers only once BM25 reached the store
+            return await super().embed(texts, kind)
+
+    class SignallingStore(Store):
+        async def lexical_search(self, question: str, depth: int, filters: SearchFilters) -> list[ScoredChunk]:
+            lexical_sent.set()
+            return await super().lexical_search(question, depth, filters)
+
+    settings = Settings(_env_file=None, rerank_enabled=False, neighbour_window=0)
+    embedder = EmbeddingService(Remote(events), cache_size=0, retries=0)  # type: ignore[arg-type]
+    search = SearchService(
+        settings,
+        SignallingStore(events, [ScoredChunk(chunk(1, 0), 1.0)]),
+        embedder,
+        None,
+        collections=Collections(),  # type: ignore[arg-type]
+    )
+    outcome = await asyncio.wait_for(search.search(SearchQuery("oil filter", top_k=1, rerank=False)), 10)
+    assert outcome.hits and events.index("lexical") < events.index("embed")
+
+
+async def test_a_cached_query_vector_lets_bm25_go_at_once() -> None:
+    events: list[str] = []
+    backend = ThreadBackend(events, start_after=0.0)
+    settings = Settings(_env_file=None, rerank_enabled=False, neighbour_window=0)
+    embedder = EmbeddingService(backend, cache_size=16, retries=0)  # type: ignore[arg-type]
+    search = SearchService(
+        settings, Store(events, [ScoredChunk(chunk(1, 0), 1.0)]), embedder, None, collections=Collections()
+    )  # type: ignore[arg-type]
+    await search.search(SearchQuery("oil filter", top_k=1, rerank=False))
+    events.clear()
+    await asyncio.wait_for(search.search(SearchQuery("oil filter", top_k=1, rerank=False)), 5)
+    assert "thread started" not in events and "lexical" in events
+
+
+async def test_a_failed_embedding_never_leaves_bm25_waiting() -> None:
+    events: list[str] = []
+    search = service_with(ThreadBackend(events, fail=True), events, [ScoredChunk(chunk(1, 0), 1.0)])
+    with pytest.raises(Exception, match="the model crashed|embedder"):
+        await asyncio.wait_for(search.search(SearchQuery("oil filter", top_k=1, rerank=False)), 10)
+
+
+async def test_a_store_that_does_not_ask_for_it_gets_bm25_at_once() -> None:
+    class ThreadedStore(Store):
+        bm25_after_embedding_starts = False
+
+    events: list[str] = []
+    settings = Settings(_env_file=None, rerank_enabled=False, neighbour_window=0)
+    embedder = EmbeddingService(ThreadBackend(events, start_after=0.2), cache_size=0, retries=0)  # type: ignore[arg-type]
+    search = SearchService(
+        settings, ThreadedStore(events, [ScoredChunk(chunk(1, 0), 1.0)]), embedder, None, collections=Collections()
+    )  # type: ignore[arg-type]
+    await search.search(SearchQuery("oil filter", top_k=1, rerank=False))
+    assert events.index("lexical") < events.index("thread started"), events
+
+
+async def test_a_bm25_search_waits_for_no_embedding() -> None:
+    events: list[str] = []
+    search = service_with(ThreadBackend(events, start_after=1.0), events, [ScoredChunk(chunk(1, 0), 1.0)])
+    started = time.perf_counter()
+    outcome = await search.search(SearchQuery("oil filter", top_k=1, rerank=False, mode=SearchMode.BM25))
+    assert outcome.hits and time.perf_counter() - started < 0.5 and "thread started" not in events
+
+
+async def test_the_local_model_announces_from_its_worker_thread() -> None:
+    from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
+
+    embedder = LocalOnnxEmbedder()
+    loop_thread = threading.get_ident()
+    announced: list[int] = []
+
+    def announce() -> None:
+        announced.append(threading.get_ident())
+
+    try:
+        plain = await embedder.embed(["brake pads"], "query")
+        token = query_under_way.set(announce)
+        try:
+            vector = await embedder.embed(["brake pads"], "query")
+        finally:
+            query_under_way.reset(token)
+        await asyncio.sleep(0)
+        assert announced == [loop_thread]  # called on the loop (call_soon_threadsafe), once
+        assert np.allclose(vector, plain)
+    finally:
+        await embedder.aclose()
+
+
+def test_elasticsearch_holds_its_bm25_request_and_sqlite_does_not() -> None:
+    """Measured both ways (docs/benchmarks.md, "BM25 once the query's embedding is under way")."""
+    from carrag.services.stores.elasticsearch import ElasticsearchStore
+    from carrag.services.stores.sqlite import SqliteStore
+
+    assert ElasticsearchStore.bm25_after_embedding_starts is True
+    assert getattr(SqliteStore, "bm25_after_embedding_starts", False) is False
