@@ -160,8 +160,10 @@ async def drop_es_index(client, name: str) -> None:
         concrete = list((await client.indices.get_alias(name=name)).keys())
     except NotFoundError:
         concrete = [name]
-    # the kept originals' index beside the alias (carrag/services/stores/elasticsearch/originals.py)
-    await client.indices.delete(index=",".join([*concrete, f"{name}-originals"]), ignore_unavailable=True)
+    # the kept originals' and the job records' indices beside the alias (elasticsearch/originals.py, jobs.py)
+    await client.indices.delete(
+        index=",".join([*concrete, f"{name}-originals", f"{name}_jobs"]), ignore_unavailable=True
+    )
 
 
 def es_index_name(prefix: str = "carrag_test") -> str:

@@ -363,7 +363,9 @@ async def test_an_existing_index_is_adopted_or_refused_clearly(es_url: str, raw:
     with pytest.raises(DependencyUnavailable, match=f"index {foreign}-000001 exists with a mapping Carrag cannot use"):
         await store.open()
     await store.close()
-    await raw.indices.delete(index=f"{name}-000001,{plain},{foreign}-000001")
+    await raw.indices.delete(
+        index=f"{name}-000001,{name}-originals,{plain},{foreign}-000001,{foreign}-originals", ignore_unavailable=True
+    )
 
 
 @pytest.mark.elasticsearch

@@ -42,5 +42,5 @@ async def test_an_index_from_before_metadata_filters_gets_the_new_fields(es_url:
             ]
     finally:
         await store.close()
-        await raw.indices.delete(index=f"{name}-000001", ignore_unavailable=True)
+        await raw.indices.delete(index=f"{name}-000001,{name}-originals", ignore_unavailable=True)
         await raw.close()

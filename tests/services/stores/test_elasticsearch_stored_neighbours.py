@@ -390,7 +390,7 @@ async def test_an_index_from_before_stored_neighbours_gets_the_field(es_url: str
         assert spy.asked() == []
     finally:
         await store.close()
-        await raw.indices.delete(index=f"{name}-000001", ignore_unavailable=True)
+        await raw.indices.delete(index=f"{name}-000001,{name}-originals", ignore_unavailable=True)
         await raw.close()
 
 
