@@ -17,12 +17,9 @@ from carrag.services.stores.base import Store
 async def one_version_per_source(
     store: Store, lexical: list[ScoredChunk], semantic: list[ScoredChunk]
 ) -> tuple[list[ScoredChunk], list[ScoredChunk]]:
-    if _one_version_each(lexical, semantic):
+    mixed = _sources_in_two_versions(lexical, semantic)
+    if not mixed:
         return lexical, semantic
-    versions: dict[tuple[str, str], set[str]] = {}
-    for hit in (*lexical, *semantic):
-        versions.setdefault(_source(hit), set()).add(hit.chunk.document_id)
-    mixed = [source for source, ids in versions.items() if len(ids) > 1]
     live: dict[tuple[str, str], str | None] = {}
     for collection_id, source_id in mixed:
         record = await store.find_by_source(source_id, collection_id)
@@ -34,15 +31,17 @@ async def one_version_per_source(
     return kept(lexical), kept(semantic)
 
 
-def _one_version_each(*legs: list[ScoredChunk]) -> bool:
-    """The common case, checked without a set per source (~30 hits per search): no source in two versions."""
+def _sources_in_two_versions(*legs: list[ScoredChunk]) -> list[tuple[str, str]]:
+    """Sources whose hits are of more than one version, in order of their first hit. One pass with the
+    first version seen per source: the common answer, none, costs no set per source."""
     first: dict[tuple[str, str], str] = {}
+    mixed: set[tuple[str, str]] = set()
     for hits in legs:
         for hit in hits:
-            chunk = hit.chunk
-            if first.setdefault((chunk.collection_id, chunk.source_id), chunk.document_id) != chunk.document_id:
-                return False
-    return True
+            source = _source(hit)
+            if first.setdefault(source, hit.chunk.document_id) != hit.chunk.document_id:
+                mixed.add(source)
+    return [source for source in first if source in mixed] if mixed else []
 
 
 def _source(hit: ScoredChunk) -> tuple[str, str]:
