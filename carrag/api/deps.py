@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 from pydantic import SecretStr
 
 from carrag.services.access import FULL_ACCESS, KeyRing, Principal
@@ -102,13 +103,12 @@ async def require_api_key(
 
 
 async def request_principal(request: Request) -> Principal:
-    """`require_api_key` for ``POST /search``, which declares it alone: it reads the header as
-    ``HTTPBearer(auto_error=False)`` does (the bearer credentials of a ``Bearer <key>`` header, else
-    none) instead of depending on it, one dependency for FastAPI to solve per request instead of
+    """`require_api_key` for ``POST /search``, which declares it alone: it reads the header with the
+    parser ``HTTPBearer(auto_error=False)`` uses (the bearer credentials of a ``Bearer <key>`` header,
+    else none) instead of depending on it, one dependency for FastAPI to solve per request instead of
     five (carrag/api/routes/search.py). The documented ``/search`` still declares the scheme."""
-    scheme, _, presented = (request.headers.get("authorization") or "").partition(" ")
-    presented = presented.strip()
-    return _authenticated(request, presented if scheme and presented and scheme.lower() == "bearer" else "")
+    scheme, presented = get_authorization_scheme_param(request.headers.get("authorization"))
+    return _authenticated(request, presented if scheme.lower() == "bearer" else "")
 
 
 def _authenticated(request: Request, presented: str) -> Principal:
