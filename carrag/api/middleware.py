@@ -9,10 +9,10 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from pydantic import SecretStr
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from carrag.api.deps import UNAUTHORIZED_DETAIL, api_key_matches
+from carrag.api.deps import UNAUTHORIZED_DETAIL, authenticate
 from carrag.api.log_config import request_id_var
 from carrag.services.errors import PayloadTooLarge
 from carrag.services.telemetry.prometheus import UNMATCHED_ROUTE, PrometheusTelemetry
@@ -34,13 +34,6 @@ async def send_json_error(send: Send, status: int, detail: str, headers: Sequenc
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-def bearer_key_valid(scope: Scope, keys: Sequence[SecretStr]) -> bool:
-    """Whether the request's ``Authorization: Bearer <key>`` carries one of ``keys``."""
-    authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-    scheme, _, presented = authorization.partition(" ")
-    return scheme.lower() == "bearer" and api_key_matches(presented.strip(), keys)
 
 
 async def send_unauthorized(send: Send) -> None:
@@ -78,8 +71,8 @@ class ApiKeyGateMiddleware:
     """When API_KEYS is set, refuse a request that may carry a body (any method but GET, HEAD and
     OPTIONS) without a valid ``Authorization: Bearer`` key *before* its body is read.
 
-    The per-route check (`carrag.api.deps.require_api_key`; `request_principal` on POST /search) stays
-    the authority and also covers GET routes, but FastAPI reads and parses a request body before it
+    The per-route check (`carrag.api.deps.require_api_key`, the same `authenticate`) stays the
+    authority and also covers GET routes, but FastAPI reads and parses a request body before it
     runs dependencies, so without this gate an anonymous client could make the service spool and
     parse uploads up to MAX_UPLOAD_BYTES only to be told 401. OPTIONS passes (CORS preflight carries no credentials).
     """
@@ -94,11 +87,7 @@ class ApiKeyGateMiddleware:
             await self.app(scope, receive, send)
             return
         container = getattr(scope["app"].state, "container", None)
-        keys: list[SecretStr] = container.settings.api_keys if container is not None else []
-        if not keys:
-            await self.app(scope, receive, send)
-            return
-        if bearer_key_valid(scope, keys):
+        if container is None or authenticate(container.settings, Headers(scope=scope)) is not None:
             await self.app(scope, receive, send)
             return
         await send_unauthorized(send)
