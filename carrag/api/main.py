@@ -109,7 +109,9 @@ def create_app(settings: Settings | None = None, container: Container | None = N
         from carrag.api.mcp_server import McpEndpoint
 
         endpoint = McpEndpoint(mcp, lambda: app.state.container.settings)  # an ASGI app
-        app.router.routes.append(Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"], include_in_schema=False))
+        # POST only: the transport is stateless, so a GET would open an event stream nothing ever writes to
+        # (held open until the client leaves) and a DELETE has no session to end; both are 405.
+        app.router.routes.append(Route("/mcp", endpoint, methods=["POST"], include_in_schema=False))
     ui.mount(app)  # the web UI at / (public page; its API calls carry the user's key)
 
     app.add_middleware(ApiKeyGateMiddleware)  # inside CORS, so a 401 still carries CORS headers

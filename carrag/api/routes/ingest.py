@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter, ValidationError
 
 from carrag.api.deps import CollectionsDep, IngestionDep, PrincipalDep, RequestsDep, SettingsDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.routes.jobs import JobsDep, status_url
 from carrag.api.schemas.base import UserMetadata
 from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
@@ -26,7 +27,7 @@ from carrag.services.parsers import check_supported
 from carrag.services.requests import split_tags
 from carrag.services.vocabulary import ChunkingStrategy, JobState
 
-router = APIRouter(prefix="/ingest", tags=["ingest"])
+router = APIRouter(prefix="/ingest", tags=["ingest"], route_class=JsonBodyRoute)
 
 
 AsyncFlag = Annotated[

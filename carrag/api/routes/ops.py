@@ -15,10 +15,11 @@ from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from carrag.api.deps import ContainerDep, require_api_key
+from carrag.api.json_body import JsonBodyRoute
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.telemetry import Telemetry
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=JsonBodyRoute)
 
 READINESS_TIMEOUT_SECONDS = 5.0
 

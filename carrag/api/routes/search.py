@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from carrag.api.deps import PrincipalDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.query import SearchRequest, SearchResponse
 from carrag.services.retrieval.search import SearchOutcome
 
-router = APIRouter(tags=["query"])
+router = APIRouter(tags=["query"], route_class=JsonBodyRoute)
 
 
 @router.post("/search", response_model=SearchResponse, summary="Hybrid search with reranking and expansion")
