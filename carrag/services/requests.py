@@ -3,7 +3,9 @@
 Every entry point (HTTP, the OpenAI-compatible API, MCP, the CLI) turns its input into a
 `SearchQuery` (an `AnswerQuery` wraps one) or `IngestCommand` through `RequestFactory`, so the limits
 (MAX_QUESTION_CHARS, MAX_TOP_K, chunk overlap), the defaults (DEFAULT_TOP_K) and the normalisation of
-tags and source filters are written once. The services take these types and trust them.
+tags and source filters are written once. The services take these types and trust them. A document's
+own tags, title and metadata have one check each (`user_tags`, `user_title`, `user_metadata`), used by
+every ingest, by PATCH (`DocumentService.update_metadata`) and by the wire schemas.
 """
 
 from __future__ import annotations
@@ -88,6 +90,36 @@ def collection_names(collection: str | None = None, collections: Iterable[str] |
 def normalise_tags(tags: Iterable[str] | None) -> list[str]:
     """Tags as stored and matched: trimmed, lower case, no empties, no repeats (first kept)."""
     return list(dict.fromkeys(tag.strip().lower() for tag in tags or [] if tag.strip()))
+
+
+MAX_TAGS = 50
+MAX_TAG_CHARS = 200
+MAX_TITLE_CHARS = 1000
+
+
+def user_tags(tags: Iterable[str] | None) -> list[str]:
+    """A document's tags as a user gives them (every ingest, PATCH), normalised as stored and checked:
+    at most 50, each at most 200 characters. InvalidInput otherwise."""
+    checked = normalise_tags(tags)
+    if len(checked) > MAX_TAGS:
+        raise InvalidInput(f"{len(checked):,} tags given; the limit is {MAX_TAGS}.")
+    for tag in checked:
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInput(f"the tag {tag[:40]!r}… is longer than {MAX_TAG_CHARS} characters.")
+    return checked
+
+
+def user_title(title: str | None) -> str | None:
+    """A document's title as a user gives it (ingest, PATCH), trimmed and checked: not blank, at most
+    1000 characters. InvalidInput otherwise; None stays None."""
+    if title is None:
+        return None
+    title = title.strip()
+    if not title:
+        raise InvalidInput("The title must not be blank.")
+    if len(title) > MAX_TITLE_CHARS:
+        raise InvalidInput(f"The title is {len(title):,} characters long; the limit is {MAX_TITLE_CHARS}.")
+    return title
 
 
 def split_tags(raw: str | None) -> list[str]:
@@ -241,14 +273,14 @@ class RequestFactory:
             # to the size, one document would become ~len(text) chunks, each embedded.
             raise InvalidInput(f"chunk_overlap ({overlap}) must be at most half of chunk_size ({size}).")
         return IngestCommand(
-            tags=normalise_tags(tags),
+            tags=user_tags(tags),
             source_id=(source_id or "").strip() or None,
             chunking=chunking,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
             force=force,
             external_id=external_id,
-            title=title,
+            title=user_title(title),
             metadata=user_metadata(metadata),
             collections=names,
         )

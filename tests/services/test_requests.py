@@ -53,3 +53,22 @@ def test_ingest_command_normalises_tags_and_refuses_a_large_overlap(requests: Re
     with pytest.raises(InvalidInput, match=r"chunk_overlap \(60\) must be at most half of chunk_size \(100\)"):
         requests.ingest(chunk_size=100, chunk_overlap=60)
     assert requests.ingest(chunk_size=100, chunk_overlap=50).chunk_overlap == 50
+
+
+def test_a_document_s_tags_and_title_have_one_limit(requests: RequestFactory) -> None:
+    from carrag.services.requests import MAX_TAGS, user_tags, user_title
+
+    assert user_tags([" A", "a", "b "] + ["c"] * 1000) == ["a", "b", "c"]  # counted as stored
+    assert len(user_tags([f"t{n}" for n in range(MAX_TAGS)])) == MAX_TAGS
+    for tags, message in [
+        ([f"t{n}" for n in range(MAX_TAGS + 1)], "51 tags given; the limit is 50"),
+        (["x" * 201], "longer than 200 characters"),
+    ]:
+        with pytest.raises(InvalidInput, match=message):
+            user_tags(tags)
+        with pytest.raises(InvalidInput, match=message):
+            requests.ingest(tags=tags)
+    assert user_title("  Manual ") == "Manual" and user_title(None) is None
+    for title, message in [("   ", "must not be blank"), ("x" * 1001, "1,001 characters long; the limit is 1000")]:
+        with pytest.raises(InvalidInput, match=message):
+            requests.ingest(title=title)

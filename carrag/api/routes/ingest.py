@@ -63,7 +63,7 @@ async def ingest_file(
     principal: PrincipalDep,
     collections: CollectionsDep,
     file: Annotated[UploadFile, File(description="The document (.pdf, .txt, .md, ...)")],
-    tags: Annotated[str | None, Form(description="Comma-separated tags")] = None,
+    tags: Annotated[str | None, Form(description="Comma-separated tags: at most 50 of at most 200 characters.")] = None,
     source_id: Annotated[str | None, Form(max_length=2048)] = None,
     chunking: Annotated[ChunkingStrategy | None, Form()] = None,
     chunk_size: Annotated[int | None, Form(ge=50, le=20000)] = None,
