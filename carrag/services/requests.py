@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -120,6 +122,27 @@ def user_title(title: str | None) -> str | None:
     if len(title) > MAX_TITLE_CHARS:
         raise InvalidInput(f"The title is {len(title):,} characters long; the limit is {MAX_TITLE_CHARS}.")
     return title
+
+
+MAX_FILENAME_CHARS = 255
+# Control and format characters (a right-to-left override can make "cod.exe" read as "exe.doc"),
+# surrogates and line or paragraph separators.
+_HIDDEN_CHARACTER_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def display_filename(raw: str | None) -> str:
+    """The name a client gave an upload, reduced to a display name: the last path component (``/`` or
+    ``\\``), without control or format characters, trimmed, at most 255 characters (extension kept).
+    InvalidInput when nothing is left."""
+    name = re.split(r"[/\\]", raw or "")[-1]
+    name = "".join(c for c in name if unicodedata.category(c) not in _HIDDEN_CHARACTER_CATEGORIES).strip()
+    if name in ("", ".", ".."):
+        raise InvalidInput("The uploaded file has no usable file name; the extension decides how it is parsed.")
+    if len(name) > MAX_FILENAME_CHARS:
+        extension = os.path.splitext(name)[1]
+        extension = extension if len(extension) <= 20 else ""
+        name = name[: MAX_FILENAME_CHARS - len(extension)] + extension
+    return name
 
 
 def split_tags(raw: str | None) -> list[str]:

@@ -153,3 +153,18 @@ async def test_every_entry_point_has_the_same_tag_limit(client: httpx.AsyncClien
     assert patch.status_code == 422 and "51 tags given; the limit is 50" in str(patch.json()["detail"])
     long_tag = await client.patch(f"/documents/{stored.json()['document_id']}", json={"tags": ["x" * 201]})
     assert long_tag.status_code == 422 and "longer than 200 characters" in str(long_tag.json()["detail"])
+
+
+async def test_an_upload_s_path_is_dropped_from_its_name(client: httpx.AsyncClient) -> None:
+    response = await client.post("/ingest/file", files={"file": ("../../../../tmp/x.txt", b"Brake fluid lasts.")})
+    assert response.status_code == 200
+    assert (response.json()["filename"], response.json()["source_id"]) == ("x.txt", "x.txt")
+
+
+async def test_a_form_with_two_files_is_refused_and_nothing_is_stored(client: httpx.AsyncClient) -> None:
+    response = await client.post(
+        "/ingest/file",
+        files=[("file", ("a.txt", b"Brake fluid lasts two years.")), ("file", ("b.txt", b"Oil lasts one year."))],
+    )
+    assert response.status_code == 400 and "repeats file" in response.json()["detail"]
+    assert (await client.get("/documents")).json()["total"] == 0

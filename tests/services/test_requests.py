@@ -72,3 +72,28 @@ def test_a_document_s_tags_and_title_have_one_limit(requests: RequestFactory) ->
     for title, message in [("   ", "must not be blank"), ("x" * 1001, "1,001 characters long; the limit is 1000")]:
         with pytest.raises(InvalidInput, match=message):
             requests.ingest(title=title)
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("../../../../tmp/x.txt", "x.txt"),
+        ("C:\\Users\\me\\report.pdf", "report.pdf"),
+        ("notes\x00\x1b[31m.md", "notes[31m.md"),
+        ("invoice\u202etxt.exe", "invoicetxt.exe"),  # a right-to-left override
+        ("  spaced name.txt \n", "spaced name.txt"),
+        ("x" * 300 + ".pdf", "x" * 251 + ".pdf"),
+    ],
+)
+def test_an_upload_s_file_name_is_reduced_to_a_display_name(raw: str, shown: str) -> None:
+    from carrag.services.requests import display_filename
+
+    assert display_filename(raw) == shown
+
+
+@pytest.mark.parametrize("raw", [None, "", "dir/", "..", "a/..", "\x00\u200f"])
+def test_an_upload_without_a_usable_name_is_refused(raw: str | None) -> None:
+    from carrag.services.requests import display_filename
+
+    with pytest.raises(InvalidInput, match="no usable file name"):
+        display_filename(raw)
