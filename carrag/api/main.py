@@ -20,7 +20,7 @@ from carrag.api.log_config import configure_logging
 from carrag.api.middleware import (
     AccessLogMiddleware,
     ApiKeyGateMiddleware,
-    BodySizeLimitMiddleware,
+    BodyBudgetMiddleware,
     RequestIdMiddleware,
 )
 from carrag.api.routes import admin, collections, documents, health, ingest, jobs, openai_compat, ops, query, search, ui
@@ -124,11 +124,12 @@ def create_app(settings: Settings | None = None, container: Container | None = N
             expose_headers=["X-Request-ID"],
         )
     app.add_middleware(
-        BodySizeLimitMiddleware,
+        BodyBudgetMiddleware,
         max_bytes=settings.max_upload_bytes + MULTIPART_OVERHEAD,
         max_json_bytes=settings.max_json_body_bytes,
         max_bytes_setting=f"MAX_UPLOAD_BYTES plus {MULTIPART_OVERHEAD} bytes for the form's other fields",
         max_json_bytes_setting="MAX_JSON_BODY_BYTES",
+        read_timeout=settings.body_read_timeout_seconds,
     )
     app.add_middleware(AccessLogMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware)
