@@ -97,7 +97,7 @@ class ApiKeyAuth(HTTPBearer):
 
 
 require_api_key = ApiKeyAuth(
-    auto_error=False, scheme_name="HTTPBearer", description="One of the keys in API_KEYS (only when API_KEYS is set)."
+    scheme_name="HTTPBearer", description="One of the keys in API_KEYS (only when API_KEYS is set)."
 )
 
 # FastAPI caches a dependency per request: the routers' own Depends(require_api_key) and this are one call.
