@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 export CMAKE_BUILD_PARALLEL_LEVEL ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: install run test test-fast lint typecheck lock bench load eval docs clean browser
+.PHONY: install run test test-fast lint typecheck lock bench load stream-drop eval docs clean browser
 
 # Lock files (hashed; regenerate with `make lock`): requirements.lock is the runtime with every extra
 # (`carrag[full]`, what the Docker image installs), requirements-dev.lock adds the dev tools to it, and
@@ -81,6 +81,12 @@ bench: $(STAMP)
 LOAD_ARGS ?=
 load: $(STAMP)
 	$(BIN)/python scripts/load.py $(LOAD_ARGS)
+
+# Clients that drop /query/stream half-way, 50 rounds against a local-LLM server it starts on loopback
+# (scripts/stream_drop.py); then /health and a /query must answer.
+STREAM_DROP_ARGS ?=
+stream-drop: $(STAMP)
+	$(BIN)/python scripts/stream_drop.py $(STREAM_DROP_ARGS)
 
 docs: $(STAMP)
 	$(BIN)/python -m carrag.services.settings --markdown > docs/configuration.md

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Annotated
 
 from fastapi import Depends, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from fastapi.security.utils import get_authorization_scheme_param
-from pydantic import SecretStr
+from fastapi.security import HTTPBearer
+from starlette.datastructures import Headers
 
-from carrag.services.access import FULL_ACCESS, KeyRing, Principal
+from carrag.services.access import KeyRing, Principal
 from carrag.services.answering import AnswerService
 from carrag.services.collections import CollectionService
 from carrag.services.container import Container
@@ -68,8 +66,6 @@ AnswersDep = Annotated[AnswerService, Depends(get_answers)]
 RequestsDep = Annotated[RequestFactory, Depends(get_requests)]
 CollectionsDep = Annotated[CollectionService, Depends(get_collections)]
 
-_bearer = HTTPBearer(auto_error=False, description="One of the keys in API_KEYS (only when API_KEYS is set).")
-
 
 class Unauthorized(Exception):
     pass
@@ -78,47 +74,31 @@ class Unauthorized(Exception):
 UNAUTHORIZED_DETAIL = "Missing or invalid API key: send Authorization: Bearer <key>."
 
 
-def api_key_matches(presented: str, keys: Sequence[SecretStr]) -> bool:
-    """Constant-time: every key is compared in full (no early exit), so timing reveals neither
-    which key nor how much of a prefix matched."""
-    return KeyRing(keys).authenticate(presented) is not None if keys else False
+def authenticate(settings: Settings, headers: Headers) -> Principal | None:
+    """Who a request acts as, from its ``Authorization: Bearer <key>`` header (API_KEYS,
+    API_KEY_SCOPES); None: refused (401). Without API_KEYS, full access. The one reading of the
+    header: the routes (`require_api_key`), the gate before a body is read and /mcp all call it.
+    The scheme is matched in any case, the key is what follows one space, trimmed."""
+    scheme, _, key = (headers.get("authorization") or "").partition(" ")
+    return KeyRing.from_settings(settings).authenticate(key.strip() if scheme.lower() == "bearer" else "")
 
 
-def principal_for(settings: Settings, authorization: str | None) -> Principal | None:
-    """Who an ``Authorization: Bearer <key>`` header (or its absence) acts as; None: refused (401)."""
-    keys = KeyRing.from_settings(settings)
-    if keys.open:
-        return FULL_ACCESS
-    scheme, _, presented = (authorization or "").partition(" ")
-    return keys.authenticate(presented.strip()) if scheme.lower() == "bearer" else None
+class ApiKeyAuth(HTTPBearer):
+    """The routes' key check, a dependency of every protected router (`carrag.api.main`): the
+    request's `Principal`, or 401. It is FastAPI's bearer scheme (so /openapi.json documents it) with
+    the header read by `authenticate`; it has no dependencies of its own to solve."""
+
+    async def __call__(self, request: Request) -> Principal:  # type: ignore[override]
+        principal = authenticate(request.app.state.container.settings, request.headers)
+        if principal is None:
+            raise Unauthorized()
+        request.state.key_id = principal.key_id  # for the access log (which key a client uses, e.g. while rotating)
+        return principal
 
 
-async def require_api_key(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Principal:
-    """When API_KEYS is set, every route but /health needs ``Authorization: Bearer <key>``. Answers
-    the `Principal` the key acts as (API_KEY_SCOPES); without API_KEYS, full access."""
-    return _authenticated(request, credentials.credentials if credentials else "")
-
-
-async def request_principal(request: Request) -> Principal:
-    """`require_api_key` for ``POST /search``, which declares it alone: it reads the header with the
-    parser ``HTTPBearer(auto_error=False)`` uses (the bearer credentials of a ``Bearer <key>`` header,
-    else none) instead of depending on it, one dependency for FastAPI to solve per request instead of
-    five (carrag/api/routes/search.py). The documented ``/search`` still declares the scheme."""
-    scheme, presented = get_authorization_scheme_param(request.headers.get("authorization"))
-    return _authenticated(request, presented if scheme.lower() == "bearer" else "")
-
-
-def _authenticated(request: Request, presented: str) -> Principal:
-    keys = KeyRing.from_settings(request.app.state.container.settings)
-    principal = keys.authenticate(presented)
-    if principal is None:
-        raise Unauthorized()
-    request.state.key_id = principal.key_id  # for the access log (which key a client uses, e.g. while rotating)
-    return principal
-
+require_api_key = ApiKeyAuth(
+    scheme_name="HTTPBearer", description="One of the keys in API_KEYS (only when API_KEYS is set)."
+)
 
 # FastAPI caches a dependency per request: the routers' own Depends(require_api_key) and this are one call.
 PrincipalDep = Annotated[Principal, Depends(require_api_key)]

@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterator
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from carrag import __version__
-from carrag.api.deps import principal_for
+from carrag.api.deps import authenticate
 from carrag.api.middleware import send_unauthorized
 from carrag.services import agent_tools
 from carrag.services.access import FULL_ACCESS, Principal
@@ -151,8 +152,7 @@ class McpEndpoint:
         self.settings = settings
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        principal = principal_for(self.settings(), authorization)
+        principal = authenticate(self.settings(), Headers(scope=scope))
         if principal is None:
             await send_unauthorized(send)
             return

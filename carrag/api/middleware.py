@@ -1,7 +1,8 @@
-"""ASGI middleware: request ids, the request body size limit, access log and HTTP metrics."""
+"""ASGI middleware: request ids, the API key gate, the request body budget (size, pace), access log and HTTP metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -9,10 +10,10 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from pydantic import SecretStr
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from carrag.api.deps import UNAUTHORIZED_DETAIL, api_key_matches
+from carrag.api.deps import UNAUTHORIZED_DETAIL, authenticate
 from carrag.api.log_config import request_id_var
 from carrag.services.errors import PayloadTooLarge
 from carrag.services.telemetry.prometheus import UNMATCHED_ROUTE, PrometheusTelemetry
@@ -34,13 +35,6 @@ async def send_json_error(send: Send, status: int, detail: str, headers: Sequenc
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-def bearer_key_valid(scope: Scope, keys: Sequence[SecretStr]) -> bool:
-    """Whether the request's ``Authorization: Bearer <key>`` carries one of ``keys``."""
-    authorization = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-    scheme, _, presented = authorization.partition(" ")
-    return scheme.lower() == "bearer" and api_key_matches(presented.strip(), keys)
 
 
 async def send_unauthorized(send: Send) -> None:
@@ -78,8 +72,8 @@ class ApiKeyGateMiddleware:
     """When API_KEYS is set, refuse a request that may carry a body (any method but GET, HEAD and
     OPTIONS) without a valid ``Authorization: Bearer`` key *before* its body is read.
 
-    The per-route check (`carrag.api.deps.require_api_key`; `request_principal` on POST /search) stays
-    the authority and also covers GET routes, but FastAPI reads and parses a request body before it
+    The per-route check (`carrag.api.deps.require_api_key`, the same `authenticate`) stays the
+    authority and also covers GET routes, but FastAPI reads and parses a request body before it
     runs dependencies, so without this gate an anonymous client could make the service spool and
     parse uploads up to MAX_UPLOAD_BYTES only to be told 401. OPTIONS passes (CORS preflight carries no credentials).
     """
@@ -94,26 +88,29 @@ class ApiKeyGateMiddleware:
             await self.app(scope, receive, send)
             return
         container = getattr(scope["app"].state, "container", None)
-        keys: list[SecretStr] = container.settings.api_keys if container is not None else []
-        if not keys:
-            await self.app(scope, receive, send)
-            return
-        if bearer_key_valid(scope, keys):
+        if container is None or authenticate(container.settings, Headers(scope=scope)) is not None:
             await self.app(scope, receive, send)
             return
         await send_unauthorized(send)
 
 
-class BodySizeLimitMiddleware:
-    """Refuse bodies over the limit with 413 before reading them: at once when Content-Length says
-    so, otherwise as soon as the streamed bytes pass the limit.
+class BodyBudgetMiddleware:
+    """A request body's budget: its size and the pace it arrives at.
 
-    JSON and url-encoded form bodies get the smaller ``max_json_bytes`` limit: they are parsed whole
-    into Python objects, which costs many times their size in memory. Everything else (multipart
-    uploads) gets ``max_bytes``. When a streamed body passes the limit mid-way, the framework's own
-    answer to the interrupted body (FastAPI turns any error while parsing a form into a 400) is
-    dropped and the client gets the 413. ``max_bytes_setting`` / ``max_json_bytes_setting`` say, in
-    the 413's detail, which setting the limit comes from (the number alone may not be the setting's).
+    Size: a body over the limit is refused with 413 before it is read, at once when Content-Length
+    says so, otherwise as soon as the streamed bytes pass the limit. JSON and url-encoded form bodies
+    get the smaller ``max_json_bytes`` limit: they are parsed whole into Python objects, which costs
+    many times their size in memory; everything else (multipart uploads) gets ``max_bytes``.
+    ``max_bytes_setting`` / ``max_json_bytes_setting`` say, in the 413's detail, which setting the
+    limit comes from (the number alone may not be the setting's).
+
+    Pace: while the body is incomplete, each wait for its next part is bounded by ``read_timeout``
+    seconds (BODY_READ_TIMEOUT_SECONDS); a client that stalls, or declares more bytes than it sends,
+    gets 408 instead of holding the request open.
+
+    Either way the framework's own answer to the interrupted body (FastAPI turns any error while
+    reading a form into a 400) is dropped and the client gets the 413 or 408, with the connection
+    closed (the rest of the body is never read).
     """
 
     def __init__(
@@ -123,12 +120,14 @@ class BodySizeLimitMiddleware:
         max_json_bytes: int | None = None,
         max_bytes_setting: str = "",
         max_json_bytes_setting: str = "",
+        read_timeout: float = 15.0,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.max_json_bytes = max_json_bytes if max_json_bytes is not None else max_bytes
         self.max_bytes_setting = max_bytes_setting
         self.max_json_bytes_setting = max_json_bytes_setting
+        self.read_timeout = read_timeout
 
     @staticmethod
     def parsed_whole(headers: dict[bytes, bytes]) -> bool:
@@ -147,6 +146,9 @@ class BodySizeLimitMiddleware:
         limit = self.limit_for(headers)
         return f"Request body is larger than {limit} bytes" + (f" ({setting})." if setting else ".")
 
+    def too_slow(self) -> str:
+        return f"The request body stalled: nothing arrived for {self.read_timeout:g} s (BODY_READ_TIMEOUT_SECONDS)."
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -155,41 +157,54 @@ class BodySizeLimitMiddleware:
         limit = self.limit_for(headers)
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._reject(send, self.too_large(headers))
+            await self._reject(send, 413, self.too_large(headers))
             return
         received = 0
-        exceeded = False
+        body_complete = False
+        refusal: tuple[int, str] | None = None
         response_started = False
 
-        async def limited_receive() -> Message:
-            nonlocal received, exceeded
-            message = await receive()
+        async def budgeted_receive() -> Message:
+            nonlocal received, body_complete, refusal
+            if body_complete:  # from now on, only the disconnect is waited for
+                return await receive()
+            try:
+                async with asyncio.timeout(self.read_timeout):
+                    message = await receive()
+            except TimeoutError:
+                refusal = (408, self.too_slow())
+                raise BodyStalled(refusal[1]) from None
             if message["type"] == "http.request":
+                body_complete = not message.get("more_body", False)
                 received += len(message.get("body", b""))
                 if received > limit:
-                    exceeded = True
-                    raise PayloadTooLarge(self.too_large(headers))
+                    refusal = (413, self.too_large(headers))
+                    raise PayloadTooLarge(refusal[1])
             return message
 
         async def guarded_send(message: Message) -> None:
             nonlocal response_started
-            if exceeded and not response_started:
-                return  # whatever the app answers to a body cut short is replaced by the 413 below
+            if refusal is not None and not response_started:
+                return  # whatever the app answers to a body cut short is replaced by the refusal below
             if message["type"] == "http.response.start":
                 response_started = True
             await send(message)
 
         try:
-            await self.app(scope, limited_receive, guarded_send)
+            await self.app(scope, budgeted_receive, guarded_send)
         except Exception:
-            if not exceeded or response_started:
+            if refusal is None or response_started:
                 raise
-        if exceeded and not response_started:
-            await self._reject(send, self.too_large(headers))
+        if refusal is not None and not response_started:
+            await self._reject(send, *refusal)
 
     @staticmethod
-    async def _reject(send: Send, detail: str) -> None:
-        await send_json_error(send, 413, detail, [(b"connection", b"close")])
+    async def _reject(send: Send, status: int, detail: str) -> None:
+        await send_json_error(send, status, detail, [(b"connection", b"close")])
+
+
+class BodyStalled(Exception):
+    """The client sent nothing more of a body for BODY_READ_TIMEOUT_SECONDS."""
 
 
 class AccessLogMiddleware:

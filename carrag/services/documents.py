@@ -12,7 +12,7 @@ from carrag.services.access import FULL_ACCESS, Principal, can_read_collection_i
 from carrag.services.collections import CollectionService
 from carrag.services.errors import NotFound
 from carrag.services.models import DEFAULT_COLLECTION, DocumentRecord, Original
-from carrag.services.requests import normalise_tags, user_metadata
+from carrag.services.requests import user_metadata, user_tags, user_title
 from carrag.services.stores.base import ChunkListing, DocumentSort, SortOrder, Store
 
 logger = logging.getLogger(__name__)
@@ -160,13 +160,12 @@ class DocumentService:
         principal: Principal = FULL_ACCESS,
     ) -> DocumentRecord:
         """Replace a document's tags, set its title and/or replace its user metadata, in place (same
-        id, no re-embedding), or NotFound (404). Tags are normalised and metadata checked as at
-        ingest; None leaves a field as it is. The system metadata is never touched."""
+        id, no re-embedding), or NotFound (404). Tags, title and metadata are checked as at ingest; None leaves a field as it is. The system metadata is never touched."""
         await self._check_change(document_id, principal)
         record = await self.store.update_metadata(
             document_id,
-            tags=normalise_tags(tags) if tags is not None else None,
-            title=title.strip() if title is not None else None,
+            tags=user_tags(tags) if tags is not None else None,
+            title=user_title(title),
             user_metadata=user_metadata(metadata) if metadata is not None else None,
         )
         if record is None:

@@ -3,14 +3,18 @@
 Every entry point (HTTP, the OpenAI-compatible API, MCP, the CLI) turns its input into a
 `SearchQuery` (an `AnswerQuery` wraps one) or `IngestCommand` through `RequestFactory`, so the limits
 (MAX_QUESTION_CHARS, MAX_TOP_K, chunk overlap), the defaults (DEFAULT_TOP_K) and the normalisation of
-tags and source filters are written once. The services take these types and trust them.
+tags and source filters are written once. The services take these types and trust them. A document's
+own tags, title and metadata have one check each (`user_tags`, `user_title`, `user_metadata`), used by
+every ingest, by PATCH (`DocumentService.update_metadata`) and by the wire schemas.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -88,6 +92,57 @@ def collection_names(collection: str | None = None, collections: Iterable[str] |
 def normalise_tags(tags: Iterable[str] | None) -> list[str]:
     """Tags as stored and matched: trimmed, lower case, no empties, no repeats (first kept)."""
     return list(dict.fromkeys(tag.strip().lower() for tag in tags or [] if tag.strip()))
+
+
+MAX_TAGS = 50
+MAX_TAG_CHARS = 200
+MAX_TITLE_CHARS = 1000
+
+
+def user_tags(tags: Iterable[str] | None) -> list[str]:
+    """A document's tags as a user gives them (every ingest, PATCH), normalised as stored and checked:
+    at most 50, each at most 200 characters. InvalidInput otherwise."""
+    checked = normalise_tags(tags)
+    if len(checked) > MAX_TAGS:
+        raise InvalidInput(f"{len(checked):,} tags given; the limit is {MAX_TAGS}.")
+    for tag in checked:
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidInput(f"the tag {tag[:40]!r}… is longer than {MAX_TAG_CHARS} characters.")
+    return checked
+
+
+def user_title(title: str | None) -> str | None:
+    """A document's title as a user gives it (ingest, PATCH), trimmed and checked: not blank, at most
+    1000 characters. InvalidInput otherwise; None stays None."""
+    if title is None:
+        return None
+    title = title.strip()
+    if not title:
+        raise InvalidInput("The title must not be blank.")
+    if len(title) > MAX_TITLE_CHARS:
+        raise InvalidInput(f"The title is {len(title):,} characters long; the limit is {MAX_TITLE_CHARS}.")
+    return title
+
+
+MAX_FILENAME_CHARS = 255
+# Control and format characters (a right-to-left override can make "cod.exe" read as "exe.doc"),
+# surrogates and line or paragraph separators.
+_HIDDEN_CHARACTER_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def display_filename(raw: str | None) -> str:
+    """The name a client gave an upload, reduced to a display name: the last path component (``/`` or
+    ``\\``), without control or format characters, trimmed, at most 255 characters (extension kept).
+    InvalidInput when nothing is left."""
+    name = re.split(r"[/\\]", raw or "")[-1]
+    name = "".join(c for c in name if unicodedata.category(c) not in _HIDDEN_CHARACTER_CATEGORIES).strip()
+    if name in ("", ".", ".."):
+        raise InvalidInput("The uploaded file has no usable file name; the extension decides how it is parsed.")
+    if len(name) > MAX_FILENAME_CHARS:
+        extension = os.path.splitext(name)[1]
+        extension = extension if len(extension) <= 20 else ""
+        name = name[: MAX_FILENAME_CHARS - len(extension)] + extension
+    return name
 
 
 def split_tags(raw: str | None) -> list[str]:
@@ -241,14 +296,14 @@ class RequestFactory:
             # to the size, one document would become ~len(text) chunks, each embedded.
             raise InvalidInput(f"chunk_overlap ({overlap}) must be at most half of chunk_size ({size}).")
         return IngestCommand(
-            tags=normalise_tags(tags),
+            tags=user_tags(tags),
             source_id=(source_id or "").strip() or None,
             chunking=chunking,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,
             force=force,
             external_id=external_id,
-            title=title,
+            title=user_title(title),
             metadata=user_metadata(metadata),
             collections=names,
         )

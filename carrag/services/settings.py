@@ -136,6 +136,13 @@ class Settings(BaseSettings):
     max_json_body_bytes: int = Field(
         2 * 1024 * 1024, ge=1024, description="Largest JSON (or form-urlencoded) request body; bigger get 413."
     )
+    body_read_timeout_seconds: float = Field(
+        15.0,
+        gt=0,
+        le=600,
+        description="Longest wait for the next part of a request body; a client that sends nothing for this "
+        "long (a stalled upload, a Content-Length larger than what it sends) gets 408 and the connection closes.",
+    )
     max_extracted_chars: int = Field(20_000_000, ge=1, description="Largest extracted text accepted from one document.")
     max_pdf_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused.")
     allow_duplicates: bool = Field(

@@ -135,3 +135,36 @@ async def test_reupload_with_new_tags_updates_them_without_re_embedding(
 
     same = (await client.post("/ingest/file", files={"file": ("saw.txt", text)}, data={"tags": "tools"})).json()
     assert same["status"] == "unchanged" and same["tags"] == body["tags"], "tags it already has change nothing"
+
+
+async def test_every_entry_point_has_the_same_tag_limit(client: httpx.AsyncClient) -> None:
+    many = [f"tag{n}" for n in range(20_000)]
+    upload = await client.post(
+        "/ingest/file", files={"file": ("a.txt", b"Brake fluid every two years.")}, data={"tags": ",".join(many)}
+    )
+    assert upload.status_code == 400 and "20,000 tags given; the limit is 50" in upload.json()["detail"]
+    by_url = await client.post("/ingest/url", json={"url": "https://example.com", "tags": many[:51]})
+    assert by_url.status_code == 422 and "51 tags given; the limit is 50" in str(by_url.json()["detail"])
+
+    stored = await client.post(
+        "/ingest/file", files={"file": ("a.txt", b"Brake fluid every two years.")}, data={"tags": "a,b"}
+    )
+    patch = await client.patch(f"/documents/{stored.json()['document_id']}", json={"tags": many[:51]})
+    assert patch.status_code == 422 and "51 tags given; the limit is 50" in str(patch.json()["detail"])
+    long_tag = await client.patch(f"/documents/{stored.json()['document_id']}", json={"tags": ["x" * 201]})
+    assert long_tag.status_code == 422 and "longer than 200 characters" in str(long_tag.json()["detail"])
+
+
+async def test_an_upload_s_path_is_dropped_from_its_name(client: httpx.AsyncClient) -> None:
+    response = await client.post("/ingest/file", files={"file": ("../../../../tmp/x.txt", b"Brake fluid lasts.")})
+    assert response.status_code == 200
+    assert (response.json()["filename"], response.json()["source_id"]) == ("x.txt", "x.txt")
+
+
+async def test_a_form_with_two_files_is_refused_and_nothing_is_stored(client: httpx.AsyncClient) -> None:
+    response = await client.post(
+        "/ingest/file",
+        files=[("file", ("a.txt", b"Brake fluid lasts two years.")), ("file", ("b.txt", b"Oil lasts one year."))],
+    )
+    assert response.status_code == 400 and "repeats file" in response.json()["detail"]
+    assert (await client.get("/documents")).json()["total"] == 0

@@ -123,6 +123,32 @@ async def test_streamable_http_needs_the_api_key(served: LiveServer) -> None:
     assert response.status_code == 401 and "API key" in response.json()["detail"]
 
 
+async def test_a_get_or_delete_is_answered_at_once(served: LiveServer) -> None:
+    """Stateless: no event stream for messages the server starts (a GET held one open, silent, until the
+    client left) and no session to end."""
+    headers = {"Authorization": f"Bearer {API_KEY}", "Accept": "text/event-stream, application/json"}
+    async with httpx.AsyncClient(base_url=served.url, headers=headers, timeout=10) as http:
+        for method in ("GET", "DELETE"):
+            response = await http.request(method, "/mcp")
+            assert response.status_code == 405 and response.headers["allow"] == "POST"
+
+
+def test_tool_arguments_json_cannot_represent_are_tool_errors(served: LiveServer) -> None:
+    headers = {"Authorization": f"Bearer {API_KEY}", "Accept": "application/json, text/event-stream"}
+    headers["Content-Type"] = "application/json"
+    call = b'{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search_documents", "arguments": '
+    for arguments, status in [
+        (b'{"query": "brake", "top_k": NaN}', 200),
+        (b'{"query": "brake", "top_k": 1e309}', 200),
+        (b'{"query": "brake", "metadata": {"a": Infinity}}', 200),
+        (b'{"query": "\\ud800"}', 400),  # a JSON-RPC parse error
+    ]:
+        response = httpx.post(f"{served.url}/mcp", content=call + arguments + b"}}", headers=headers, timeout=30)
+        assert response.status_code == status, arguments
+        answer = response.json()
+        assert answer.get("result", {}).get("isError") or answer["error"]["code"] == -32700, arguments
+
+
 async def test_stdio_via_carrag_mcp(tmp_path: Path, embedding_backend) -> None:
     container = await open_container(make_settings(tmp_path, tagger="off"), embedding_backend)
     try:

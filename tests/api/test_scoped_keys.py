@@ -136,8 +136,8 @@ LISTINGS = {("GET", "/documents"), ("GET", "/jobs"), ("GET", "/collections"), ("
 ADMIN = {("POST", "/admin/reset"), ("POST", "/collections"), ("PATCH", "/collections/{name}")}
 ADMIN |= {("DELETE", "/collections/{name}"), ("POST", "/admin/reindex"), ("GET", "/admin/reindex")}
 ADMIN_READS: dict[tuple[str, str], Build] = {("GET", "/admin/reindex"): fixed("/admin/reindex")}
-# /mcp: one ASGI endpoint for every method; its tools check the key's scope (test_mcp_tools_respect_the_scope).
-MCP = {("GET", "/mcp"), ("POST", "/mcp"), ("DELETE", "/mcp")}
+# /mcp: one ASGI endpoint; its tools check the key's scope (test_mcp_tools_respect_the_scope).
+MCP = {("POST", "/mcp")}
 # Nothing in them belongs to a collection: any valid key.
 SCOPE_FREE = {
     ("GET", "/metrics"): "service counters, no document content",

@@ -186,6 +186,9 @@ async def test_cors_allows_configured_origins_only(cors_client: httpx.AsyncClien
     assert "POST" in allowed.headers["access-control-allow-methods"]
     assert "authorization" in allowed.headers["access-control-allow-headers"].lower()
 
+    patch = {**PREFLIGHT, "Access-Control-Request-Method": "PATCH"}  # the UI edits documents with PATCH
+    assert (await cors_client.options("/documents/x", headers={"Origin": "https://app.example", **patch})).is_success
+
     refused = await cors_client.options("/search", headers={"Origin": "https://evil.example", **PREFLIGHT})
     assert refused.status_code == 400
     assert "access-control-allow-origin" not in refused.headers

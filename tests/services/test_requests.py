@@ -53,3 +53,47 @@ def test_ingest_command_normalises_tags_and_refuses_a_large_overlap(requests: Re
     with pytest.raises(InvalidInput, match=r"chunk_overlap \(60\) must be at most half of chunk_size \(100\)"):
         requests.ingest(chunk_size=100, chunk_overlap=60)
     assert requests.ingest(chunk_size=100, chunk_overlap=50).chunk_overlap == 50
+
+
+def test_a_document_s_tags_and_title_have_one_limit(requests: RequestFactory) -> None:
+    from carrag.services.requests import MAX_TAGS, user_tags, user_title
+
+    assert user_tags([" A", "a", "b "] + ["c"] * 1000) == ["a", "b", "c"]  # counted as stored
+    assert len(user_tags([f"t{n}" for n in range(MAX_TAGS)])) == MAX_TAGS
+    for tags, message in [
+        ([f"t{n}" for n in range(MAX_TAGS + 1)], "51 tags given; the limit is 50"),
+        (["x" * 201], "longer than 200 characters"),
+    ]:
+        with pytest.raises(InvalidInput, match=message):
+            user_tags(tags)
+        with pytest.raises(InvalidInput, match=message):
+            requests.ingest(tags=tags)
+    assert user_title("  Manual ") == "Manual" and user_title(None) is None
+    for title, message in [("   ", "must not be blank"), ("x" * 1001, "1,001 characters long; the limit is 1000")]:
+        with pytest.raises(InvalidInput, match=message):
+            requests.ingest(title=title)
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("../../../../tmp/x.txt", "x.txt"),
+        ("C:\\Users\\me\\report.pdf", "report.pdf"),
+        ("notes\x00\x1b[31m.md", "notes[31m.md"),
+        ("invoice\u202etxt.exe", "invoicetxt.exe"),  # a right-to-left override
+        ("  spaced name.txt \n", "spaced name.txt"),
+        ("x" * 300 + ".pdf", "x" * 251 + ".pdf"),
+    ],
+)
+def test_an_upload_s_file_name_is_reduced_to_a_display_name(raw: str, shown: str) -> None:
+    from carrag.services.requests import display_filename
+
+    assert display_filename(raw) == shown
+
+
+@pytest.mark.parametrize("raw", [None, "", "dir/", "..", "a/..", "\x00\u200f"])
+def test_an_upload_without_a_usable_name_is_refused(raw: str | None) -> None:
+    from carrag.services.requests import display_filename
+
+    with pytest.raises(InvalidInput, match="no usable file name"):
+        display_filename(raw)

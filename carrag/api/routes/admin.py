@@ -14,6 +14,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 
 from carrag.api.deps import ContainerDep, DocumentsDep, PrincipalDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.admin import ReindexStatusOut
 from carrag.api.schemas.documents import ResetRequest, ResetResponse
 from carrag.services.container import Container
@@ -21,7 +22,7 @@ from carrag.services.documents import StoreReset
 from carrag.services.errors import InvalidInput
 from carrag.services.reindexing import Reindexer, ReindexStatus
 
-router = APIRouter(prefix="/admin", tags=["admin"])
+router = APIRouter(prefix="/admin", tags=["admin"], route_class=JsonBodyRoute)
 
 
 @router.post("/reset", response_model=ResetResponse, summary="Delete every document and chunk (after a model change)")

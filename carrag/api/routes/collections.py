@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from carrag.api.deps import CollectionsDep, PrincipalDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.collections import (
     CollectionCreate,
     CollectionDeleted,
@@ -14,7 +15,7 @@ from carrag.api.schemas.collections import (
 )
 from carrag.services.models import Collection
 
-router = APIRouter(prefix="/collections", tags=["collections"])
+router = APIRouter(prefix="/collections", tags=["collections"], route_class=JsonBodyRoute)
 
 
 @router.post("", response_model=CollectionOut, status_code=201, summary="Create a collection")

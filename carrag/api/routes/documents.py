@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from carrag.api.deps import DocumentsDep, PrincipalDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.documents import (
     ChunkPageOut,
     DeletedSourceOut,
@@ -22,7 +23,7 @@ from carrag.services.models import DocumentRecord
 from carrag.services.originals import content_disposition
 from carrag.services.stores.base import DocumentSort, SortOrder
 
-router = APIRouter(prefix="/documents", tags=["documents"])
+router = APIRouter(prefix="/documents", tags=["documents"], route_class=JsonBodyRoute)
 
 
 @router.get("", response_model=DocumentPageOut, summary="List documents (newest first; sort and search by file name)")

@@ -6,11 +6,12 @@ from fastapi import APIRouter
 
 from carrag import __version__
 from carrag.api.deps import ContainerDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.health import HealthOut
 from carrag.services.models import ComponentHealth
 from carrag.services.settings import Settings
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=JsonBodyRoute)
 
 
 @router.get("/health", response_model=HealthOut, summary="Component status (never needs an API key)")

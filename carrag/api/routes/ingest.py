@@ -6,15 +6,17 @@ answer is 202 with the job id at once; GET /jobs/{id} follows it.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, Query, UploadFile
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter, ValidationError
 
 from carrag.api.deps import CollectionsDep, IngestionDep, PrincipalDep, RequestsDep, SettingsDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.routes.jobs import JobsDep, status_url
 from carrag.api.schemas.base import UserMetadata
 from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
@@ -23,10 +25,10 @@ from carrag.services.errors import EmptyDocument, InvalidInput, PayloadTooLarge
 from carrag.services.ingestion import IngestResult
 from carrag.services.jobs import Job
 from carrag.services.parsers import check_supported
-from carrag.services.requests import split_tags
+from carrag.services.requests import display_filename, split_tags
 from carrag.services.vocabulary import ChunkingStrategy, JobState
 
-router = APIRouter(prefix="/ingest", tags=["ingest"])
+router = APIRouter(prefix="/ingest", tags=["ingest"], route_class=JsonBodyRoute)
 
 
 AsyncFlag = Annotated[
@@ -55,6 +57,7 @@ def accepted(job: Job) -> JSONResponse:
 
 @router.post("/file", response_model=IngestResponse, summary="Upload and ingest a file", responses=ASYNC_RESPONSES)
 async def ingest_file(
+    request: Request,
     ingestion: IngestionDep,
     requests: RequestsDep,
     settings: SettingsDep,
@@ -62,7 +65,7 @@ async def ingest_file(
     principal: PrincipalDep,
     collections: CollectionsDep,
     file: Annotated[UploadFile, File(description="The document (.pdf, .txt, .md, ...)")],
-    tags: Annotated[str | None, Form(description="Comma-separated tags")] = None,
+    tags: Annotated[str | None, Form(description="Comma-separated tags: at most 50 of at most 200 characters.")] = None,
     source_id: Annotated[str | None, Form(max_length=2048)] = None,
     chunking: Annotated[ChunkingStrategy | None, Form()] = None,
     chunk_size: Annotated[int | None, Form(ge=50, le=20000)] = None,
@@ -79,9 +82,12 @@ async def ingest_file(
     ] = None,
     run_async: AsyncFlag = False,
 ) -> IngestResult | JSONResponse:
-    filename = (file.filename or "").strip()
-    if not filename:
-        raise InvalidInput("The uploaded file has no filename; the extension decides how it is parsed.")
+    repeated = [
+        name for name, count in Counter(key for key, _ in (await request.form()).multi_items()).items() if count > 1
+    ]
+    if repeated:
+        raise InvalidInput(f"The form repeats {', '.join(repeated)}: send each field once (one file per request).")
+    filename = display_filename(file.filename)
     check_supported(filename)
     data = await file.read(settings.max_upload_bytes + 1)
     if len(data) > settings.max_upload_bytes:

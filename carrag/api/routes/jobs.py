@@ -11,10 +11,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 
 from carrag.api.deps import ContainerDep, PrincipalDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.services.jobs import Job, JobManager
 
-router = APIRouter(prefix="/jobs", tags=["jobs"])
+router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=JsonBodyRoute)
 
 
 async def get_jobs(container: ContainerDep) -> JobManager:

@@ -36,9 +36,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
-from fastapi.routing import APIRoute
 
 from carrag.api.deps import AnswersDep, CollectionsDep, PrincipalDep, RequestsDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.openai import (
     AssistantMessage,
     ChatCompletionOut,
@@ -58,7 +58,7 @@ from carrag.services.models import DEFAULT_COLLECTION, ChatMessage
 from carrag.services.requests import AnswerQuery, RequestFactory
 
 
-class OpenAIErrorRoute(APIRoute):
+class OpenAIErrorRoute(JsonBodyRoute):
     """Answers errors as the app always does, plus OpenAI's ``error`` object in the body."""
 
     def get_route_handler(self):

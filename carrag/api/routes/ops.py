@@ -10,20 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Annotated
 
 from fastapi import APIRouter, Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from carrag.api.deps import ContainerDep, require_api_key
+from carrag.api.json_body import JsonBodyRoute
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.telemetry import Telemetry
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=JsonBodyRoute)
 
 READINESS_TIMEOUT_SECONDS = 5.0
-_bearer = HTTPBearer(auto_error=False, description="One of API_KEYS, unless METRICS_PUBLIC is true.")
 
 
 @router.get("/health/live", summary="Liveness: the process is serving (never calls a dependency)")
@@ -57,17 +55,17 @@ async def ready(container: ContainerDep) -> JSONResponse:
     return JSONResponse({"status": "ready"})
 
 
-async def metrics_access(
-    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-) -> None:
+async def metrics_access(request: Request) -> None:
     if not request.app.state.container.settings.metrics_public:
-        await require_api_key(request, credentials)
+        await require_api_key(request)
 
 
 @router.get(
     "/metrics",
     summary="Prometheus metrics",
+    description="Behind API_KEYS like the API, unless METRICS_PUBLIC is true.",
     dependencies=[Depends(metrics_access)],
+    openapi_extra={"security": [{"HTTPBearer": []}]},
     response_class=Response,
     responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text exposition format."}},
 )

@@ -16,11 +16,12 @@ from fastapi import APIRouter
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from carrag.api.deps import AnswersDep, PrincipalDep, RequestsDep, SettingsDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.query import QueryRequest, QueryResponse, jsonable, stream_payload
 from carrag.api.streaming import opened
 from carrag.services.answering import Answer, AnswerEvent
 
-router = APIRouter(tags=["query"])
+router = APIRouter(tags=["query"], route_class=JsonBodyRoute)
 
 
 @router.post("/query", response_model=QueryResponse, summary="Answer a question from the documents")

@@ -14,6 +14,8 @@ from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import Scope
 
+from carrag.api.json_body import JsonBodyRoute
+
 UI_DIR = Path(__file__).resolve().parent.parent / "ui"
 
 CONTENT_SECURITY_POLICY = (
@@ -27,7 +29,7 @@ UI_HEADERS = {
     "Cache-Control": "no-cache",  # revalidate (ETag) so an upgraded server never runs stale scripts
 }
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, route_class=JsonBodyRoute)
 
 
 @router.get("/")

@@ -7,13 +7,14 @@ validates the same schemas from JSON, so one declaration serves both directions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, AliasChoices, AliasPath, BaseModel, BeforeValidator, ConfigDict, StrictBool
 
 from carrag.services.errors import InvalidInput
-from carrag.services.requests import user_metadata
+from carrag.services.requests import user_metadata, user_tags, user_title
 
 
 class Schema(BaseModel):
@@ -39,13 +40,22 @@ def read_from(owner: str, name: str) -> AliasChoices:
     return AliasChoices(AliasPath(owner, name), name)
 
 
-def _checked_metadata(value: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return user_metadata(value)
-    except InvalidInput as exc:
-        raise ValueError(exc.message) from None
+def _checked_by(check: Callable[[Any], Any]) -> AfterValidator:
+    """A service-side check (`carrag.services.requests`) as a field validator: its InvalidInput is a 422."""
+
+    def checked(value: Any) -> Any:
+        try:
+            return check(value)
+        except InvalidInput as exc:
+            raise ValueError(exc.message) from None
+
+    return AfterValidator(checked)
 
 
 # StrictBool first: JSON true stays a boolean (and 1 an integer) instead of being coerced
-UserMetadata = Annotated[dict[str, StrictBool | int | float | str], AfterValidator(_checked_metadata)]
+UserMetadata = Annotated[dict[str, StrictBool | int | float | str], _checked_by(user_metadata)]
 """User metadata on the wire (ingest, PATCH, search filters): a JSON object of scalar values (422 otherwise)."""
+UserTags = Annotated[list[str], _checked_by(user_tags)]
+"""A document's tags on the wire (ingest, PATCH): at most 50 of at most 200 characters, normalised."""
+UserTitle = Annotated[str, _checked_by(user_title)]
+"""A document's title on the wire: not blank, at most 1000 characters, trimmed."""

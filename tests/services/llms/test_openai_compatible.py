@@ -3,6 +3,7 @@ llama-cpp-python's own server (``python -m llama_cpp.server``) serving the packa
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -16,6 +17,15 @@ from carrag.services.llms.llama_cpp import default_model_path
 from carrag.services.llms.openai_compatible import OpenAICompatibleLLM
 from carrag.services.models import ChatMessage
 from tests.live_server import free_port
+
+
+def server_environment() -> dict[str, str]:
+    """This environment without what llama_cpp.server reads as its own settings: PORT (set for
+    `carrag serve`) or HOST would win over ``--port`` and ``--host``."""
+    from llama_cpp.server.settings import ModelSettings, ServerSettings
+
+    names = {name.upper() for settings in (ServerSettings, ModelSettings) for name in settings.model_fields}
+    return {key: value for key, value in os.environ.items() if key.upper() not in names}
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +47,7 @@ def openai_server():
             "--model_alias",
             "smollm2",
         ],
+        env=server_environment(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
