@@ -43,21 +43,39 @@ export function passageBlocks(text, ranges, chunkSpan) {
 }
 
 /** About ``limit`` characters of the passage: around its first highlight, else from the start of the
- * chunk that matched, beginning at a line start when one is near, and cut at a word's end. */
+ * chunk that matched, beginning at a line start when one is near (at its table's header when the
+ * line is a table row not far into it), and cut at a word's end. */
 export function snippetBlocks(text, ranges, chunkSpan, limit) {
   const first = cleanRanges(text, ranges)[0];
   const matched = cleanRanges(text, chunkSpan ? [chunkSpan] : [])[0];
   const anchor = first ? first.start : matched ? matched.start : 0;
   const lead = first ? 60 : 0;
-  const lineStart = text.lastIndexOf("\n", anchor - 1) + 1;
-  let from = anchor - lineStart <= lead ? lineStart : anchor - lead;
-  if (from > lineStart) from = Math.min(anchor, wordEnd(text, from));
+  const line = text.lastIndexOf("\n", anchor - 1) + 1;
+  const table = tableStart(text, line, limit);
+  let from;
+  if (table < line) from = table; // a table row: from the table's header
+  else if (anchor - line <= lead) from = line;
+  else from = Math.min(anchor, wordEnd(text, anchor - lead)); // mid-line: from a word's start
   let to = Math.min(text.length, Math.max(from + limit, first ? Math.min(first.end, from + 2 * limit) : 0));
   if (to < text.length) to = wordEnd(text, to);
   const blocks = markedBlocks(text, ranges, from, to);
   if (from > 0) atEdge(blocks, "start");
   if (to < text.length) atEdge(blocks, "end");
   return blocks;
+}
+
+/** Where the table holding the line at ``lineStart`` begins, when that is within ``reach``
+ * characters (its header row comes first); else ``lineStart``. */
+function tableStart(text, lineStart, reach) {
+  const row = /^[ \t]*\|/;
+  if (!row.test(text.slice(lineStart))) return lineStart;
+  let start = lineStart;
+  while (start > 0) {
+    const previous = text.lastIndexOf("\n", start - 2) + 1;
+    if (!row.test(text.slice(previous, start)) || lineStart - previous > reach) break;
+    start = previous;
+  }
+  return start;
 }
 
 /** The index just past the word at ``at`` (or ``at`` itself at a space). */
