@@ -209,7 +209,8 @@ def plural(count: int, noun: str) -> str:
 class WordWrap:
     """Text arriving in pieces (a streamed answer) written word-wrapped at ``width`` terminal cells: a
     word is held back until it is complete, so no line ever breaks inside one (a word longer than a
-    line gets a line of its own). ``width`` None (not a terminal): written as it comes."""
+    line gets a line of its own, written as it comes: the terminal wraps it). ``width`` None (not a
+    terminal): written as it comes."""
 
     TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
 
@@ -226,6 +227,9 @@ class WordWrap:
             return
         tokens = self.TOKENS.findall(self.held + text)
         self.held = tokens.pop() if tokens and not tokens[-1].isspace() else ""
+        if cell_len(self.held) > self.width:  # no line holds it (text without spaces): no reason to wait
+            tokens.append(self.held)
+            self.held = ""
         for token in tokens:
             self._token(token)
 

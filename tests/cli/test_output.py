@@ -236,6 +236,11 @@ def test_word_wrap_never_breaks_a_word_however_the_text_arrives() -> None:
     wrap.feed("a pneumonoultramicroscopic word")
     wrap.close()
     assert "".join(written) == "a\npneumonoultramicroscopic\nword", "a word longer than a line has a line of its own"
+    streamed: list[str] = []
+    wrap = WordWrap(streamed.append, 10)
+    for piece in ("日本語の", "文章には空白が", "ありません"):
+        wrap.feed(piece)
+    assert "".join(streamed) == "日本語の文章には空白が", "text without spaces is not held back once no line holds it"
     unwrapped: list[str] = []
     WordWrap(unwrapped.append, None).feed("off a terminal, as it comes")
     assert unwrapped == ["off a terminal, as it comes"]
