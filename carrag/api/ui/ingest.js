@@ -16,6 +16,7 @@ const OUTCOMES = { ingested: "stored", updated: "updated", unchanged: "unchanged
 const shown = new Map(); // job id → its row (JobView)
 const doneViews = new Set(); // finished rows that link to a document: checked again on each visit
 let exists = new Map(); // document id → Promise<boolean>, for one visit to the screen
+let unsent = 0; // files and URLs listed but not yet accepted by the server: closing the tab would lose them
 
 /** Whether a document still exists (once per id and visit; a job's document may since be deleted). */
 function documentExists(documentId) {
@@ -32,6 +33,9 @@ export function initIngest() {
   const dropzone = $("#dropzone");
 
   input.addEventListener("change", () => showChosen(input.files));
+  window.addEventListener("beforeunload", (event) => {
+    if (unsent > 0) event.preventDefault(); // the browser asks before the page (and the waiting uploads) go
+  });
   for (const name of ["dragenter", "dragover"]) {
     dropzone.addEventListener(name, (event) => {
       event.preventDefault();
@@ -69,10 +73,12 @@ export function initIngest() {
     const views = [];
     for (const item of work) views.push(new JobView(item.name, { waiting: true, after: views.at(-1) }));
     let next = 0;
+    unsent += work.length;
     const worker = async () => {
       while (next < work.length) {
         const index = next++;
         if (!views[index].withdrawn) await work[index].send(views[index]);
+        unsent -= 1;
       }
     };
     await Promise.all(Array.from({ length: Math.min(UPLOADS_AT_ONCE, work.length) }, worker));
