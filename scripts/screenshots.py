@@ -2,9 +2,12 @@
 
     .venv/bin/python scripts/screenshots.py [--out docs/screenshots] [--llm none|local]
 
-It starts a fresh server (`carrag.bench.server`, driven by `carrag.bench.browser` as the browser tests are), uploads a few documents through the UI, and
-captures each screen: ingest (three jobs done, one embedding), documents list, one document, the answer with its
-citations, a cited passage opened, and the ask screen on a phone-sized viewport. The default
+It starts a fresh server (`carrag.bench.server`, driven by `carrag.bench.browser` as the browser tests are), uploads
+a few documents through the UI (a page of the FAA's maintenance handbook and two Markdown notes, chosen at once),
+and captures each screen: ingest (three jobs done, one embedding), documents list, one document (the overlap its
+chunks share greyed), a conversation of two answers with their citations (the second from a Markdown table, shown
+as formatting), a cited passage opened (the chunk that matched set apart), and the documents on a phone-sized
+viewport. The default
 `--llm none` is the extractive answerer: it quotes the best passages with their [Source n]
 citations, which shows the citation links; the packaged SmolLM2-135M rarely cites.
 """
@@ -20,20 +23,23 @@ from carrag.bench.browser import CHROMIUM, ask, chromium, open_page, upload_thro
 from carrag.bench.server import server_process
 
 REPO = Path(__file__).resolve().parent.parent
-MANUAL = REPO / "tests" / "fixtures" / "2019_Ford_F150_Owners_Manual.pdf"  # a 4-page owner's manual
-# The manual is short enough to be kept whole by default; split it so its chunks show their pages.
+HANDBOOK = REPO / "tests" / "fixtures" / "amt_handbook_sample.pdf"  # a page of the FAA's handbook (public domain)
+# Small documents are kept whole by default; split them so chunks, their pages and their overlap show.
 SPLIT_SMALL_DOCUMENTS = {"WHOLE_DOCUMENT_CHARS": "0"}
 
 DOCUMENTS = {
-    "maintenance-schedule.md": (
-        "# Maintenance schedule\n\n## Every 7,500 miles\n\nChange the engine oil and the oil filter, rotate the "
-        "tires and inspect the brake pads. Use Motorcraft SAE 5W-30 full synthetic oil.\n\n## Every 30,000 miles\n\n"
-        "Replace the engine air filter and the cabin air filter. Inspect the coolant hoses and the drive belt.\n"
+    "torque-table.md": (
+        "# Torque values for self-locking nuts\n\nTighten a self-locking nut to the **torque in the table** with a "
+        "calibrated wrench; `reuse` it only if the locking torque is still within limits.\n\n"
+        "| Thread size | Fine thread torque | Coarse thread torque |\n|---|---|---|\n"
+        "| 8-32 | 12-15 inch-pounds | 12-15 inch-pounds |\n| 10-24 | 20-25 inch-pounds | 20-25 inch-pounds |\n"
+        "| 1/4-28 | 50-70 inch-pounds | 40-50 inch-pounds |\n"
     ),
-    "towing-checklist.txt": (
-        "Towing checklist\n\nCross the safety chains under the trailer tongue. Match the hitch ball to the coupler. "
-        "Check the trailer lights and the tire pressure of the trailer before every trip. Keep 10 to 15 percent "
-        "of the trailer weight on the hitch.\n"
+    "nut-inspection.md": (
+        "# Inspecting self-locking nuts\n\nBefore a self-locking nut is reused, check that:\n\n"
+        "- it cannot be turned onto the bolt by hand past its locking section;\n"
+        "- the fiber collar of an *elastic stop nut* is neither cut nor burnt;\n"
+        "- the bolt extends at least two full threads through the nut.\n"
     ),
 }
 
@@ -63,8 +69,7 @@ def take_screenshots(out: Path, llm: str) -> list[Path]:
                 page.screenshot(path=str(path), full_page=full_page)
                 shots.append(path)
 
-            upload_through_ui(page, [MANUAL], tags="maintenance, trucks")
-            upload_through_ui(page, [uploads / name for name in DOCUMENTS], tags="maintenance")
+            upload_through_ui(page, [HANDBOOK, *(uploads / name for name in DOCUMENTS)], tags="maintenance")
             states = wait_for_jobs(page, 3)
             assert states == ["done"] * 3, states
             # A long upload, caught while it embeds (then cancelled, so nothing of it is kept).
@@ -83,19 +88,23 @@ def take_screenshots(out: Path, llm: str) -> list[Path]:
             page.wait_for_function("document.querySelectorAll('#doc-rows a.doc-name').length === 3")
             shot("documents")
 
-            page.click("a.doc-name >> text=2019 Ford F-150 Owner's Manual")
-            page.wait_for_selector("#document-chunks .chunk")
-            shot("document", full_page=True)
+            page.click("a.doc-name >> text=AMT General Handbook")
+            page.wait_for_selector("#document-chunks .chunk >> nth=2")
+            page.set_viewport_size({"width": 1280, "height": 1400})
+            shot("document")
+            page.set_viewport_size({"width": 1280, "height": 820})
 
-            ask(page, "Which oil filter fits the engine, and how often should I change it?")
-            page.wait_for_function(
-                "document.querySelector('#answer-text').getAttribute('aria-busy') === 'false'", timeout=120_000
-            )
+            done = "n => document.querySelectorAll('#conversation .turn:not([data-state=streaming])').length >= n"
+            ask(page, "What are the two general types of self-locking nuts?")
+            page.wait_for_function(done, arg=1, timeout=120_000)
+            ask(page, "What torque does a 1/4-28 self-locking nut need?")
+            page.wait_for_function(done, arg=2, timeout=120_000)
             page.evaluate("document.activeElement && document.activeElement.blur()")
             shot("ask", full_page=True)
 
-            citation = page.locator('#answer-text a.citation[title*="page"]')  # one into the PDF, with its page
-            (citation if citation.count() else page.locator("#sources a.source-link")).first.click()
+            first_turn = page.locator("#conversation .turn").first
+            citation = first_turn.locator('.answer-text a.citation[title*="page"]')  # into the PDF, with its page
+            (citation if citation.count() else first_turn.locator(".sources a.source-link")).first.click()
             page.wait_for_selector("#source-dialog[open]")
             shot("ask-citation")
 

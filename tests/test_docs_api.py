@@ -1,4 +1,4 @@
-"""docs/api.md (and the README's curl examples) stay true: every example runs against a real server.
+"""docs/api.md and the README's examples stay true: every example runs against a real server.
 
 docs/api.md's format: each route has a ``### METHOD /path`` heading (the path as in OpenAPI); each
 example is a ```bash block with one curl command, an ``# expect <status>[|<status>...]`` line and
@@ -9,6 +9,9 @@ Substitutions: ``http://127.0.0.1:8000`` → the test server, ``https://example.
 served on loopback (no internet here; FETCH_ALLOWED_HOSTS lets the server fetch from it). The server
 has the API keys of docs/api.md's "Scoped API keys" section; an example that sends no
 ``Authorization`` header is sent with the full-access key (as the page's conventions say to).
+
+The README's examples (curl and ``.venv/bin/carrag ... --url``) run in order, and each
+``# answers: <text>`` line under one says what its answer holds (whitespace aside).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from carrag.api.main import create_app
-from carrag.bench.server import server_process
+from carrag.bench.server import clean_environment, server_process
 from tests.conftest import make_settings
 from tests.live_server import served_page
 
@@ -141,11 +145,24 @@ def field_differences(shown: object, answer: object, path: str = "") -> list[str
     return differences
 
 
-def readme_commands() -> list[str]:
-    commands = []
+def readme_examples() -> list[tuple[str, list[str]]]:
+    """(command, the texts its ``# answers:`` lines say it answers), for every curl and carrag command."""
+    examples: list[tuple[str, list[str]]] = []
     for _, block in bash_blocks(README.read_text()):
-        commands += [line.strip() for line in block.replace("\\\n", " ").splitlines() if line.startswith("curl ")]
-    return commands
+        for line in block.replace("\\\n", " ").splitlines():
+            if line.startswith(("curl ", ".venv/bin/carrag ")):
+                examples.append((line.strip(), []))
+            elif line.startswith("# answers: "):
+                examples[-1][1].append(line.removeprefix("# answers: "))
+    return examples
+
+
+def run_carrag(command: str, server_url: str) -> tuple[int, str]:
+    arguments = shlex.split(command.replace(DOCUMENTED_BASE, server_url))
+    arguments[:1] = [sys.executable, "-m", "carrag.cli.main"]
+    env = clean_environment() | {"CARRAG_API_KEY": FULL_ACCESS_KEY, "COLUMNS": "200"}
+    finished = subprocess.run(arguments, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    return finished.returncode, finished.stdout + finished.stderr
 
 
 def run_curl(command: str, server_url: str, site_url: str, saved: dict[str, str], body_file: Path) -> tuple[int, str]:
@@ -209,12 +226,20 @@ def test_every_api_example_answers_as_documented(server, example_site: str, tmp_
     assert wrong_fields == [], "the JSON shown after these examples has other fields than the answers"
 
 
-def test_readme_curl_examples_work(server, example_site: str, tmp_path: Path) -> None:
-    commands = readme_commands()
-    assert len(commands) >= 5
+@pytest.mark.slow  # it ingests docs/*.md, as the README's first example does
+def test_readme_examples_work_and_answer_what_they_say(server, example_site: str, tmp_path: Path) -> None:
+    examples = readme_examples()
+    assert len(examples) >= 8 and sum(bool(answers) for _, answers in examples) >= 4
     saved: dict[str, str] = {}
-    for number, command in enumerate(commands):
-        status, body = run_curl(command, server.url, example_site, saved, tmp_path / f"{number}.out")
-        assert 200 <= status < 300, f"README example answered {status}:\n{command}\n{body[:500]}"
-        if body.startswith("{") and "document_id" in (answer := json.loads(body)):
-            saved.setdefault("document_id", answer["document_id"])
+    for number, (command, answers) in enumerate(examples):
+        if command.startswith("curl "):
+            status, body = run_curl(command, server.url, example_site, saved, tmp_path / f"{number}.out")
+            assert 200 <= status < 300, f"README example answered {status}:\n{command}\n{body[:500]}"
+            if body.startswith("{") and "document_id" in (answer := json.loads(body)):
+                saved.setdefault("document_id", answer["document_id"])
+        else:
+            exit_code, body = run_carrag(command, server.url)
+            assert exit_code == 0, f"README example exited {exit_code}:\n{command}\n{body[-2000:]}"
+        flat = " ".join(body.replace("\\n", " ").split())  # JSON and SSE bodies escape their line breaks
+        for expected in answers:
+            assert expected in flat, f"README example does not answer {expected!r}:\n{command}\n{body[:2000]}"

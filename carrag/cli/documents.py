@@ -107,14 +107,17 @@ def documents_list(
         else:
             print_note("No documents match." if tag or filename else "No documents.")
         return
+    # On an 80-column terminal: id, source (its end: what tells files of one folder apart), chunks,
+    # date and title; wider ones add tags, collection and type. Plain output has them all.
     columns = [
         Column("document_id", on_terminal=short_id, terminal_header="id"),
-        Column("collection", width=10),
-        Column("source", flexible=True),
-        Column("type", width=6),
+        Column("collection", width=10, terminal_min_width=120),
+        Column("source", flexible=True, cut="start"),
+        Column("type", width=6, terminal_min_width=120),
         Column("chunks", justify="right"),
-        Column("tags", width=12),
+        Column("tags", width=20, flexible=True, terminal_min_width=100),
         Column("created", on_terminal=lambda stamp: stamp[:10]),
+        Column("title", flexible=True),
     ]
     rows = [
         [
@@ -125,6 +128,7 @@ def documents_list(
             str(document.chunk_count),
             ",".join(document.tags),
             document.created_at,
+            document.title or "",
         ]
         for document in page.items
     ]

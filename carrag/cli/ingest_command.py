@@ -83,13 +83,12 @@ async def ingest_all(
 ) -> int:
     """Ingest every resolved source, one at a time; returns how many failed."""
     outcomes = outcomes if outcomes is not None else IngestReport()
-    counts = {"ingested": 0, "unchanged": 0, "updated": 0, "duplicate": 0, "failed": len(resolved.missing), "pruned": 0}
+    refused = [(missing, "no such file or directory") for missing in resolved.missing] + resolved.conflicts
+    counts = {"ingested": 0, "unchanged": 0, "updated": 0, "duplicate": 0, "failed": len(refused), "pruned": 0}
     outcomes.counts = counts
-    outcomes.sources += [
-        {"source": missing, "status": "failed", "error": "no such file or directory"} for missing in resolved.missing
-    ]
-    for missing in resolved.missing:
-        console.print(f"[red]✗ failed[/red]    {escape(missing)}: no such file or directory")
+    outcomes.sources += [{"source": path, "status": "failed", "error": why} for path, why in refused]
+    for path, why in refused:
+        console.print(f"[red]✗ failed[/red]    {escape(path)}: {escape(why)}")
     for pattern in resolved.unmatched_patterns:
         console.print(f"[yellow]! no files[/yellow]  {escape(pattern)} matched no file of a supported type")
     jobs: list[tuple[str, Callable[[ProgressCallback], Awaitable[IngestResponse]]]] = [
@@ -160,7 +159,7 @@ async def ingest_all(
             console.print(f"[magenta]- pruned[/magenta]    {escape(document.source_id)}")
 
     summary = (
-        f"{len(jobs) + len(resolved.missing)} sources: {counts['ingested']} ingested, "
+        f"{len(jobs) + len(refused)} sources: {counts['ingested']} ingested, "
         f"{counts['unchanged']} unchanged, {counts['failed']} failed"
     )
     if counts["updated"]:

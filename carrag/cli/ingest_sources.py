@@ -1,14 +1,19 @@
 """What ``carrag ingest`` was asked to ingest: files, globs and URLs, resolved against the working
 directory; and which stored documents ``--prune`` removes.
 
-A file's source id is its path relative to the working directory, normalised (``./docs/a.md`` and
-``docs/a.md`` are both ``docs/a.md``; a file outside the working directory keeps its absolute
-path), so re-running the same command finds the same documents.
+A file's source id is its path relative to the folder the argument names (its *base*): a directory
+argument is its own base, a glob's base is its path before the first wildcard (``docs/**/*.md`` →
+``docs``), and a single file's base is the folder it is in, so its source id is its file name — what
+the web UI and ``curl -F file=@…`` send. The same file ingested either way is one source, the id is
+the same from any working directory, and it is never absolute and never holds ``..``. Two files of
+one run with the same source id (``a/README.md`` and ``b/README.md`` named one by one) would replace
+each other: the second is refused, naming the folder to ingest them from.
 """
 
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,6 +33,7 @@ class ResolvedSources:
     files: list[FileSource] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # literal paths that do not exist: failures
+    conflicts: list[tuple[str, str]] = field(default_factory=list)  # (path, why): another file has its source id
     unmatched_patterns: list[str] = field(default_factory=list)  # globs that matched nothing
     skipped: list[str] = field(default_factory=list)  # glob matches of a type Carrag cannot parse
 
@@ -44,46 +50,64 @@ def is_glob(value: str) -> bool:
     return any(character in value for character in "*?[")
 
 
-def source_id_for(path: Path, cwd: Path) -> str:
-    absolute = Path(os.path.abspath(cwd / path))
-    try:
-        return absolute.relative_to(Path(os.path.abspath(cwd))).as_posix()
-    except ValueError:
-        return absolute.as_posix()
+def glob_base(pattern: str) -> str:
+    """The folder a glob starts from: its leading path components without a wildcard (``.`` for none)."""
+    parts = Path(pattern).parts
+    fixed = list(itertools.takewhile(lambda part: not is_glob(part), parts[:-1]))
+    return os.path.join(*fixed) if fixed else "."
+
+
+def source_id_for(path: Path, base: Path) -> str:
+    """``path`` relative to ``base`` (both relative to the working directory, or absolute)."""
+    return Path(os.path.relpath(os.path.abspath(path), os.path.abspath(base))).as_posix()
 
 
 def resolve_sources(arguments: Iterable[str], cwd: Path, supported_extensions: Iterable[str]) -> ResolvedSources:
     """Expand globs (``**`` recurses) and directories, keep URLs as given, each source once, in order."""
     supported = {extension.lower() for extension in supported_extensions}
     resolved = ResolvedSources()
-    seen: set[str] = set()
+    seen: dict[str, Path] = {}  # source id → the file that has it
+    urls: set[str] = set()
 
-    def add_file(path: Path) -> None:
-        source = FileSource(Path(os.path.abspath(cwd / path)), source_id_for(path, cwd))
-        if source.source_id not in seen:
-            seen.add(source.source_id)
-            resolved.files.append(source)
+    def add_file(match: str, base: str) -> None:
+        path = Path(os.path.abspath(cwd / match))
+        source_id = source_id_for(path, cwd / base)
+        holder = seen.get(source_id)
+        if holder is None:
+            seen[source_id] = path
+            resolved.files.append(FileSource(path, source_id))
+        if holder is None or holder == path:
+            return
+        folder = os.path.relpath(os.path.commonpath([holder.parent, path.parent]), cwd)
+        other = os.path.relpath(holder, cwd)
+        resolved.conflicts.append(
+            (
+                match,
+                f"same source id {source_id!r} as {other} (the path below the folder named); ingest {folder} instead",
+            )
+        )
 
-    def add_matches(matches: list[str], pattern: str) -> None:
+    def add_matches(matches: list[str], pattern: str, base: str) -> None:
         files = sorted(match for match in matches if (cwd / match).is_file())
         usable = [match for match in files if Path(match).suffix.lower() in supported]
-        resolved.skipped.extend(source_id_for(Path(match), cwd) for match in files if match not in usable)
+        resolved.skipped.extend(source_id_for(cwd / match, cwd / base) for match in files if match not in usable)
         if not usable:
             resolved.unmatched_patterns.append(pattern)
         for match in usable:
-            add_file(Path(match))
+            add_file(match, base)
 
     for argument in arguments:
         if is_url(argument):
-            if argument not in seen:
-                seen.add(argument)
+            if argument not in urls:
+                urls.add(argument)
                 resolved.urls.append(argument)
         elif is_glob(argument):
-            add_matches(glob.glob(argument, root_dir=cwd, recursive=True), argument)
+            add_matches(glob.glob(argument, root_dir=cwd, recursive=True), argument, glob_base(argument))
         elif (cwd / argument).is_dir():
-            add_matches(glob.glob(os.path.join(argument, "**", "*"), root_dir=cwd, recursive=True), argument)
+            add_matches(glob.glob(os.path.join(argument, "**", "*"), root_dir=cwd, recursive=True), argument, argument)
         elif (cwd / argument).is_file():
-            add_file(Path(argument))  # an explicit file is tried whatever its type: the error says why
+            # an explicit file is tried whatever its type (the error says why); its source id is its name
+            add_file(argument, os.path.dirname(argument) or ".")
         else:
             resolved.missing.append(argument)
     return resolved

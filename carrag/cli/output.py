@@ -1,8 +1,10 @@
 """How CLI commands print data: one description of the columns, three renderings.
 
 - On a terminal: a rich table that fits the terminal's width. Every column stays on one line; long
-  cells are cut with an ellipsis (never wrapped a few characters a line); ids are shortened to their
-  first `SHORT_ID` characters, which `carrag documents show|delete` accept back as a prefix.
+  cells are cut with an ellipsis (never wrapped a few characters a line), at their end or, for paths,
+  at their start so the part that tells them apart stays; ids are shortened to their first `SHORT_ID`
+  characters, which `carrag documents show|delete` accept back as a prefix. Columns that matter less
+  are left out of narrow terminals.
 - Not on a terminal (a pipe, a file, a script): tab-separated lines, a header line first, full
   values (whole ids, whole timestamps), tabs and newlines inside a value turned into spaces, so
   ``cut -f1`` and ``awk -F'\\t'`` work.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -56,9 +59,11 @@ def one_line(text: str, limit: int | None = None) -> str:
 @dataclass(frozen=True, slots=True)
 class Column:
     """``width``: the most characters the column takes in a table (None: as wide as its cells);
-    ``flexible`` columns give way first when the table is too wide for the terminal. ``on_terminal``
-    shortens a cell for the table only (ids), under ``terminal_header`` if given; plain output always
-    has the full value under ``header``."""
+    ``flexible`` columns give way first when the table is too wide for the terminal; ``cut``: which
+    end of a long cell gives way (``start`` for paths: ``…/guide/install.md``). ``on_terminal``
+    shortens a cell for the table only (ids), under ``terminal_header`` if given; ``terminal_min_width``:
+    the column is left out of tables on terminals narrower than this. Plain output always has every
+    column and the full value under ``header``."""
 
     header: str
     width: int | None = None
@@ -66,6 +71,8 @@ class Column:
     justify: Literal["left", "right"] = "left"
     on_terminal: Callable[[str], str] | None = None
     terminal_header: str | None = None
+    cut: Literal["start", "end"] = "end"
+    terminal_min_width: int = 0
 
 
 COLUMN_GAP = 2  # characters between table columns: right padding 1 + the box separator 1
@@ -86,15 +93,21 @@ def print_rows(
         for line in [[c.header for c in columns], *rows]:
             console.file.write("\t".join(plain_cell(cell) for cell in line) + "\n")
         return
+    shown = [index for index, column in enumerate(columns) if console.width >= column.terminal_min_width]
+    columns = [columns[index] for index in shown]
     headers = [column.terminal_header or column.header for column in columns]
     cells = [
         [
-            one_line(column.on_terminal(cell) if column.on_terminal else cell)
-            for column, cell in zip(columns, row, strict=True)
+            one_line(column.on_terminal(row[index]) if column.on_terminal else row[index])
+            for column, index in zip(columns, shown, strict=True)
         ]
         for row in rows
     ]
     widths = fitted_widths(columns, headers, cells, console.width)
+    for row in cells:
+        for index, column in enumerate(columns):
+            if column.cut == "start":
+                row[index] = keep_end(row[index], widths[index])
     table = Table(
         title=title,
         box=box.SIMPLE_HEAD,
@@ -109,6 +122,20 @@ def print_rows(
     for row in cells:
         table.add_row(*(escape(cell) for cell in row))
     console.print(table)
+
+
+def keep_end(text: str, width: int) -> str:
+    """``text`` cut from its start to ``width`` terminal cells, "…" marking the cut."""
+    if cell_len(text) <= width:
+        return text
+    kept: list[str] = []
+    room = width - 1
+    for character in reversed(text):
+        room -= cell_len(character)
+        if room < 0:
+            break
+        kept.append(character)
+    return "…" + "".join(reversed(kept))
 
 
 def fitted_widths(
@@ -177,3 +204,82 @@ def pages_label(pages: list[int] | None, page: int | None = None) -> str:
 
 def plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+class WordWrap:
+    """Text arriving in pieces (a streamed answer) written word-wrapped at ``width`` terminal cells: a
+    word is held back until it is complete, so no line ever breaks inside one (a word longer than a
+    line gets a line of its own, written as it comes: the terminal wraps it). ``width`` None (not a
+    terminal): written as it comes."""
+
+    TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
+
+    def __init__(self, write: Callable[[str], None], width: int | None) -> None:
+        self.write = write
+        self.width = width
+        self.column = 0
+        self.space = ""  # whitespace not written yet: it goes before the next word on the same line
+        self.held = ""  # a word that may continue in the next piece
+
+    def feed(self, text: str) -> None:
+        if self.width is None:
+            self.write(text)
+            return
+        tokens = self.TOKENS.findall(self.held + text)
+        self.held = tokens.pop() if tokens and not tokens[-1].isspace() else ""
+        if cell_len(self.held) > self.width:  # no line holds it (text without spaces): no reason to wait
+            tokens.append(self.held)
+            self.held = ""
+        for token in tokens:
+            self._token(token)
+
+    def close(self) -> None:
+        """Write what is held; the next text starts a new line's count."""
+        if self.held:
+            self._token(self.held)
+        self.held = self.space = ""
+        self.column = 0
+
+    def _token(self, token: str) -> None:
+        assert self.width is not None
+        if token == "\n":
+            self.write("\n")
+            self.column, self.space = 0, ""
+        elif token.isspace():
+            self.space += token
+        else:
+            needed = cell_len(self.space) + cell_len(token)
+            if self.column and self.column + needed > self.width:
+                self.write("\n")
+                self.column, self.space = 0, ""
+                needed = cell_len(token)
+            self.write(self.space + token)
+            self.column += needed
+            self.space = ""
+
+
+TABLE_RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")
+BLOCK_START = re.compile(r"^\s*(?:[-*+•]\s|\d{1,4}[.)]\s|#{1,6}\s|\|)")
+
+
+def readable_paragraphs(text: str) -> list[str]:
+    """A passage's Markdown as paragraphs for a terminal: lines of prose joined (PDF text breaks every
+    line), list items, headings and table rows each their own paragraph (a row's cells between " │ ",
+    the row of dashes under a header left out), backslash escapes resolved."""
+    paragraphs: list[str] = []
+    joining = False
+    for raw in text.splitlines():
+        line = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", raw).strip()
+        if not line or (TABLE_RULE.match(line) and "-" in line):
+            joining = False
+            continue
+        if line.startswith("|"):
+            line = " │ ".join(cell.strip() for cell in line.strip("|").split("|"))
+        elif line.startswith("#"):
+            line = line.lstrip("#").strip().rstrip("¶").strip()
+        if joining and not BLOCK_START.match(raw):
+            paragraphs[-1] += " " + line
+        else:
+            paragraphs.append(line)
+        joining = not raw.lstrip().startswith(("|", "#"))
+    return paragraphs

@@ -1,24 +1,39 @@
 """`carrag query` (the answer as it streams, then how it was made and its sources) and `carrag search`
-(a table of the best passages).
+(the best passages: on a terminal each with a few readable lines of the chunk that matched, otherwise
+one tab-separated row each).
 
 What the terminal shows of an answer: checked text as it arrives (extract, refusals, and `auto`, which
-the server sends only once checked). A `generate` answer streams the model's raw text under a "Draft"
-label, then the checked answer follows with each sentence no source supports marked
-(`answers.marking.MARK`)."""
+the server sends only once checked), word-wrapped to the terminal. A `generate` answer streams the
+model's raw text under a "Draft" label, then the checked answer follows with each sentence no source
+supports marked (`answers.marking.MARK`)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 import typer
+from rich.cells import cell_len
 from rich.markup import escape
+from rich.padding import Padding
+from rich.text import Text
 
 from carrag.api.schemas.query import QueryRequest, QueryResponse, SearchRequest, Source, StreamToken
 from carrag.cli.answer_stream import FinishedAnswer, follow_answer
 from carrag.cli.client import CarragClient, ClientError
 from carrag.cli.filters import CreatedAfter, CreatedBefore, FileName, MetaFilter, SourceType, TagPrefix, filter_fields
 from carrag.cli.options import ApiKey, AsJson, CollectionsOption, Rerank, SourceFilter, Tags, TopK, Url
-from carrag.cli.output import Column, one_line, pages_label, print_json, print_note, print_rows, short_id
+from carrag.cli.output import (
+    Column,
+    WordWrap,
+    keep_end,
+    one_line,
+    pages_label,
+    print_json,
+    print_note,
+    print_rows,
+    readable_paragraphs,
+    short_id,
+)
 from carrag.cli.running import console, run_with_client
 from carrag.services.answers.marking import mark_unsupported
 from carrag.services.requests import split_tags
@@ -56,7 +71,12 @@ def query(
     rerank: Rerank = None,
     answer_mode: Annotated[
         str | None,
-        typer.Option("--answer-mode", help="generate, extract or auto (default: ANSWER_MODE).", show_default=False),
+        typer.Option(
+            "--answer-mode",
+            help="generate, extract or auto (default: extract with the local LLM or none, auto with Ollama or an "
+            "OpenAI-compatible server; ANSWER_MODE).",
+            show_default=False,
+        ),
     ] = None,
     as_json: AsJson = False,
     meta: MetaFilter = None,
@@ -80,20 +100,23 @@ def query(
 
     async def work(client: CarragClient) -> None:
         printed = False
+        wrap = answer_wrap()
 
         def show(token: StreamToken) -> None:
             nonlocal printed
             if token.draft and not printed:
                 console.print(DRAFT_LABEL, markup=False, style="dim")
             printed = True
-            typer.echo(token.text, nl=False)
+            wrap.feed(token.text)
 
         try:
             finished = await follow_answer(client.stream_query(request), on_token=show)
         except ClientError:
             if printed:
+                wrap.close()
                 typer.echo("")  # the error starts on a line of its own
             raise
+        wrap.close()
         typer.echo("")
         print_answer_check(finished)
         print_sources(finished.sources)
@@ -109,6 +132,11 @@ async def collect_answer(client: CarragClient, request: QueryRequest) -> QueryRe
 DRAFT_LABEL = "Draft (the model's text as it is written, not checked yet):"
 
 
+def answer_wrap() -> WordWrap:
+    """Answer text to stdout, word-wrapped on a terminal (as it is off one: scripts get the text)."""
+    return WordWrap(lambda text: typer.echo(text, nl=False), console.width if console.is_terminal else None)
+
+
 def print_answer_check(finished: FinishedAnswer) -> None:
     """The final answer when the streamed text was a draft, the check changed it or found unsupported
     sentences (marked), and why it was made the way it was."""
@@ -117,7 +145,10 @@ def print_answer_check(finished: FinishedAnswer) -> None:
     marked = mark_unsupported(done.answer, grounding) if done.answer else ""
     if marked and (finished.drafted or marked.strip() != finished.streamed.strip()):
         console.print("\n[bold]Checked answer[/bold]")
-        typer.echo(marked)
+        wrap = answer_wrap()
+        wrap.feed(marked)
+        wrap.close()
+        typer.echo("")
     notes = [f"answer: {done.answer_mode}"]
     if done.fallback_reason:
         notes.append(done.fallback_reason)
@@ -177,6 +208,56 @@ def search(
         if outcome.degraded:
             print_note(outcome.degraded)
         return
+    title = f"{len(outcome.results)} results" + (" (reranked)" if outcome.reranked else "")
+    if console.is_terminal:
+        print_passages(outcome.results, title)
+    else:
+        print_hit_rows(outcome.results, explain, title)
+    for note in (outcome.rerank_note, outcome.degraded):
+        if note:
+            print_note(note)
+
+
+PASSAGE_LINES = 4  # lines of each search result's text on a terminal
+INDENT = 4
+
+
+def print_passages(hits: list[Source], title: str) -> None:
+    """Each hit as a block: number, score, source (its end, when long), page, chunk and short id;
+    its title; then the first lines of the chunk that matched, word-wrapped."""
+    console.print(title, style="italic", markup=False)
+    width = max(console.width - INDENT, 20)
+    for number, hit in enumerate(hits, start=1):
+        details = hit.explain
+        where = [pages_label(hit.pages, hit.page), f"chunk {hit.chunk_index}", short_id(hit.document_id)]
+        if details is not None:
+            rrf = f"{details.rrf_score:.4f}" if details.rrf_score is not None else "-"
+            where.append(f"bm25 {_rank(details.bm25_rank)} knn {_rank(details.knn_rank)} rrf {rrf}")
+        head = f"{number:<3} {hit.score:.3f}  "
+        tail = "  " + " · ".join(filter(None, where))
+        source = keep_end(hit.source_id, max(console.width - len(head) - len(tail), 12))
+        console.print()
+        console.print(
+            Text(head) + Text(source, style="bold") + Text(tail, style="dim"), no_wrap=True, overflow="ellipsis"
+        )
+        if hit.title and hit.title != hit.filename:
+            console.print(Padding(Text(one_line(hit.title)), (0, 0, 0, INDENT)), no_wrap=True, overflow="ellipsis")
+        start = hit.chunk_span.start if hit.chunk_span is not None else 0
+        paragraphs = readable_paragraphs(hit.text[start:])
+        if paragraphs and hit.title and paragraphs[0] == hit.title.strip():
+            paragraphs.pop(0)  # the heading the title was taken from
+        lines = [line for paragraph in paragraphs for line in Text(paragraph).wrap(console, width)]
+        shown = [line.plain.rstrip() for line in lines[:PASSAGE_LINES]]
+        if len(lines) > PASSAGE_LINES:
+            words = shown[-1].split(" ")
+            while len(words) > 1 and cell_len(" ".join(words) + " …") > width:
+                words.pop()
+            shown[-1] = " ".join(words) + " …"
+        for line in shown:
+            console.print(Padding(Text(line), (0, 0, 0, INDENT)), no_wrap=True, overflow="ellipsis")
+
+
+def print_hit_rows(hits: list[Source], explain: bool, title: str) -> None:
     columns = [
         Column("#", justify="right"),
         Column("score", justify="right"),
@@ -188,7 +269,7 @@ def search(
         columns += [Column(name, justify="right") for name in ("bm25", "knn", "rrf")]
     columns.append(Column("text", flexible=True))
     rows = []
-    for number, hit in enumerate(outcome.results, start=1):
+    for number, hit in enumerate(hits, start=1):
         row = [str(number), f"{hit.score:.3f}", hit.document_id, hit.source_id, pages_label(hit.pages, hit.page)]
         if explain:
             details = hit.explain
@@ -200,10 +281,7 @@ def search(
             ]
         row.append(one_line(hit.text))
         rows.append(row)
-    print_rows(columns, rows, title=f"{len(outcome.results)} results" + (" (reranked)" if outcome.reranked else ""))
-    for note in (outcome.rerank_note, outcome.degraded):
-        if note:
-            print_note(note)
+    print_rows(columns, rows, title=title)
 
 
 def _rank(value: int | None) -> str:

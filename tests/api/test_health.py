@@ -14,6 +14,7 @@ async def test_health_reports_every_component(client: httpx.AsyncClient) -> None
     assert body["components"]["embedder"]["model"] == "all-MiniLM-L6-v2"
     reranker = body["components"]["reranker"]
     assert reranker["status"] == "off" and "not installed" in reranker["detail"], "RERANK_ENABLED=auto, no model"
+    assert body["defaults"] == {"answer_mode": "extract", "top_k": 5, "rerank": False}, "what a request gets unasked"
     others = {name: c["status"] for name, c in body["components"].items() if name != "reranker"}
     assert body["status"] == ("ok" if set(others.values()) == {"ok"} else "degraded"), "an off reranker is no fault"
 
@@ -27,6 +28,7 @@ async def test_a_required_reranker_without_its_model_makes_the_service_degraded(
     try:
         report = health_report(await container.health(), settings)
         assert report.components["reranker"].status == "unavailable" and report.status == "degraded"
+        assert report.defaults is not None and report.defaults.rerank, "RERANK_ENABLED=true: searches try to rerank"
     finally:
         await close_container(container)
 

@@ -135,6 +135,21 @@ async def test_auto_stream_sends_only_the_checked_answer(sdk: openai.AsyncOpenAI
     assert chunks[-1].model_extra["carrag"]["answer_mode"] == "extract"
 
 
+async def test_usage_is_always_an_object_zero_when_no_llm_ran(sdk: openai.AsyncOpenAI, server: LiveServer) -> None:
+    """As documented (docs/api.md) and as the OpenAPI schema says: never null, which OpenAI clients do
+    not expect from a completion; an extract answer, which no LLM wrote, counts no tokens."""
+    zero = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    question = {"model": "carrag", "messages": [{"role": "user", "content": QUESTION}]}
+    completion = await sdk.chat.completions.create(**question, extra_body={"answer_mode": "extract"})
+    assert completion.usage is not None and completion.usage.model_dump(exclude_none=True) == zero
+    stream = await sdk.chat.completions.create(**question, stream=True, extra_body={"answer_mode": "extract"})
+    chunks = [chunk async for chunk in stream]
+    assert chunks[-1].usage is not None and chunks[-1].usage.model_dump(exclude_none=True) == zero
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        schema = (await client.get("/openapi.json")).json()["components"]["schemas"]["ChatCompletionOut"]
+    assert "usage" in schema["required"] and "anyOf" not in schema["properties"]["usage"], "not nullable"
+
+
 async def test_history_is_passed_on(sdk: openai.AsyncOpenAI, replay: OllamaReplay) -> None:
     await sdk.chat.completions.create(
         model="carrag",

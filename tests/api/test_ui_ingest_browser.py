@@ -65,3 +65,46 @@ def test_a_job_listed_before_its_upload_answered_is_shown_once(browser, tmp_path
         assert wait_for_jobs(page, 1) == ["done"], "one row per job"
         assert page.locator("#jobs .job").count() == 1
         assert page.errors == [], page.errors
+
+
+def test_five_files_are_listed_at_once_uploaded_three_at_a_time_and_the_count_follows(browser, tmp_path: Path) -> None:
+    """Five files chosen together are five jobs on the screen at once; three uploads are under way
+    together (the rest wait their turn, listed, not hidden); each is followed as soon as the server has
+    it; the collection picker's document count follows without a reload; a second ingest of the same
+    files says what the server did (unchanged: nothing stored), not just DONE."""
+    folder = tmp_path / "upload"
+    folder.mkdir()
+    files = []
+    for number in range(1, 6):
+        path = folder / f"note-{number}.md"
+        path.write_text(f"# Note {number}\n\nThe inspection interval of machine {number} is {7 * number} days.\n")
+        files.append(path)
+    with server_process(tmp_path / "data", LLM="none", TAGGER="off") as server:
+        page = open_page(browser, server)
+        page.wait_for_function("document.querySelector('#collection-picker').textContent === 'default (0)'")
+        held: list = []
+        holding = True
+        page.route("**/ingest/file*", lambda route: held.append(route) if holding else route.continue_())
+
+        upload_through_ui(page, files)
+        rows = page.locator("#jobs .job")
+        assert rows.count() == 5, "every chosen file is a job at once"
+        assert rows.locator(".job-name").all_inner_texts() == [path.name for path in files], "in the order chosen"
+        wait_until(page, lambda: len(held) == 3, "three uploads under way together")
+        page.wait_for_timeout(300)
+        assert len(held) == 3, "no more than three at a time"
+        assert page.locator("#jobs .job[data-state=waiting]").count() == 2
+        assert "Waiting to upload" in page.locator("#jobs .job[data-state=waiting] .job-detail").first.inner_text()
+
+        holding = False
+        for route in held:
+            route.continue_()
+        assert wait_for_jobs(page, 5) == ["done"] * 5
+        assert rows.locator(".badge").all_inner_texts() == ["STORED"] * 5
+        page.wait_for_function("document.querySelector('#collection-picker').textContent === 'default (5)'")
+
+        upload_through_ui(page, files[:1])  # the same file again: the server says unchanged
+        page.wait_for_function("document.querySelectorAll('#jobs .job[data-state=done]').length === 6")
+        again = page.locator("#jobs .job").first
+        assert again.locator(".badge").inner_text() == "UNCHANGED" and "Unchanged" in again.inner_text()
+        assert page.errors == [], page.errors

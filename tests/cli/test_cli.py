@@ -42,7 +42,7 @@ def web_page() -> Iterator[str]:
 
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working directory with a small document tree; globs and source ids are relative to it."""
+    """A working directory with a small document tree; globs are relative to it."""
     project = tmp_path / "project"
     (project / "docs" / "sub").mkdir(parents=True)
     (project / "docs" / "guide.md").write_text("# Guide\n\nThe snapshot retention period is thirty days.\n")
@@ -87,11 +87,12 @@ def stored(env: dict[str, str | None], *url_args: str) -> dict[str, dict]:
 def test_ingest_globs_files_and_urls_then_unchanged_then_prune(workdir: Path, local_env, web_page: str) -> None:
     first = carrag(local_env, "ingest", "./docs/**/*", "manual.pdf", web_page, "--tags", "Demo, handbook")
     assert first.exit_code == 0, first.output
-    assert "✓ ingested  docs/guide.md" in first.output and "✓ ingested  docs/sub/faq.md" in first.output
+    # a source id is the path below the folder named: the glob's base (docs), a lone file's own folder
+    assert "✓ ingested  guide.md" in first.output and "✓ ingested  sub/faq.md" in first.output
     assert "✓ ingested  manual.pdf" in first.output and f"✓ ingested  {web_page}" in first.output
     assert "4 sources: 4 ingested, 0 unchanged, 0 failed, 1 skipped (unsupported type)" in first.output
     documents = stored(local_env)
-    assert set(documents) == {"docs/guide.md", "docs/sub/faq.md", "manual.pdf", web_page}
+    assert set(documents) == {"guide.md", "sub/faq.md", "manual.pdf", web_page}
     assert all({"demo", "handbook"} <= set(doc["tags"]) for doc in documents.values())
     assert documents[web_page]["source_type"] == "web"
 
@@ -103,12 +104,28 @@ def test_ingest_globs_files_and_urls_then_unchanged_then_prune(workdir: Path, lo
     (workdir / "docs" / "sub" / "faq.md").unlink()
     pruned = carrag(local_env, "ingest", "./docs/**/*.md", "manual.pdf", "--prune")
     assert pruned.exit_code == 0, pruned.output
-    assert "✓ ingested  docs/guide.md" in pruned.output and "(replaced the previous version)" in pruned.output
-    assert "- pruned    docs/sub/faq.md" in pruned.output
+    assert "✓ ingested  guide.md" in pruned.output and "(replaced the previous version)" in pruned.output
+    assert "- pruned    sub/faq.md" in pruned.output
     assert "2 sources: 1 ingested, 1 unchanged, 0 failed, 1 pruned" in pruned.output
     after = stored(local_env)
-    assert set(after) == {"docs/guide.md", "manual.pdf", web_page}, "URL sources are never pruned"
-    assert after["docs/guide.md"]["document_id"] != documents["docs/guide.md"]["document_id"]
+    assert set(after) == {"guide.md", "manual.pdf", web_page}, "URL sources are never pruned"
+    assert after["guide.md"]["document_id"] != documents["guide.md"]["document_id"]
+
+
+def test_a_source_id_is_the_same_from_a_folder_a_glob_or_a_file_and_never_taken_twice(workdir: Path, local_env) -> None:
+    (workdir / "other").mkdir()
+    (workdir / "other" / "guide.md").write_text("# Other guide\n\nThe other guide keeps backups for a week.\n")
+    assert carrag(local_env, "ingest", "docs").exit_code == 0
+    for same in (["docs/**/*.md"], [str(workdir / "docs" / "guide.md")], ["docs/guide.md", "./docs/sub"]):
+        again = carrag(local_env, "ingest", *same)
+        assert again.exit_code == 0 and "0 ingested" in again.output and " unchanged" in again.output, again.output
+    assert set(stored(local_env)) == {"guide.md", "sub/faq.md"}
+
+    clash = carrag(local_env, "ingest", "docs/guide.md", "other/guide.md")
+    assert clash.exit_code == 1, clash.output
+    assert "✗ failed    other/guide.md: same source id 'guide.md' as docs/guide.md" in clash.output
+    assert "ingest . instead" in clash.output, "it names the folder that tells them apart"
+    assert set(stored(local_env)) == {"guide.md", "sub/faq.md"}, "neither replaced the other"
 
 
 def test_a_failing_source_does_not_stop_the_others(workdir: Path, local_env) -> None:
@@ -120,9 +137,9 @@ def test_a_failing_source_does_not_stop_the_others(workdir: Path, local_env) -> 
     assert "✗ failed    empty.txt: empty.txt is empty." in result.output
     assert "✗ failed    tool.exe: Unsupported file type (.exe)" in result.output
     assert "! no files  nothing/*.md" in result.output
-    assert "✓ ingested  docs/guide.md" in result.output
+    assert "✓ ingested  guide.md" in result.output
     assert "4 sources: 1 ingested, 0 unchanged, 3 failed" in result.output
-    assert set(stored(local_env)) == {"docs/guide.md"}
+    assert set(stored(local_env)) == {"guide.md"}
 
 
 def test_ingest_json_prints_every_outcome_on_stdout_and_the_lines_on_stderr(workdir: Path, local_env) -> None:
@@ -131,11 +148,11 @@ def test_ingest_json_prints_every_outcome_on_stdout_and_the_lines_on_stderr(work
     assert result.exit_code == 1, result.output
     report = json.loads(result.stdout)
     outcomes = {entry["source"]: entry for entry in report["sources"]}
-    assert outcomes["docs/guide.md"]["status"] == "ingested" and outcomes["docs/guide.md"]["chunk_count"] >= 1
+    assert outcomes["guide.md"]["status"] == "ingested" and outcomes["guide.md"]["chunk_count"] >= 1
     assert outcomes["empty.txt"]["status"] == "failed" and "empty" in outcomes["empty.txt"]["error"]
     assert outcomes["missing.md"] == {"source": "missing.md", "status": "failed", "error": "no such file or directory"}
     assert report["counts"]["ingested"] == 1 and report["counts"]["failed"] == 2
-    assert "✓ ingested  docs/guide.md" in result.stderr
+    assert "✓ ingested  guide.md" in result.stderr
 
     again = carrag(local_env, "ingest", "docs/guide.md", "--json")
     assert again.exit_code == 0 and json.loads(again.stdout)["sources"][0]["status"] == "unchanged"
@@ -238,7 +255,7 @@ def test_reset_recovers_from_an_embedding_model_change(workdir: Path, local_env,
     assert reset.exit_code == 0 and "Store reset: 1 document deleted." in reset.output, reset.output
     again = carrag(local_env, "ingest", "docs/guide.md")
     assert again.exit_code == 0, again.output
-    assert set(stored(local_env)) == {"docs/guide.md"}, "the old model's documents are gone"
+    assert set(stored(local_env)) == {"guide.md"}, "the old model's documents are gone"
 
 
 # --- against a running server (--url) --------------------------------------------------------------------
@@ -266,7 +283,7 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     assert {job["source"] for job in jobs} >= {"guide.md", "faq.md", "manual.pdf", web_page}, "ingested as jobs"
     assert {job["source"]: job["state"] for job in jobs}["blank.md"] == "failed"
     documents = stored(remote)
-    assert set(documents) == {"docs/guide.md", "docs/sub/faq.md", "manual.pdf", web_page}
+    assert set(documents) == {"guide.md", "sub/faq.md", "manual.pdf", web_page}
     listed_jobs = carrag(remote, "jobs", "--json")
     assert listed_jobs.exit_code == 0 and {job["source"] for job in json.loads(listed_jobs.stdout)["items"]} >= {
         "guide.md",
@@ -280,7 +297,7 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     pruned = carrag(remote, "ingest", "docs/**/*.md", "manual.pdf", "--prune")
     assert pruned.exit_code == 0, pruned.output
     assert "2 sources: 0 ingested, 2 unchanged, 0 failed, 1 pruned" in pruned.output
-    assert set(stored(remote)) == {"docs/guide.md", "manual.pdf", web_page}
+    assert set(stored(remote)) == {"guide.md", "manual.pdf", web_page}
 
     answer = carrag(remote, "query", "How should the safety chains be attached?")
     assert answer.exit_code == 0, answer.output
@@ -288,9 +305,9 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     assert f"[1] {web_page}" in answer.stdout
 
     table = carrag(remote, "search", "snapshot retention")
-    assert table.exit_code == 0 and "docs/guide.md" in table.stdout
+    assert table.exit_code == 0 and "guide.md" in table.stdout
 
-    guide = documents["docs/guide.md"]["document_id"]
+    guide = documents["guide.md"]["document_id"]
     shown = carrag(remote, "documents", "show", guide)
     assert shown.exit_code == 0 and "thirty days" in shown.stdout
     assert carrag(remote, "documents", "delete", guide, "--yes").exit_code == 0
@@ -302,7 +319,9 @@ def test_remote_mode_uses_jobs_streams_and_manages_documents(workdir: Path, loca
     assert stored(remote) == {}
 
 
-def test_remote_upload_then_cli_ingest_of_the_same_file_is_one_document(workdir: Path, local_env, server) -> None:
+def test_an_upload_and_the_cli_ingest_of_the_same_file_are_one_source(workdir: Path, local_env, server) -> None:
+    """The web UI and curl upload a file under its name; `carrag ingest docs/brakes.md` gives it the same
+    source id, so the second is the same document, unchanged, not a second copy."""
     remote = local_env | {"CARRAG_URL": server.url, "CARRAG_API_KEY": API_KEY}
     (workdir / "docs" / "brakes.md").write_text("# Brakes\n\nBleed the brakes every two years with DOT 4 fluid.\n")
     headers = {"Authorization": f"Bearer {API_KEY}"}
@@ -312,8 +331,8 @@ def test_remote_upload_then_cli_ingest_of_the_same_file_is_one_document(workdir:
 
     result = carrag(remote, "ingest", "docs/brakes.md")
     assert result.exit_code == 0, result.output
-    assert "= duplicate docs/brakes.md: same text as brakes.md, not stored" in result.output
-    assert "1 sources: 0 ingested, 0 unchanged, 0 failed, 1 duplicate" in result.output
+    assert "= unchanged brakes.md" in result.output
+    assert "1 sources: 0 ingested, 1 unchanged, 0 failed" in result.output
     documents = stored(remote)
-    assert "brakes.md" in documents and "docs/brakes.md" not in documents
+    assert documents["brakes.md"]["document_id"] == uploaded.json()["document_id"]
     assert carrag(remote, "documents", "delete", documents["brakes.md"]["document_id"], "--yes").exit_code == 0

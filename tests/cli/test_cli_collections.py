@@ -31,7 +31,7 @@ def run_collection_scenario(env: dict[str, str | None]) -> None:
     assert names(env) == {"default": 2, "handbooks": 1}
 
     in_handbooks = stored(env, "--collection", "handbooks")
-    assert list(in_handbooks) == ["docs/guide.md"] and in_handbooks["docs/guide.md"]["collection"] == "handbooks"
+    assert list(in_handbooks) == ["guide.md"] and in_handbooks["guide.md"]["collection"] == "handbooks"
 
     found = carrag(env, "search", "snapshot retention", "--collection", "handbooks", "--json")
     assert found.exit_code == 0, found.output
@@ -39,10 +39,10 @@ def run_collection_scenario(env: dict[str, str | None]) -> None:
     # identical passages of the two copies of guide.md count once; faq.md is only in default
     both = carrag(env, "search", "snapshot retention password", "-c", "handbooks", "-c", "default", "--json")
     hits = json.loads(both.stdout)["results"]
-    assert {hit["source_id"] for hit in hits} == {"docs/guide.md", "docs/sub/faq.md"}
+    assert {hit["source_id"] for hit in hits} == {"guide.md", "faq.md"}
     assert {hit["collection"] for hit in hits} <= {"handbooks", "default"}
     answer = carrag(env, "query", "How long is the snapshot retention period?", "--collection", "handbooks")
-    assert answer.exit_code == 0 and "docs/guide.md" in answer.stdout, answer.output
+    assert answer.exit_code == 0 and "guide.md" in answer.stdout, answer.output
     assert carrag(env, "search", "snapshot", "--collection", "nope").exit_code == 1
 
     renamed = carrag(env, "collections", "rename", "handbooks", "manuals")

@@ -32,7 +32,7 @@ def test_local_download_by_name_and_to_a_chosen_file(workdir: Path, local_env) -
     assert first.exit_code == 0, first.output
     assert (workdir / "out" / "copy.pdf").read_bytes() == MANUAL
 
-    guide = document_id(local_env, "docs/guide.md")
+    guide = document_id(local_env, "guide.md")
     saved = carrag(local_env, "documents", "download", guide)
     assert saved.exit_code == 0, saved.output
     assert (workdir / "guide.md").read_text() == (workdir / "docs" / "guide.md").read_text()

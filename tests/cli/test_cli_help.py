@@ -31,3 +31,18 @@ def test_help_lists_the_commands_in_their_order() -> None:
         "serve", "ingest", "query", "search", "health", "jobs", "reset", "eval", "eval-answers", "bench", "reindex",
         "mcp", "documents", "collections",
     ]  # fmt: skip
+
+
+def test_help_shows_default_values_not_setting_names() -> None:
+    from typer.testing import CliRunner
+
+    from carrag.cli.main import app
+
+    for command in ("query", "search"):
+        result = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+        assert result.exit_code == 0, result.output
+        text = " ".join(result.output.split())
+        assert "default: 5, or DEFAULT_TOP_K if set" in text and "default: DEFAULT_TOP_K" not in text
+        assert "default: rerank when the reranker model is installed" in text
+    query_help = " ".join(CliRunner().invoke(app, ["query", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert "default: extract with the local LLM" in query_help and "default: ANSWER_MODE" not in query_help

@@ -26,17 +26,17 @@ def check_metadata_filters_and_delete(env: dict[str, str | None]) -> None:
     assert ingested.exit_code == 0, ingested.output
     assert carrag(env, "ingest", "docs/sub/faq.md", "--meta", "team=b", "--tags", "team-b").exit_code == 0
     documents = stored(env)
-    assert documents["docs/guide.md"]["metadata"] == {"team": "a", "year": "2024"}
-    assert "chunking" in documents["docs/guide.md"]["system_metadata"]
+    assert documents["guide.md"]["metadata"] == {"team": "a", "year": "2024"}
+    assert "chunking" in documents["guide.md"]["system_metadata"]
 
-    assert found(env) == ["docs/guide.md", "docs/sub/faq.md"]
-    assert found(env, "--meta", "team=b") == ["docs/sub/faq.md"]
-    assert found(env, "--meta", "team=a", "--meta", "year=2024") == ["docs/guide.md"]
-    assert found(env, "--tag-prefix", "team-", "--filename", "g*.md") == ["docs/guide.md"]
+    assert found(env) == ["faq.md", "guide.md"]
+    assert found(env, "--meta", "team=b") == ["faq.md"]
+    assert found(env, "--meta", "team=a", "--meta", "year=2024") == ["guide.md"]
+    assert found(env, "--tag-prefix", "team-", "--filename", "g*.md") == ["guide.md"]
     assert found(env, "--source-type", "pdf") == []
     assert found(env, "--created-after", "2000-01-01", "--created-before", "2999-01-01T00:00:00Z") == [
-        "docs/guide.md",
-        "docs/sub/faq.md",
+        "faq.md",
+        "guide.md",
     ]
     bad_date = carrag(env, "search", "snapshot", "--created-after", "soon")
     assert bad_date.exit_code == 2 and "created_after must be an ISO 8601" in bad_date.output
@@ -44,24 +44,24 @@ def check_metadata_filters_and_delete(env: dict[str, str | None]) -> None:
     assert bad_meta.exit_code == 2 and "must be key=value" in bad_meta.output
     answer = carrag(env, "query", "How long is the snapshot retention period?", "--meta", "team=b")
     assert answer.exit_code == 0, answer.output
-    assert "docs/guide.md" not in answer.stdout
+    assert "guide.md" not in answer.stdout
 
-    refused = carrag(env, "documents", "delete", "--source", "docs/guide.md", input="n\n")
-    assert refused.exit_code == 1 and "docs/guide.md" in stored(env)
-    deleted = carrag(env, "documents", "delete", "--source", "docs/guide.md", "--yes")
+    refused = carrag(env, "documents", "delete", "--source", "guide.md", input="n\n")
+    assert refused.exit_code == 1 and "guide.md" in stored(env)
+    deleted = carrag(env, "documents", "delete", "--source", "guide.md", "--yes")
     assert deleted.exit_code == 0, deleted.output
-    assert f"Deleted {documents['docs/guide.md']['document_id']} (guide.md)." in deleted.stdout
-    assert set(stored(env)) == {"docs/sub/faq.md"}
-    missing = carrag(env, "documents", "delete", "--source", "docs/guide.md", "--yes")
-    assert missing.exit_code == 1 and "No document with source id 'docs/guide.md'" in missing.stderr
-    both = carrag(env, "documents", "delete", "some-id", "--source", "docs/sub/faq.md", "--yes")
+    assert f"Deleted {documents['guide.md']['document_id']} (guide.md)." in deleted.stdout
+    assert set(stored(env)) == {"faq.md"}
+    missing = carrag(env, "documents", "delete", "--source", "guide.md", "--yes")
+    assert missing.exit_code == 1 and "No document with source id 'guide.md'" in missing.stderr
+    both = carrag(env, "documents", "delete", "some-id", "--source", "faq.md", "--yes")
     assert both.exit_code == 2
 
     assert carrag(env, "collections", "create", "team").exit_code == 0
     assert carrag(env, "ingest", "docs/sub/faq.md", "--collection", "team").exit_code == 0
-    scoped = carrag(env, "documents", "delete", "--source", "docs/sub/faq.md", "--collection", "team", "--yes")
+    scoped = carrag(env, "documents", "delete", "--source", "faq.md", "--collection", "team", "--yes")
     assert scoped.exit_code == 0, scoped.output
-    assert stored(env)["docs/sub/faq.md"]["document_id"] == documents["docs/sub/faq.md"]["document_id"]
+    assert stored(env)["faq.md"]["document_id"] == documents["faq.md"]["document_id"]
 
 
 def test_local_mode(workdir: Path, local_env) -> None:

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from carrag.cli.main import app
-from carrag.cli.output import Column, fitted_widths
+from carrag.cli.output import Column, WordWrap, fitted_widths, keep_end, readable_paragraphs
 from carrag.services.settings import Settings
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -43,8 +43,7 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str | None
         }
     )
     result = CliRunner().invoke(
-        app, ["ingest", "a/manual.md", "b/manual.md", LONG_SOURCE, "--tags", "fleet-maintenance,handbook,2024"],
-        env=variables,
+        app, ["ingest", ".", "--tags", "fleet-maintenance,handbook,2024"], env=variables
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     return variables
@@ -75,22 +74,30 @@ def test_document_table_fits_80_columns_one_line_per_document(env) -> None:
     for source, document in documents.items():
         row = next(line for line in rows if line.startswith(document["document_id"][:8]))
         assert document["document_id"] not in row, "tables show short ids"
+        assert document["title"] in row, "the title tells the documents apart"
         if source == LONG_SOURCE:
-            assert "projects/fleet" in row and "…" in row and LONG_SOURCE not in row, "long values are cut"
+            assert "…" in row and "coupling-procedures.md" in row and "projects/" not in row, "cut at its start"
         else:
-            assert source in row and "text" in row
+            assert source in row
     header = next(line for line in lines if line.startswith("id "))
-    assert re.search(r"id +collection +source +type +chunks +tags +created", header)
+    assert re.search(r"id +source +chunks +created +title", header), "tags, collection and type need 100+ columns"
+    wide = screen_lines(carrag(env | {"COLUMNS": "140"}, "documents", "list", terminal=True).stdout)
+    header = next(line for line in wide if line.startswith("id "))
+    assert re.search(r"id +collection +source +type +chunks +tags +created +title", header)
 
 
-def test_search_and_show_tables_fit_80_columns(env) -> None:
+def test_search_and_show_fit_80_columns(env) -> None:
     search = carrag(env, "search", "safety chains trailer", "--explain", terminal=True)
     show = carrag(env, "documents", "show", "hitching-and-coupling-procedures.md", terminal=True)
     for result in (search, show):
         assert result.exit_code == 0, result.output
         lines = screen_lines(result.stdout)
         assert all(len(line) <= 80 for line in lines), "\n".join(line for line in lines if len(line) > 80)
-    assert any(re.match(r"^1 +0\.\d{3} +[0-9a-f]{8} ", line) for line in screen_lines(search.stdout))
+    lines = screen_lines(search.stdout)
+    first = next(index for index, line in enumerate(lines) if re.match(r"^1 +0\.\d{3} +…", line))
+    assert re.search(r"chunk 0 · [0-9a-f]{8} · bm25 \d+ knn \d+ rrf 0\.\d{4}$", lines[first])
+    assert lines[first + 1].strip() == "Hitching", "the title"
+    assert lines[first + 2] == "    Always cross the safety chains under the trailer tongue.", "the passage, indented"
     assert re.search(rf"^source_id +{re.escape(LONG_SOURCE[:40])}", ANSI.sub("", show.stdout), re.M)
 
 
@@ -99,7 +106,7 @@ def test_plain_output_off_a_terminal_is_tab_separated_with_full_values(env) -> N
     result = carrag(env, "documents", "list")
     assert result.exit_code == 0 and "\x1b[" not in result.stdout
     header, *rows = result.stdout.splitlines()
-    assert header.split("\t") == ["document_id", "collection", "source", "type", "chunks", "tags", "created"]
+    assert header.split("\t") == ["document_id", "collection", "source", "type", "chunks", "tags", "created", "title"]
     by_source = {row.split("\t")[2]: row.split("\t") for row in rows}
     assert set(by_source) == set(documents), "full source ids, however long"
     long_row = by_source[LONG_SOURCE]
@@ -168,7 +175,7 @@ def test_an_ambiguous_name_lists_the_candidates_and_exits_2(env) -> None:
 
 def test_the_same_source_in_two_collections_is_told_apart_with_collection(env) -> None:
     assert carrag(env, "collections", "create", "team-a").exit_code == 0
-    assert carrag(env, "ingest", "a/manual.md", "--collection", "team-a").exit_code == 0
+    assert carrag(env, "ingest", ".", "--collection", "team-a").exit_code == 0
     both = carrag(env, "documents", "show", "a/manual.md")
     assert both.exit_code == 2 and "'a/manual.md' matches 2 documents" in both.stderr
     assert {line.split("\t")[1] for line in both.stderr.splitlines()[2:]} == {"default", "team-a"}
@@ -179,7 +186,7 @@ def test_the_same_source_in_two_collections_is_told_apart_with_collection(env) -
 
     plain = carrag(env, "collections", "list").stdout.splitlines()
     assert plain[0].split("\t") == ["collection_id", "name", "documents", "created"]
-    assert [line.split("\t")[1:3] for line in plain[1:]] == [["default", "3"], ["team-a", "0"]]
+    assert [line.split("\t")[1:3] for line in plain[1:]] == [["default", "3"], ["team-a", "2"]]
     table = screen_lines(carrag(env, "collections", "list", terminal=True).stdout)
     assert any(re.match(r"^default +default +3 ", line) for line in table), table
 
@@ -210,3 +217,51 @@ def test_fitted_widths_count_terminal_cells_not_characters() -> None:
     columns = [Column("source"), Column("text", flexible=True)]
     widths = fitted_widths(columns, ["source", "text"], [["東京の手引き.md", "x"]], 80)
     assert widths[0] == 15, "each of the six CJK characters takes two cells"
+
+
+def test_word_wrap_never_breaks_a_word_however_the_text_arrives() -> None:
+    text = "The two general types of self-locking nuts are the all-metal type and the fiber lock type.\nThe end."
+    for cut in range(1, len(text)):  # the stream split at every place
+        written: list[str] = []
+        wrap = WordWrap(written.append, 20)
+        wrap.feed(text[:cut])
+        wrap.feed(text[cut:])
+        wrap.close()
+        lines = "".join(written).split("\n")
+        assert all(len(line) <= 20 for line in lines), lines
+        assert " ".join(lines).split() == text.split(), "every word whole"
+        assert lines[-1] == "The end.", "the text's own line break is kept"
+    written = []
+    wrap = WordWrap(written.append, 10)
+    wrap.feed("a pneumonoultramicroscopic word")
+    wrap.close()
+    assert "".join(written) == "a\npneumonoultramicroscopic\nword", "a word longer than a line has a line of its own"
+    streamed: list[str] = []
+    wrap = WordWrap(streamed.append, 10)
+    for piece in ("日本語の", "文章には空白が", "ありません"):
+        wrap.feed(piece)
+    assert "".join(streamed) == "日本語の文章には空白が", "text without spaces is not held back once no line holds it"
+    unwrapped: list[str] = []
+    WordWrap(unwrapped.append, None).feed("off a terminal, as it comes")
+    assert unwrapped == ["off a terminal, as it comes"]
+
+
+def test_readable_paragraphs_join_prose_lines_and_keep_rows_and_items() -> None:
+    text = (
+        "## Format Strings¶\n\nFormat strings describe the layout\nof the data.  SQLITE\\_MAX\\_LENGTH is big.\n\n"
+        "| Character | Byte order |\n|---|---|\n| `@` | native |\n- one item\n  wrapped\n- two"
+    )
+    assert readable_paragraphs(text) == [
+        "Format Strings",
+        "Format strings describe the layout of the data.  SQLITE_MAX_LENGTH is big.",
+        "Character │ Byte order",
+        "`@` │ native",
+        "- one item wrapped",
+        "- two",
+    ]
+
+
+def test_keep_end_cuts_a_path_at_its_start_in_terminal_cells() -> None:
+    assert keep_end("docs/guide/install.md", 30) == "docs/guide/install.md"
+    assert keep_end("docs/guide/install.md", 12) == "…/install.md"
+    assert keep_end("文書/説明書.md", 8) == "…明書.md", "wide characters count twice"

@@ -35,5 +35,11 @@ def health_report(components: dict[str, ComponentHealth], settings: Settings) ->
             "version": __version__,
             "components": components,
             "store": {"backend": settings.store, "location": settings.store_location},
+            "defaults": {
+                "answer_mode": settings.resolved_answer_mode,
+                "top_k": settings.default_top_k,
+                "rerank": settings.rerank_enabled is True
+                or (settings.rerank_enabled == "auto" and components["reranker"].status == "ok"),
+            },
         }
     )

@@ -12,7 +12,8 @@ The answer comes from the same path as ``/query`` (`AnswerService.stream_answer`
 - the passages used come back in an extra ``sources`` field: on the response, or on the first chunk
   of a stream; ``grounding`` and ``carrag`` (generator model, answer_mode, finish_reason,
   timings_ms, ...) are on the response or the last chunk. The openai SDK exposes them through
-  ``model_extra``. ``usage`` counts tokens (prompt tokens estimated).
+  ``model_extra``. ``usage`` counts tokens (prompt tokens estimated), always an object as OpenAI
+  clients expect: all 0 when no LLM wrote the answer.
 - a stream in ``auto`` mode sends the answer once it is checked (one content chunk), since an
   OpenAI stream cannot take back text it already sent;
 - OpenAI clients never read ``grounding``, so when sentences of a generated answer are not supported
@@ -187,6 +188,7 @@ def answer_query(
     )
 
 
+NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}  # an answer no LLM wrote
 CHECK_FIELDS = ("answer_mode", "requested_mode", "fallback_reason", "answerable", "finish_reason")
 
 
@@ -228,7 +230,7 @@ async def chat_completions(
                     finish_reason=openai_finish_reason(answer.finish_reason),  # type: ignore[arg-type]
                 )
             ],
-            usage=Usage.model_validate(answer.usage) if answer.usage else None,
+            usage=Usage.model_validate(answer.usage or NO_USAGE),
             sources=SOURCE_LIST.validate_python(answer.sources),
             grounding=Grounding.model_validate(answer.grounding) if answer.grounding is not None else None,
             carrag={
@@ -262,7 +264,7 @@ async def chat_completions(
             return chunk({"content": payload["text"]})
         if event.kind == "done":
             meta = carrag_meta(payload)
-            extra = {"grounding": payload["grounding"], "usage": payload["usage"], "carrag": meta}
+            extra = {"grounding": payload["grounding"], "usage": payload["usage"] or NO_USAGE, "carrag": meta}
             note = unsupported_note(payload["grounding"])
             marked = chunk({"content": note}) if note else ""
             return marked + chunk({}, openai_finish_reason(payload["finish_reason"]), **extra) + "data: [DONE]\n\n"

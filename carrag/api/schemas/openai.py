@@ -86,7 +86,7 @@ class ChatCompletionOut(Schema):
     created: int
     model: str
     choices: list[Choice]
-    usage: Usage | None = Field(None, description="Token counts of the generation (zero when no LLM ran).")
+    usage: Usage = Field(description="Token counts of the generation (prompt tokens estimated); all 0 when no LLM ran.")
     sources: list[Source] = Field(
         default_factory=list, description="Carrag extra: the passages the answer was generated from."
     )

@@ -196,6 +196,10 @@ class Source(Schema):
     section: str | None = Field(None, validation_alias=read_from("chunk", "section"))
     collection: str = Field("default", description="The name of the document's collection.")
     window: list[int] | None = None
+    chunk_span: Highlight | None = Field(
+        None,
+        description="Character offsets in `text` of the chunk that matched (`chunk_index`); around it, its neighbours.",
+    )
     merged_chunk_indexes: list[int] = Field(default_factory=list)
     explain: Explain | None = None
     highlights: list[Highlight] = Field(

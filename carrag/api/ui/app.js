@@ -1,7 +1,7 @@
 // Carrag web UI: a hash router over three screens, the API key box and the health badge.
 
 import { apiKey, getJson, onApiError, setApiKey } from "./api.js";
-import { initAsk, showAsk } from "./ask.js";
+import { initAsk, showAsk, showServerDefaults } from "./ask.js";
 import { initCollectionPicker, loadCollections } from "./collections.js";
 import { initDocuments, showDocument, showDocuments } from "./documents.js";
 import { $ } from "./dom.js";
@@ -98,6 +98,7 @@ async function refreshHealth() {
       .map(([name, part]) => `${name}: ${part.status} (${part.backend}${part.model ? ` ${part.model}` : ""})${part.detail ? ` — ${part.detail}` : ""}`)
       .join("\n");
     if (health.store) $("#store-in-use").textContent = `Store: ${health.store.backend} · ${health.store.location}`;
+    showServerDefaults(health);
   } catch {
     badge.dataset.status = "unavailable";
     badge.textContent = "offline";

@@ -1,10 +1,13 @@
 // The Documents screens: a paged list (found by file name or tag, sorted); one document with its
 // chunks, its original to download, delete; a deleted document's page says so and offers nothing.
+// Chunks overlap (CHUNK_OVERLAP): the start a chunk shares with the end of the one before is shown
+// muted, found by their character offsets, so the document reads once.
 
 import { fetchBlob, getJson, request } from "./api.js";
 import { editDocument } from "./document_edit.js";
-import { currentCollection } from "./collections.js";
+import { currentCollection, loadCollections } from "./collections.js";
 import { $, formatDate, h, pagesLabel, replaceChildren, tagList } from "./dom.js";
+import { markdownBlocks, markdownInline } from "./markdown.js";
 
 const PAGE_SIZE = 20;
 const CHUNK_PAGE = 50;
@@ -91,7 +94,7 @@ export async function showDocuments(params, navigate) {
 }
 
 function documentRow(doc, refresh) {
-  const name = doc.title && doc.title !== doc.filename ? `${doc.title}` : doc.filename;
+  const name = doc.title && doc.title !== doc.filename ? markdownInline(doc.title) : doc.filename;
   return h(
     "tr",
     {},
@@ -122,6 +125,7 @@ export async function deleteDocument(doc) {
   if (answer !== "confirm") return false;
   try {
     await request(`/documents/${encodeURIComponent(doc.document_id)}`, { method: "DELETE" });
+    loadCollections(); // the picker's document counts
     return true;
   } catch (error) {
     alertBanner(`Could not delete: ${error.detail || error}`);
@@ -164,7 +168,7 @@ export async function showDocument(documentId, params, navigate) {
     replaceChildren(meta, h("dt", {}, "Error"), h("dd", {}, error.detail || String(error)));
     return;
   }
-  $("#document-title").textContent = doc.title || doc.filename;
+  replaceChildren($("#document-title"), doc.title ? markdownInline(doc.title) : doc.filename);
   $("#document-actions").hidden = false;
   $("#document-edit-box").hidden = false;
   const metadata = doc.system_metadata || {}; // what Carrag recorded; doc.metadata is the user's own
@@ -194,10 +198,14 @@ export async function showDocument(documentId, params, navigate) {
   editDocument(doc, () => showDocument(documentId, params, navigate));
 
   let loaded = 0;
+  let previous = null;
   const loadMore = async (limit) => {
     const page = await getJson(`/documents/${encodeURIComponent(documentId)}/chunks?offset=${loaded}&limit=${limit}`);
     if (view !== latestView) return;
-    list.append(...page.items.map(chunkItem));
+    for (const chunk of page.items) {
+      list.append(chunkItem(chunk, previous));
+      previous = chunk;
+    }
     loaded += page.items.length;
     more.hidden = loaded >= page.total || !page.items.length;
   };
@@ -258,8 +266,10 @@ async function downloadOriginal(doc) {
   }
 }
 
-function chunkItem(chunk) {
+function chunkItem(chunk, previous) {
   const page = pagesLabel(chunk.pages);
+  const shared = overlap(chunk, previous);
+  const spans = shared ? [{ start: 0, end: shared, wrap: (nodes) => h("span", { class: "chunk-overlap" }, nodes) }] : [];
   return h(
     "li",
     { class: "chunk", id: `chunk-${chunk.chunk_index}`, tabindex: "-1" },
@@ -267,7 +277,16 @@ function chunkItem(chunk) {
       h("span", {}, `Chunk ${chunk.chunk_index}`),
       page ? h("span", { class: "chunk-page" }, page) : null,
       chunk.section ? h("span", {}, chunk.section) : null,
-      h("span", {}, `characters ${chunk.char_start}–${chunk.char_end}`)),
-    h("p", { class: "chunk-text" }, chunk.text),
+      h("span", {}, `characters ${chunk.char_start}–${chunk.char_end}`),
+      shared ? h("span", { class: "overlap-note" }, `the first ${shared} characters (grey) repeat the end of chunk ${previous.chunk_index}`) : null),
+    h("div", { class: "chunk-text md" }, markdownBlocks(chunk.text, { spans })),
   );
+}
+
+/** How many leading characters ``chunk`` shares with the end of ``previous`` (by their offsets in the
+ * document, checked against the texts: 0 when they do not agree). */
+function overlap(chunk, previous) {
+  if (!previous || previous.chunk_index !== chunk.chunk_index - 1) return 0;
+  const shared = Math.min(previous.char_end - chunk.char_start, chunk.text.length);
+  return shared > 0 && previous.text.endsWith(chunk.text.slice(0, shared)) ? shared : 0;
 }

@@ -1,15 +1,22 @@
 // The Ingest screen: upload files or URLs as async jobs and follow each job's stage and progress.
+// Every chosen file and URL is listed as a job at once; a few upload at a time (UPLOADS_AT_ONCE), and
+// each job is followed from the moment the server accepts it, so the next upload need not wait for it.
 
-import { getJson, request, upload } from "./api.js";
-import { currentCollection } from "./collections.js";
+import { ApiError, getJson, request, upload } from "./api.js";
+import { currentCollection, loadCollections } from "./collections.js";
 import { $, h, replaceChildren, splitTags } from "./dom.js";
 
 const POLL_MS = 400;
+const UPLOADS_AT_ONCE = 3;
+const QUEUE_FULL_RETRY_MS = 2000; // a 429 (the server's INGEST_QUEUE_SIZE is full): try again after this
 const FINISHED = new Set(["done", "failed", "cancelled"]);
 const STAGE_UNITS = { uploading: "bytes", embedding: "chunks" };
+// What the server did with a finished ingest (`result.status`), as the job's badge says it.
+const OUTCOMES = { ingested: "stored", updated: "updated", unchanged: "unchanged", duplicate: "not stored" };
 const shown = new Map(); // job id → its row (JobView)
 const doneViews = new Set(); // finished rows that link to a document: checked again on each visit
 let exists = new Map(); // document id → Promise<boolean>, for one visit to the screen
+let unsent = 0; // files and URLs listed but not yet accepted by the server: closing the tab would lose them
 
 /** Whether a document still exists (once per id and visit; a job's document may since be deleted). */
 function documentExists(documentId) {
@@ -26,6 +33,9 @@ export function initIngest() {
   const dropzone = $("#dropzone");
 
   input.addEventListener("change", () => showChosen(input.files));
+  window.addEventListener("beforeunload", (event) => {
+    if (unsent > 0) event.preventDefault(); // the browser asks before the page (and the waiting uploads) go
+  });
   for (const name of ["dragenter", "dragover"]) {
     dropzone.addEventListener(name, (event) => {
       event.preventDefault();
@@ -56,9 +66,22 @@ export function initIngest() {
     };
     form.reset();
     showChosen([]);
-    // One upload at a time; the server queues the jobs and works through them.
-    for (const file of files) await ingestFile(file, options);
-    for (const url of urls) await ingestUrl(url, options);
+    const work = [
+      ...files.map((file) => ({ name: file.name, send: (job) => ingestFile(job, file, options) })),
+      ...urls.map((url) => ({ name: url, send: (job) => ingestUrl(job, url, options) })),
+    ];
+    const views = [];
+    for (const item of work) views.push(new JobView(item.name, { waiting: true, after: views.at(-1) }));
+    let next = 0;
+    unsent += work.length;
+    const worker = async () => {
+      while (next < work.length) {
+        const index = next++;
+        if (!views[index].withdrawn) await work[index].send(views[index]);
+        unsent -= 1;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(UPLOADS_AT_ONCE, work.length) }, worker));
   });
 }
 
@@ -86,42 +109,51 @@ function showChosen(files) {
   replaceChildren($("#chosen-files"), [...files].map((file) => h("li", {}, `${file.name} (${formatBytes(file.size)})`)));
 }
 
-async function ingestFile(file, options) {
-  const job = new JobView(file.name);
+/** Upload one file; resolves once the server has accepted it (the job is followed from then on). */
+function ingestFile(job, file, options) {
   const form = new FormData();
   form.append("file", file);
   if (options.tags.length) form.append("tags", options.tags.join(","));
   if (options.chunking) form.append("chunking", options.chunking);
   if (options.force) form.append("force", "true");
   form.append("collection", currentCollection());
-  try {
-    const { status, body } = await upload("/ingest/file?async=true", form, (loaded, total) =>
-      job.show({ state: "uploading", progress: { done: loaded, total } }),
-    );
-    await job.follow(status, body);
-  } catch (error) {
-    job.show({ state: "failed", error: error.detail || String(error) });
-  }
+  return submit(job, "uploading", () => upload("/ingest/file?async=true", form, (loaded, total) =>
+    job.show({ state: "uploading", progress: { done: loaded, total } })));
 }
 
-async function ingestUrl(url, options) {
-  const job = new JobView(url);
-  job.show({ state: "queued" });
+function ingestUrl(job, url, options) {
   const json = { url, tags: options.tags, force: options.force, collection: currentCollection() };
   if (options.chunking) json.chunking = options.chunking;
-  try {
-    const { status, body } = await request("/ingest/url?async=true", { method: "POST", json });
-    await job.follow(status, body);
-  } catch (error) {
-    job.show({ state: "failed", error: error.detail || String(error) });
+  return submit(job, "queued", () => request("/ingest/url?async=true", { method: "POST", json }));
+}
+
+/** Send until the server takes the job (a full queue, 429, is waited out), then follow it unawaited. */
+async function submit(job, state, send) {
+  job.show({ state });
+  while (true) {
+    try {
+      const { status, body } = await send();
+      job.follow(status, body).catch((error) => job.show({ state: "failed", error: error.detail || String(error) }));
+      return;
+    } catch (error) {
+      if (!(error instanceof ApiError && error.status === 429)) {
+        job.show({ state: "failed", error: error.detail || String(error) });
+        return;
+      }
+      job.show({ state: "waiting", note: `The server's queue is full; trying again (${error.detail})` });
+      await new Promise((resolve) => setTimeout(resolve, QUEUE_FULL_RETRY_MS));
+    }
   }
 }
 
 /** One row of the job list, kept up to date from GET /jobs/{id}. */
 class JobView {
-  constructor(name) {
+  /** ``waiting``: listed before its upload starts (it can be withdrawn until then); ``after``: the row
+   * it follows (a batch keeps its order at the top of the list). */
+  constructor(name, { waiting = false, after = null } = {}) {
     this.jobId = null;
     this.removed = false;
+    this.withdrawn = false;
     this.badge = h("span", { class: "badge" });
     this.cancelButton = h("button", { type: "button", class: "small cancel", onclick: () => this.cancel() }, "Cancel");
     this.bar = h("progress", { max: 1, "aria-label": `Progress of ${name}` });
@@ -133,7 +165,9 @@ class JobView {
       this.bar,
       this.detail,
     );
-    $("#jobs").prepend(this.element);
+    if (after) after.element.after(this.element);
+    else $("#jobs").prepend(this.element);
+    if (waiting) this.show({ state: "waiting" });
     $("#jobs-empty").hidden = true;
   }
 
@@ -173,6 +207,12 @@ class JobView {
 
   async cancel() {
     this.cancelButton.disabled = true;
+    if (this.element.dataset.state === "waiting") {
+      this.withdrawn = true;
+      this.show({ state: "cancelled" });
+      this.detail.textContent = "Withdrawn before its upload; nothing was sent.";
+      return;
+    }
     if (!this.jobId) return;
     try {
       await request(`/jobs/${encodeURIComponent(this.jobId)}`, { method: "DELETE" });
@@ -196,10 +236,14 @@ class JobView {
 
   show(job) {
     const state = job.state || "queued";
+    const finishing = state === "done" && this.element.dataset.state !== "done";
     this.element.dataset.state = state;
     this.badge.dataset.state = state;
-    this.badge.textContent = state;
-    this.cancelButton.hidden = FINISHED.has(state) || !this.jobId;
+    const outcome = state === "done" ? (job.result || {}).status : undefined;
+    this.badge.dataset.outcome = outcome || "";
+    this.badge.textContent = OUTCOMES[outcome] || state;
+    this.cancelButton.hidden = FINISHED.has(state) || (!this.jobId && state !== "waiting");
+    if (finishing) loadCollections(); // the picker's document counts
     const progress = job.progress || {};
     if (FINISHED.has(state)) {
       this.bar.max = 1;
@@ -229,6 +273,8 @@ class JobView {
       this.detail.textContent = "Cancelled; nothing of it was stored.";
     } else if (state === "failed") {
       this.detail.textContent = job.error || "Failed.";
+    } else if (state === "waiting") {
+      this.detail.textContent = job.note || `Waiting to upload (${UPLOADS_AT_ONCE} at a time)…`;
     } else if (progress.total) {
       const unit = STAGE_UNITS[state] || "";
       this.detail.textContent = state === "uploading"

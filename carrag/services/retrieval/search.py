@@ -67,6 +67,12 @@ class SearchHit:
         return self.chunk.pages[0] if self.chunk.pages else None
 
     @property
+    def chunk_span(self) -> dict[str, int] | None:
+        """Where the winning chunk's own text is in ``text`` (the passage is it with its neighbours)."""
+        start = self.text.find(self.chunk.text)
+        return None if start < 0 else {"start": start, "end": start + len(self.chunk.text)}
+
+    @property
     def explain(self) -> SearchHit | None:
         """When the query asked for it (``explain``), the hit itself: the wire's ``explain`` object
         reads its ranks and scores (`carrag/api/schemas/query.py`)."""

@@ -104,6 +104,17 @@ async def test_expansion_merges_neighbours_without_repeating_overlap(corpus_cont
     assert len(keys) == len(set(keys)), "no chunk appears in two passages"
 
 
+async def test_chunk_span_is_where_the_matched_chunk_is_in_its_passage(corpus_container: Container) -> None:
+    """The UI sets the matched chunk apart in its widened passage and the CLI prints it: both by `chunk_span`."""
+    outcome = await corpus_container.search.search(SearchQuery("oil filter EcoBoost", top_k=5, rerank=False))
+    widened = [hit for hit in outcome.hits if hit.window and hit.window[0] < hit.chunk.chunk_index]
+    assert widened, "a hit with neighbours before it"
+    for hit in outcome.hits:
+        span = hit.chunk_span
+        assert span is not None and hit.text[span["start"] : span["end"]] == hit.chunk.text
+    assert all(hit.chunk_span["start"] > 0 for hit in widened)
+
+
 async def test_empty_index(container: Container) -> None:
     outcome = await container.search.search(SearchQuery("anything", top_k=5))
     assert outcome.hits == [] and outcome.empty_index and outcome.message == EMPTY_INDEX_MESSAGE
