@@ -24,6 +24,7 @@ import contextlib
 import json
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -44,7 +45,10 @@ EXACT_BELOW = 50_000
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
 EXPANSION_SEARCH = 96
-INSERT_BATCH = 16  # rows per hold of the lock: a search waits for at most one batch (a few ms)
+INSERT_BATCH = 2  # rows per hold of the lock: a search waits for at most one batch (~1-3 ms)
+# Between batches the inserter pauses this long: a lock is not handed over on release, so without
+# it the inserter would take the lock straight back and starve the searches waiting for it.
+INSERT_PAUSE = 0.0002
 DELTA_LIMIT = 50_000  # float32 rows (75 MB at 384-d, a few ms per exact search)
 SAVE_EVERY = 20_000  # changes between saves, and at least a tenth of the graph (each save writes it whole)
 
@@ -58,6 +62,13 @@ def _new_index(dimension: int) -> Index:
         expansion_add=EXPANSION_ADD,
         expansion_search=EXPANSION_SEARCH,
     )
+
+
+def matrix_times_vector(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector`` on the calling thread. numpy's ``@`` hands a large product to OpenBLAS's
+    threads, which spin against the embedder and the other requests on a busy machine (20 ms for
+    10,000 x 384 at load 10, against 0.6 ms for this loop, `docs/benchmarks.md`)."""
+    return np.einsum("ij,j->i", matrix, vector)
 
 
 def normalised(matrix: np.ndarray) -> np.ndarray:
@@ -144,7 +155,7 @@ class _Delta:
         count = int(live.sum())
         if not count:
             return []
-        scores = self.matrix[self.start : self.size] @ vector  # no gather: the matrix is not copied
+        scores = matrix_times_vector(self.matrix[self.start : self.size], vector)
         scores[~live] = -np.inf
         k = min(k, count)
         top = np.argpartition(-scores, k - 1)[:k]
@@ -291,6 +302,7 @@ class VectorSegments:
                         self._save()
                     if not self._delta.live_count:
                         self._work.notify_all()  # `wait_for_inserts`
+                time.sleep(INSERT_PAUSE)
         except Exception as exc:  # noqa: BLE001 - the rows stay in SQLite; the next open replays them
             self.insert_error = exc
 
