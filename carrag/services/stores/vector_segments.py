@@ -105,7 +105,7 @@ class _Delta:
         return int(self.live[self.start : self.size].sum())
 
     def first_seq(self) -> int | None:
-        """The change-log position of the oldest row still waiting (rows are in log order)."""
+        """The change-log position the oldest row still waiting came after (rows are in log order)."""
         waiting = np.flatnonzero(self.live[self.start : self.size])
         return int(self.seqs[self.start + waiting[0]]) if waiting.size else None
 
@@ -206,7 +206,7 @@ class VectorSegments:
         """The change-log position the graph alone holds everything up to (the caller holds the lock):
         removals reach it at once, rows once taken from the delta, oldest first."""
         first = self._delta.first_seq()
-        return self.applied_seq if first is None else first - 1
+        return self.applied_seq if first is None else first
 
     def _save(self) -> None:
         """Write the graph and the position it reflects (the caller holds the lock)."""
@@ -263,8 +263,8 @@ class VectorSegments:
             for rowids, matrix in batches:
                 if self._delta.live_count + rowids.size > DELTA_LIMIT:
                     self._add_to_graph(rowids, normalised(matrix), threads=0)
-                else:
-                    self._delta.add(rowids, normalised(matrix), seq)
+                else:  # tagged with the position they come after: the graph lacks changes past it
+                    self._delta.add(rowids, normalised(matrix), self.applied_seq)
             self.applied_seq = seq
             self._start_inserter()
             self._work.notify()

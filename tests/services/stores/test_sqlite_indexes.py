@@ -268,6 +268,26 @@ async def test_rows_written_after_the_graph_was_saved_do_not_grow_a_searchs_over
     await store.close()
 
 
+async def test_rows_still_waiting_for_the_graph_at_close_come_back_on_open(tmp_path, monkeypatch) -> None:
+    """The saved graph's position must not pass a row still in the delta: one catch-up covers many
+    changes, and every one of them is replayed on open (a bug had the position at the catch-up's head)."""
+    monkeypatch.setattr(vector_segments.VectorSegments, "_start_inserter", lambda self: None)
+    path = tmp_path / "s.db"
+    matrix = vectors(30, 11)
+    store = await opened(path)
+    await store.write_documents(
+        [(record(f"d{n}", f"{n}.txt", chunks=1), chunks_of(f"w{n}"), matrix[n : n + 1]) for n in range(30)], IDENTITY
+    )
+    await store.sync_indexes()  # one catch-up of 30 changes, all waiting in the delta
+    assert store.indexes.vectors.waiting == 30
+    await store.close()
+
+    store = await opened(path)
+    for n in range(30):
+        assert (await store.vector_search(matrix[n], 1, NO_FILTER))[0].chunk.document_id == f"d{n}"
+    await store.close()
+
+
 def stored_vectors(path: Path) -> dict[int, np.ndarray]:
     connection = sqlite3.connect(path)
     try:
