@@ -209,6 +209,6 @@ async def run_states(
             peer.close()
     for figures in bench.states:
         report(describe_state(figures))
-    for line in describe_comparison(bench.comparison):
+    for line in describe_comparison(bench.comparison):  # this size only
         report(line)
     return bench

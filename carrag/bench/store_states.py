@@ -73,13 +73,20 @@ class StateFigures:
 
 @dataclass(slots=True)
 class PeerFigures:
+    chunks: int
     state: str
     store: str  # "carrag" or a peer's name
     knn: Latency
     ndcg_at_10: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "store": self.store, "knn": self.knn.as_dict(), "ndcg@10": self.ndcg_at_10}
+        return {
+            "chunks": self.chunks,
+            "state": self.state,
+            "store": self.store,
+            "knn": self.knn.as_dict(),
+            "ndcg@10": self.ndcg_at_10,
+        }
 
 
 @dataclass(slots=True)
@@ -313,10 +320,14 @@ class StateBench:
                 await self.container.store.vector_search(vector, self.leg_k, NO_FILTER)
                 carrag.append((time.perf_counter() - started) * 1000)
         depth = self._quality_depth()
-        self.comparison.append(PeerFigures(state, "carrag", Latency(carrag), await self._quality_of_carrag(depth)))
+        self.comparison.append(
+            PeerFigures(self.chunk_count, state, "carrag", Latency(carrag), await self._quality_of_carrag(depth))
+        )
         for peer in self.peers:
             quality = self._ndcg(peer.knn(self.query_vectors, depth)[1])
-            self.comparison.append(PeerFigures(state, peer.name, Latency(per_peer[peer.name]), quality))
+            self.comparison.append(
+                PeerFigures(self.chunk_count, state, peer.name, Latency(per_peer[peer.name]), quality)
+            )
 
     async def reopened(self) -> None:
         """The store as phase 3 left it; the peers load the same chunks and reopen from disk."""
@@ -345,9 +356,11 @@ class StateBench:
         self.states.append(self._figures(f"{state}, after", after, rss))
         for peer in self.peers:  # each peer takes the same changes while it is queried
             latencies = peer.during(batches, self.query_vectors, self.leg_k)
-            self.comparison.append(PeerFigures(f"{state}, during", peer.name, Latency(latencies)))
+            self.comparison.append(PeerFigures(self.chunk_count, f"{state}, during", peer.name, Latency(latencies)))
         if self.peers:
-            self.comparison.append(PeerFigures(f"{state}, during", "carrag", Latency(during["knn_store"])))
+            self.comparison.append(
+                PeerFigures(self.chunk_count, f"{state}, during", "carrag", Latency(during["knn_store"]))
+            )
         await self.compare(f"{state}, after", after["knn_store"])
 
     async def run(self) -> None:
@@ -368,7 +381,7 @@ def describe_state(figures: StateFigures) -> str:
 def describe_comparison(rows: list[PeerFigures]) -> list[str]:
     lines = []
     for state in dict.fromkeys(row.state for row in rows):
-        mine = next(row for row in rows if row.state == state and row.store == "carrag")
+        mine = next(row for row in rows if row.state == state and row.store == "carrag")  # one size
         parts = []
         for row in (r for r in rows if r.state == state):
             ratio = row.knn.p50 / mine.knn.p50 if mine.knn.p50 else float("nan")

@@ -233,11 +233,12 @@ def bench_tables(report: BenchReport) -> list[Table]:
         peers = Table(
             title="kNN leg against peers: same chunks, vectors, changes and query vectors (p50 ms; ratio to Carrag)"
         )
-        for column in ("state", "store", "p50", "p95", "queries", "ratio", "nDCG@10"):
+        for column in ("chunks", "state", "store", "p50", "p95", "queries", "ratio", "nDCG@10"):
             peers.add_column(column, justify="right")
         for row in report.peers:
-            mine = next(r for r in report.peers if r.state == row.state and r.store == "carrag")
+            mine = next(r for r in report.peers if (r.chunks, r.state, r.store) == (row.chunks, row.state, "carrag"))
             peers.add_row(
+                f"{row.chunks:,}",
                 row.state,
                 row.store,
                 f"{row.knn.p50:.2f}",
