@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -40,6 +41,8 @@ with contextlib.suppress(ImportError):
 from usearch.index import Index
 
 from carrag.services.stores.memory import release_freed_memory
+
+logger = logging.getLogger(__name__)
 
 EXACT_BELOW = 50_000
 CONNECTIVITY = 16
@@ -303,7 +306,8 @@ class VectorSegments:
                     if not self._delta.live_count:
                         self._work.notify_all()  # `wait_for_inserts`
                 time.sleep(INSERT_PAUSE)
-        except Exception as exc:  # noqa: BLE001 - the rows stay in SQLite; the next open replays them
+        except Exception as exc:  # the rows stay searchable in the delta; the next open replays them
+            logger.warning("adding rows to the HNSW graph failed; they stay in the exact delta", exc_info=True)
             self.insert_error = exc
 
     def wait_for_inserts(self, timeout: float | None = None) -> bool:
