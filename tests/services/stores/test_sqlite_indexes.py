@@ -268,24 +268,21 @@ async def test_rows_written_after_the_graph_was_saved_do_not_grow_a_searchs_over
     await store.close()
 
 
-async def test_rows_still_waiting_for_the_graph_at_close_come_back_on_open(tmp_path, monkeypatch) -> None:
-    """The saved graph's position must not pass a row still in the delta: one catch-up covers many
-    changes, and every one of them is replayed on open (a bug had the position at the catch-up's head)."""
+def test_a_graph_saved_while_rows_wait_is_replayed_from_before_them(tmp_path, monkeypatch) -> None:
+    """A save during ingestion (every `save_interval` changes) may find rows still in the delta; the
+    position saved must come before every change they came from, so opening replays them all (a bug
+    saved the head of their catch-up less one: the catch-up's other changes were lost)."""
     monkeypatch.setattr(vector_segments.VectorSegments, "_start_inserter", lambda self: None)
-    path = tmp_path / "s.db"
-    matrix = vectors(30, 11)
-    store = await opened(path)
-    await store.write_documents(
-        [(record(f"d{n}", f"{n}.txt", chunks=1), chunks_of(f"w{n}"), matrix[n : n + 1]) for n in range(30)], IDENTITY
-    )
-    await store.sync_indexes()  # one catch-up of 30 changes, all waiting in the delta
-    assert store.indexes.vectors.waiting == 30
-    await store.close()
+    segments = vector_segments.VectorSegments(tmp_path)
+    segments.rebuild("e1", 10, 4, [(np.arange(1, 11), vectors(10))])
+    rowids = np.arange(11, 41)
+    segments.apply(70, rowids, [(rowids, vectors(30, 3))], 4)  # one catch-up of changes 11..70
+    with segments._lock:
+        segments._save()  # as the inserter's periodic save would, with all 30 rows waiting
 
-    store = await opened(path)
-    for n in range(30):
-        assert (await store.vector_search(matrix[n], 1, NO_FILTER))[0].chunk.document_id == f"d{n}"
-    await store.close()
+    reopened = vector_segments.VectorSegments(tmp_path)
+    assert reopened.load("e1") and reopened.applied_seq == 10, "changes 11..70 are replayed"
+    assert len(reopened.graph) == 10
 
 
 def stored_vectors(path: Path) -> dict[int, np.ndarray]:
