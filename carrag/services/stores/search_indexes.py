@@ -129,10 +129,11 @@ class SearchIndexes:
                         and self.lexical.document_count < FTS5_FALLBACK_BELOW
                     )
                     self._sync_locked(connection, include_lexical=lexical and not use_fallback)
-                    if use_fallback:
-                        assert fallback is not None
-                        return fallback()
-                    found = in_index()
+                    if not use_fallback:
+                        found = in_index()
+                if use_fallback:  # SQLite alone, in this snapshot: the other leg need not wait for it
+                    assert fallback is not None
+                    return fallback()
                 return in_rows(found)
             finally:
                 connection.execute("COMMIT")

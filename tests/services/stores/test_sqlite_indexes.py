@@ -4,11 +4,14 @@ process at a time owns the store (a second one is refused with a clear error).""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -373,4 +376,33 @@ async def test_words_the_analyzer_splits_are_searched_as_separate_terms(tmp_path
         hits = await store.lexical_search(question, 5, NO_FILTER)
         assert [h.chunk.document_id for h in hits] == ["d1"], question
     assert store.indexes.lexical_seq >= 0, "tantivy answered, not the FTS5 fallback"
+    await store.close()
+
+
+async def test_a_bm25_search_answered_by_fts5_does_not_hold_up_the_knn_leg(tmp_path) -> None:
+    """While tantivy is behind, a BM25 search runs on FTS5 (hundreds of ms at 100k chunks under
+    load); it must not hold the indexes' lock, or every kNN search of a store being written to waits
+    for it (issue 29's `carrag bench` states)."""
+    store = await opened(tmp_path / "s.db")
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("walrus"), vectors(1), IDENTITY)
+    await store.sync_indexes()
+    await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("walrus tusks"), vectors(1, 4), IDENTITY)
+    indexes, started, release = store.indexes, threading.Event(), threading.Event()
+
+    def slow_fts5() -> list:
+        started.set()
+        release.wait(10)
+        return []
+
+    def lexical_search() -> list:
+        connection = store._connection()
+        return indexes.search(connection, lambda: [], lambda found: found, lexical=True, fallback=slow_fts5)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        lexical = pool.submit(lexical_search)
+        assert started.wait(10), "tantivy is behind: the search went to FTS5"
+        hits = await asyncio.wait_for(store.vector_search(vectors(1, 4)[0], 1, NO_FILTER), timeout=5)
+        release.set()
+        assert lexical.result(timeout=10) == []
+    assert [hit.chunk.document_id for hit in hits] == ["d2"]
     await store.close()
