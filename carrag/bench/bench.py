@@ -28,13 +28,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from carrag.bench.beir import load_beir
-from carrag.bench.ingest_speed import bench_ingestion, bench_pdf, prepare_documents
+import httpx
+import numpy as np
+
+from carrag.bench.beir import BeirDataset, load_beir
+from carrag.bench.ingest_speed import PreparedDocument, bench_ingestion, bench_pdf, prepare_documents
 from carrag.bench.measuring import machine_facts
 from carrag.bench.ocr import bench_ocr
+from carrag.bench.peers import PeerProcess
 from carrag.bench.query_speed import QueryFigures, describe, measure_at_size
 from carrag.bench.runner import eval_settings
-from carrag.services.container import build_container
+from carrag.bench.store_states import PeerFigures, StateBench, StateFigures, describe_comparison, describe_state
+from carrag.services.container import Container, build_container
 from carrag.services.embedders.base import EmbeddingBackend
 from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.settings import Settings
@@ -52,6 +57,8 @@ class BenchConfig:
     limit_documents: int | None = None
     warmup_queries: int = 5
     ocr_pages: int = 3  # scanned copies of the PDF's first pages read by OCR (0: no OCR row)
+    states: bool = True  # phase 4: the store while documents arrive and change (store_states.py)
+    peers: tuple[str, ...] = ()  # with phase 4: numpy, chroma, lancedb (peers.py)
 
     @classmethod
     def quick(cls, pdf: Path, dataset: Path, split: str = "train") -> BenchConfig:
@@ -75,6 +82,8 @@ class BenchReport:
     ocr: dict[str, Any] = field(default_factory=dict)
     ingest: dict[str, Any] = field(default_factory=dict)
     queries: list[QueryFigures] = field(default_factory=list)
+    states: list[StateFigures] = field(default_factory=list)
+    peers: list[PeerFigures] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +92,8 @@ class BenchReport:
             "ocr": self.ocr,
             "ingest": self.ingest,
             "queries": [q.as_dict() for q in self.queries],
+            "states": [s.as_dict() for s in self.states],
+            "peers": [p.as_dict() for p in self.peers],
         }
 
 
@@ -142,6 +153,16 @@ async def run_bench(
                 )
                 result.queries.append(figures)
                 report(describe(figures))
+                if config.states:
+                    report(
+                        f"States at {figures.chunks} chunks"
+                        + (f", beside {', '.join(config.peers)}" if config.peers else "")
+                    )
+                    bench = await run_states(
+                        container, dataset, documents, config, settings, copies, Path(directory), report
+                    )
+                    result.states.extend(bench.states)
+                    result.peers.extend(bench.comparison)
         finally:
             if embedding_backend is None:
                 await container.aclose()
@@ -149,3 +170,45 @@ async def run_bench(
                 await container.fetcher.aclose()
                 await container.store.close()
     return result
+
+
+async def run_states(
+    container: Container,
+    dataset: BeirDataset,
+    documents: list[PreparedDocument],
+    config: BenchConfig,
+    settings: Settings,
+    copies: list[int],
+    directory: Path,
+    report: Report,
+) -> StateBench:
+    """Phase 4 on the store phase 3 grew: reopened, ingesting, updating (and the peers beside it)."""
+    from carrag.api.main import create_app
+
+    questions = list(dataset.queries.items())[: config.queries]
+    vectors = np.asarray(await container.embedder.backend.embed([q for _, q in questions], "query"), np.float32)
+    peers = [PeerProcess(name, directory / f"peer-{name}", vectors.shape[1]) for name in config.peers]
+    transport = httpx.ASGITransport(app=create_app(container=container))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://carrag.bench", timeout=120) as client:
+            bench = StateBench(
+                container,
+                client,
+                dataset,
+                documents,
+                questions,
+                vectors,
+                settings.resolved_sqlite_path,
+                copies,
+                peers,
+                leg_k=5 * settings.retrieval_k_multiplier,
+            )
+            await bench.run()
+    finally:
+        for peer in peers:
+            peer.close()
+    for figures in bench.states:
+        report(describe_state(figures))
+    for line in describe_comparison(bench.comparison):  # this size only
+        report(line)
+    return bench

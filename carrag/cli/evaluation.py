@@ -199,7 +199,56 @@ def bench_tables(report: BenchReport) -> list[Table]:
             f"{figures.disk_mb:.0f}",
             f"{figures.peak_rss_mb:.0f} ({figures.peak_rss_serving_mb:.0f}; {figures.peak_anon_serving_mb:.0f})",
         )
-    return [head, queries]
+    tables = [head, queries]
+    if report.states:
+        states = Table(title="The store while documents arrive and change (POST /search, E = query embedding), ms")
+        for column in (
+            "state",
+            "chunks",
+            "queries",
+            "search p50",
+            "E p50",
+            "p50 - E",
+            "BM25 / kNN leg p50",
+            "kNN alone p50",
+            "rows waiting",
+            "peak RSS MB",
+        ):
+            states.add_column(column, justify="right")
+        for state in report.states:
+            states.add_row(
+                state.state,
+                f"{state.chunks:,}",
+                str(len(state.search.samples_ms)),
+                _ms(state.search.p50),
+                _ms(state.embed.p50),
+                _ms(state.search.p50 - state.embed.p50),
+                f"{state.bm25_leg.p50:.1f} / {state.knn_leg.p50:.1f}",
+                f"{state.knn_store.p50:.2f}",
+                f"{state.waiting_rows:,}",
+                f"{state.peak_rss_mb:.0f}",
+            )
+        tables.append(states)
+    if report.peers:
+        peers = Table(
+            title="kNN leg against peers: same chunks, vectors, changes and query vectors (p50 ms; ratio to Carrag)"
+        )
+        for column in ("chunks", "state", "store", "p50", "p95", "queries", "ratio", "nDCG@10"):
+            peers.add_column(column, justify="right")
+        for row in report.peers:
+            mine = next(r for r in report.peers if (r.chunks, r.state, r.store) == (row.chunks, row.state, "carrag"))
+            peers.add_row(
+                f"{row.chunks:,}",
+                row.state,
+                row.store,
+                f"{row.knn.p50:.2f}",
+                f"{row.knn.p95:.2f}",
+                str(len(row.knn.samples_ms)),
+                f"{row.knn.p50 / mine.knn.p50:.2f}" if mine.knn.p50 else "n/a",
+                f"{row.ndcg_at_10:.4f}" if row.ndcg_at_10 is not None else "",
+            )
+        tables.append(peers)
+    return tables
 
 
 def run_es_bench_command(documents: int, queries: int, quick: bool, json_out: Path | None) -> None:

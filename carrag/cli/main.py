@@ -215,8 +215,23 @@ def benchmark(
     documents: Annotated[
         int, typer.Option("--documents", min=1, help="With --store elasticsearch: synthetic documents written.")
     ] = 1000,
+    states: Annotated[
+        bool,
+        typer.Option(
+            "--states/--no-states",
+            help="At each size, also query the store while 10% more documents arrive and 10% change, 2% go.",
+        ),
+    ] = True,
+    peers: Annotated[
+        bool,
+        typer.Option(
+            "--peers",
+            help="Run Chroma, LanceDB and numpy brute force beside the kNN leg in each state (pip install 'carrag[peers]').",
+        ),
+    ] = False,
 ) -> None:
-    """Measure PDF pages/s, OCR pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS."""
+    """Measure PDF pages/s, OCR pages/s, ingestion chunks/s against the raw embedder, /search p50/p95 and peak RSS,
+    and the store's search legs while documents arrive and change."""
     if store == "elasticsearch":
         from carrag.cli.evaluation import run_es_bench_command
 
@@ -226,10 +241,15 @@ def benchmark(
         raise typer.BadParameter("--store is sqlite (the default bench) or elasticsearch")
     extras.require("eval", "`carrag bench`")
     from carrag.bench.bench import BenchConfig
+    from carrag.bench.peers import INSTALL, PEER_MODULES, missing_peers
     from carrag.cli.evaluation import run_bench_command
 
+    peer_names = tuple(PEER_MODULES) if peers else ()
+    if missing := missing_peers(peer_names):
+        raise typer.BadParameter(f"--peers needs {', '.join(missing)}: {INSTALL}", param_hint="--peers")
     if quick:
         config = BenchConfig.quick(pdf, dataset, split)
+        config.states, config.peers = states, peer_names
     else:
         config = BenchConfig(
             pdf,
@@ -239,6 +259,8 @@ def benchmark(
             queries,
             limit_documents,
             ocr_pages=ocr_pages,
+            states=states,
+            peers=peer_names,
         )
     run_bench_command(config, json_out)
 

@@ -39,3 +39,41 @@ async def test_quick_bench_measures_every_figure(tmp_path: Path, embedding_backe
         assert figures.stage_medians_ms["bm25_leg"] > 0 and figures.stage_medians_ms["knn_leg"] > 0
         assert figures.search_rerank is None and figures.rerank_note.startswith("n/a: ")
     assert any(line.startswith("Query at 300 chunks") for line in lines)
+
+    states = [figures.state for figures in report.states]
+    assert (
+        states
+        == [
+            "reopened",
+            "ingesting, during",
+            "ingesting, after",
+            "updating, during",
+            "updating, after",
+        ]
+        * 2
+    ), "every state at every size"
+    for figures in report.states:
+        assert figures.search.p50 > 0 and figures.embed.p50 > 0
+        assert figures.knn_leg.p50 > 0 and figures.bm25_leg.p50 > 0 and figures.knn_store.p50 > 0
+    reopened, ingested = report.states[5], report.states[7]
+    assert ingested.chunks >= reopened.chunks * 1.1, "10 % more chunks arrived"
+
+
+async def test_the_states_run_beside_a_peer_on_the_same_changes(tmp_path: Path, embedding_backend) -> None:
+    config = BenchConfig.quick(FIXTURES / "2019_Ford_F150_Owners_Manual.pdf", FIXTURES / "beir_tiny", "test")
+    config.sizes, config.peers = (200,), ("numpy",)
+    report = await run_bench(
+        config,
+        make_settings(tmp_path),
+        report=lambda line: None,
+        embedding_backend=embedding_backend,
+        work_dir=tmp_path,
+    )
+
+    rows = {(row.state, row.store): row for row in report.peers}
+    for state in ("reopened", "ingesting, after", "updating, after"):
+        carrag, exact = rows[(state, "carrag")], rows[(state, "numpy")]
+        assert carrag.knn.p50 > 0 and exact.knn.p50 > 0
+        assert carrag.ndcg_at_10 is not None and exact.ndcg_at_10 is not None
+        assert abs(carrag.ndcg_at_10 - exact.ndcg_at_10) <= 0.002, f"{state}: the kNN leg stays exact"
+    assert rows[("ingesting, during", "numpy")].knn.samples_ms, "the peer was queried while it took the changes"

@@ -129,10 +129,11 @@ class SearchIndexes:
                         and self.lexical.document_count < FTS5_FALLBACK_BELOW
                     )
                     self._sync_locked(connection, include_lexical=lexical and not use_fallback)
-                    if use_fallback:
-                        assert fallback is not None
-                        return fallback()
-                    found = in_index()
+                    if not use_fallback:
+                        found = in_index()
+                if use_fallback:  # SQLite alone, in this snapshot: the other leg need not wait for it
+                    assert fallback is not None
+                    return fallback()
                 return in_rows(found)
             finally:
                 connection.execute("COMMIT")
@@ -160,8 +161,6 @@ class SearchIndexes:
         else:
             self._catch_up(connection, epoch, lowest, head, include_lexical)
             report = SyncReport("caught-up", backlog, time.perf_counter() - started)
-        if self.vectors.needs_compaction():
-            self.vectors.start_compaction(epoch)
         self.last_sync = report
         return report
 
@@ -221,22 +220,14 @@ class SearchIndexes:
             self._save_lexical_state(epoch, head)
         if self.vectors.applied_seq < head:
             touched = np.unique(rowids[seqs > self.vectors.applied_seq])
-            if touched.size + self.vectors.backlog > self.vectors.compaction_threshold:
-                # more than a compaction's worth: into the graph now, not into the float32 delta
-                everything = np.union1d(touched, self.vectors.pending_rowids())
-                self.vectors.merge(epoch, head, everything, dimension, _batches(connection, everything, dimension))
-            else:
-                batches = list(_batches(connection, touched, dimension))
-                live_ids = np.concatenate([b[0] for b in batches]) if batches else np.empty(0, np.int64)
-                matrix = np.vstack([b[1] for b in batches]) if batches else np.empty((0, dimension), np.float32)
-                self.vectors.apply(head, touched, live_ids, matrix, dimension)
+            self.vectors.apply(head, touched, _batches(connection, touched, dimension), dimension)
 
     def durable_seq(self) -> int:
         """The change-log position both indexes have saved on disk: every change up to it is in
         them for good, so the log's rows before it are never read again (-1: not known)."""
         if self.epoch is None or self.lexical_seq < 0 or self.vectors.applied_seq < 0:
             return -1
-        return min(self.lexical_seq, self.vectors.main_seq)
+        return min(self.lexical_seq, self.vectors.saved_seq)
 
     def close(self) -> None:
         with self._lock:

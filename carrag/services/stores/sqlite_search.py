@@ -18,6 +18,7 @@ from carrag.services.models import ScoredChunk, SearchFilters, StoredChunk
 from carrag.services.stores.fts_query import fts_match_expression, query_terms
 from carrag.services.stores.search_indexes import SearchIndexes
 from carrag.services.stores.sqlite_rows import CHUNK_COLUMNS, filter_sql, row_to_chunk, rows_by_id
+from carrag.services.stores.vector_segments import matrix_times_vector
 
 Search = Callable[[sqlite3.Connection], list[ScoredChunk]]
 
@@ -141,7 +142,7 @@ def exact_top_k(rows: Any, query: np.ndarray, k: int, batch: int = 20_000) -> li
         if matrix.shape[1] != query.shape[0]:
             return []
         norms = np.linalg.norm(matrix, axis=1)
-        scores = (matrix @ query) / (np.where(norms == 0, 1, norms) * norm)
+        scores = matrix_times_vector(matrix, query) / (np.where(norms == 0, 1, norms) * norm)
         best_ids = np.concatenate([best_ids, ids])
         best_scores = np.concatenate([best_scores, scores.astype(np.float32)])
         if best_ids.size > k:

@@ -4,11 +4,14 @@ process at a time owns the store (a second one is refused with a clear error).""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +22,7 @@ from carrag.services.models import SearchFilters
 from carrag.services.stores import vector_segments
 from carrag.services.stores.search_indexes import SearchIndexes
 from carrag.services.stores.sqlite import SqliteStore
+from carrag.services.stores.vector_segments import normalised
 from tests.services.stores.test_sqlite import IDENTITY, chunks_of, record, vectors
 
 NO_FILTER = SearchFilters()
@@ -172,8 +176,13 @@ async def test_wipe_starts_the_indexes_again(tmp_path) -> None:
     await store.close()
 
 
-async def test_compaction_moves_the_delta_into_the_graph_and_results_stay_exact(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(vector_segments, "MIN_COMPACTION", 40)
+def exact_order(matrix: np.ndarray, live: np.ndarray, probe: np.ndarray, k: int) -> list[tuple[str, int]]:
+    """(document, chunk index) of the ``k`` nearest live rows of ``matrix`` (3 chunks per document)."""
+    nearest = live[np.argsort(-(matrix[live] @ probe / np.linalg.norm(probe)), kind="stable")[:k]]
+    return [(f"d{i // 3}", i % 3) for i in nearest]
+
+
+async def test_the_inserter_moves_the_delta_into_the_graph_and_results_stay_exact(tmp_path) -> None:
     store = await opened(tmp_path / "s.db")
     rng = np.random.default_rng(3)
     matrix = rng.normal(size=(300, 4)).astype(np.float32)
@@ -186,50 +195,106 @@ async def test_compaction_moves_the_delta_into_the_graph_and_results_stay_exact(
             await store.vector_search(matrix[0], 5, NO_FILTER)
         if n % 10 == 0:
             await store.delete_document(f"d{n}")
-    store.indexes.vectors.wait_for_compaction()
-    assert store.indexes.vectors.compaction_error is None
-    assert store.indexes.vectors.main is not None, "the delta was compacted into the graph"
+    await store.sync_indexes()
+    segments = store.indexes.vectors
+    assert segments.wait_for_inserts(timeout=30) and segments.insert_error is None
+    assert segments.graph is not None and len(segments.graph) == 270, "every live row, no deleted one"
 
     deleted = {f"d{n}" for n in range(0, 100, 10)}
     live = np.array([i for i in range(300) if f"d{i // 3}" not in deleted])
     for probe in rng.normal(size=(10, 4)).astype(np.float32):
-        exact = live[np.argsort(-(matrix[live] @ probe / np.linalg.norm(probe)), kind="stable")[:5]]
         hits = await store.vector_search(probe, 5, NO_FILTER)
-        assert [(h.chunk.document_id, h.chunk.chunk_index) for h in hits] == [(f"d{i // 3}", i % 3) for i in exact]
+        assert [(h.chunk.document_id, h.chunk.chunk_index) for h in hits] == exact_order(matrix, live, probe, 5)
     await store.close()
 
-    store = await opened(tmp_path / "s.db")  # the compacted graph is reopened from disk
-    assert store.indexes.vectors.main is not None
+    store = await opened(tmp_path / "s.db")  # the graph saved on close is reopened from disk
+    assert store.indexes.vectors.graph is not None and store.indexes.vectors.waiting == 0
     hits = await store.vector_search(matrix[4], 1, NO_FILTER)
     assert (hits[0].chunk.document_id, hits[0].chunk.chunk_index) == ("d1", 1)
     await store.close()
 
 
-async def test_a_backlog_past_a_compaction_goes_into_the_graph_not_the_float32_delta(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(vector_segments, "MIN_COMPACTION", 10)
+async def test_rows_written_after_the_graph_was_saved_do_not_grow_a_searchs_over_fetch(tmp_path, monkeypatch) -> None:
+    """Issue 29: every row changed since the last save used to be a tombstone the graph search had to
+    over-fetch past. Removed rows now leave the graph itself, so it is asked for 2k whatever changed,
+    and a replaced or deleted row is never a candidate, whether its new version is in the delta or
+    already in the graph."""
+    monkeypatch.setattr(vector_segments, "INSERT_BATCH", 4)
     path = tmp_path / "s.db"
+    rng = np.random.default_rng(5)
+    matrix = rng.normal(size=(600, 4)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     store = await opened(path)
-    matrix = vectors(60, 9)
-    await store.write_document(record("first", "first.txt", chunks=1), chunks_of("w"), matrix[:1], IDENTITY)
-    await store.sync_indexes()
-    assert store.indexes.vectors.backlog == 1, "a small backlog waits in the delta"
-    await store.close()
-    store = SqliteStore(path)
-    store._schedule_index_sync = lambda: None  # type: ignore[method-assign]  # catch up only when asked
-    await store.open()
     await store.write_documents(
-        [(record(f"d{n}", f"{n}.txt", chunks=1), chunks_of(f"w{n}"), matrix[n : n + 1]) for n in range(1, 40)], IDENTITY
+        [
+            (record(f"d{n}", f"{n}.txt", chunks=3), chunks_of("a", "b", "c"), matrix[3 * n : 3 * n + 3])
+            for n in range(100)
+        ],
+        IDENTITY,
     )
-    await store.delete_document("d5")
-    await store.sync_indexes()
+    await store.close()  # saved: the graph holds 300 rows
+    store = await opened(path)
     segments = store.indexes.vectors
-    assert segments.backlog == 0 and segments.main is not None and len(segments.main) == 39
-    assert segments.main_seq == segments.applied_seq
-    for n in (0, 7, 39):
-        found = (await store.vector_search(matrix[n], 1, NO_FILTER))[0].chunk.document_id
-        assert found == ("first" if n == 0 else f"d{n}")
-    assert "d5" not in [h.chunk.document_id for h in await store.vector_search(matrix[5], 40, NO_FILTER)]
+    asked: list[int] = []
+    search = segments.graph.search
+
+    def counting(query, count, **options):
+        asked.append(count)
+        return search(query, count, **options)
+
+    segments.graph.search = counting  # type: ignore[method-assign]
+
+    for n in range(100, 200):  # new documents
+        await store.write_document(
+            record(f"d{n}", f"{n}.txt", chunks=3), chunks_of("a", "b", "c"), matrix[3 * n : 3 * n + 3], IDENTITY
+        )
+    for n in range(0, 100, 4):  # replaced: same source, changed vectors, new rowids
+        changed = matrix[3 * n : 3 * n + 3] + 0.01
+        await store.write_document(record(f"r{n}", f"{n}.txt", chunks=3), chunks_of("x", "y", "z"), changed, IDENTITY)
+    for n in range(2, 100, 10):
+        await store.delete_document(f"d{n}")
+    await store.sync_indexes()
+
+    for moment in ("new rows in the delta", "new rows in the graph"):
+        if moment == "new rows in the graph":
+            assert segments.wait_for_inserts(timeout=30)
+        asked.clear()
+        for probe in matrix[[0, 30, 33, 300, 555]]:
+            candidates = segments.candidates(probe, 5)
+            assert len(candidates) <= 15
+            stored = stored_vectors(path)
+            assert set(candidates) <= set(stored), f"{moment}: a replaced or deleted row came back"
+            rowids = np.array(list(stored))
+            exact = rowids[np.argsort(-(np.vstack(list(stored.values())) @ probe), kind="stable")[:5]]
+            assert set(exact.tolist()) <= set(candidates)
+        assert set(asked) == {10}, f"{moment}: the graph is asked for 2k, whatever changed"
     await store.close()
+
+
+def test_a_graph_saved_while_rows_wait_is_replayed_from_before_them(tmp_path, monkeypatch) -> None:
+    """A save during ingestion (every `save_interval` changes) may find rows still in the delta; the
+    position saved must come before every change they came from, so opening replays them all (a bug
+    saved the head of their catch-up less one: the catch-up's other changes were lost)."""
+    monkeypatch.setattr(vector_segments.VectorSegments, "_start_inserter", lambda self: None)
+    segments = vector_segments.VectorSegments(tmp_path)
+    segments.rebuild("e1", 10, 4, [(np.arange(1, 11), vectors(10))])
+    rowids = np.arange(11, 41)
+    segments.apply(70, rowids, [(rowids, vectors(30, 3))], 4)  # one catch-up of changes 11..70
+    with segments._lock:
+        segments._save()  # as the inserter's periodic save would, with all 30 rows waiting
+
+    reopened = vector_segments.VectorSegments(tmp_path)
+    assert reopened.load("e1") and reopened.applied_seq == 10, "changes 11..70 are replayed"
+    assert len(reopened.graph) == 10
+
+
+def stored_vectors(path: Path) -> dict[int, np.ndarray]:
+    connection = sqlite3.connect(path)
+    try:
+        rows = connection.execute("SELECT id, embedding FROM chunks").fetchall()
+    finally:
+        connection.close()
+    return {rowid: normalised(np.frombuffer(blob, np.float32)[None])[0] for rowid, blob in rows}
 
 
 def change_log(path: Path) -> tuple[int, int, int]:
@@ -241,7 +306,7 @@ def change_log(path: Path) -> tuple[int, int, int]:
 
 
 async def test_the_change_log_is_pruned_below_what_both_indexes_saved(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(vector_segments, "MIN_COMPACTION", 10)
+    monkeypatch.setattr(vector_segments, "SAVE_EVERY", 10)
     path = tmp_path / "s.db"
     store = await opened(path)
     matrix = vectors(40, 7)
@@ -251,11 +316,12 @@ async def test_the_change_log_is_pruned_below_what_both_indexes_saved(tmp_path, 
         )
         if n % 4 == 0:
             await store.vector_search(matrix[0], 3, NO_FILTER)
-    store.indexes.vectors.wait_for_compaction()
+    await store.sync_indexes()
+    assert store.indexes.vectors.wait_for_inserts(timeout=30)
     await store.sync_indexes()
     store._writer.submit(lambda: None).result()  # the prune queued on the writer has run
     durable = store.indexes.durable_seq()
-    assert durable > 10, "compaction saved the graph past the first changes"
+    assert durable > 10, "the inserter saved the graph past the first changes"
     low, high, rows = change_log(path)
     assert low == durable and rows == high - durable + 1, "only the changes after the saved graph are left"
     await store.write_document(record("late", "late.txt", chunks=1), chunks_of("late"), matrix[30:31], IDENTITY)
@@ -310,4 +376,33 @@ async def test_words_the_analyzer_splits_are_searched_as_separate_terms(tmp_path
         hits = await store.lexical_search(question, 5, NO_FILTER)
         assert [h.chunk.document_id for h in hits] == ["d1"], question
     assert store.indexes.lexical_seq >= 0, "tantivy answered, not the FTS5 fallback"
+    await store.close()
+
+
+async def test_a_bm25_search_answered_by_fts5_does_not_hold_up_the_knn_leg(tmp_path) -> None:
+    """While tantivy is behind, a BM25 search runs on FTS5 (hundreds of ms at 100k chunks under
+    load); it must not hold the indexes' lock, or every kNN search of a store being written to waits
+    for it (issue 29's `carrag bench` states)."""
+    store = await opened(tmp_path / "s.db")
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("walrus"), vectors(1), IDENTITY)
+    await store.sync_indexes()
+    await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("walrus tusks"), vectors(1, 4), IDENTITY)
+    indexes, started, release = store.indexes, threading.Event(), threading.Event()
+
+    def slow_fts5() -> list:
+        started.set()
+        release.wait(10)
+        return []
+
+    def lexical_search() -> list:
+        connection = store._connection()
+        return indexes.search(connection, lambda: [], lambda found: found, lexical=True, fallback=slow_fts5)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        lexical = pool.submit(lexical_search)
+        assert started.wait(10), "tantivy is behind: the search went to FTS5"
+        hits = await asyncio.wait_for(store.vector_search(vectors(1, 4)[0], 1, NO_FILTER), timeout=5)
+        release.set()
+        assert lexical.result(timeout=10) == []
+    assert [hit.chunk.document_id for hit in hits] == ["d2"]
     await store.close()
