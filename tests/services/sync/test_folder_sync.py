@@ -1,5 +1,6 @@
-"""Folder sync (`carrag/services/sync/folder.py`) on the SQLite store, against a folder the test changes
-between runs: files added, changed, touched, renamed and removed; what the sync may and may not delete."""
+"""Folder sync (`carrag/services/sync/folder.py`) against a folder the test changes between runs: files
+added, changed, touched, renamed and removed; what the sync may and may not delete; one sync of a folder
+at a time. The main cases run on both stores (SQLite and the Elasticsearch harness), with exact counts."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from carrag.services.container import Container
 from carrag.services.errors import Conflict, Forbidden, InvalidInput
 from carrag.services.requests import IngestCommand
 from carrag.services.sync import ownership
+from tests.conftest import close_container, open_container
 from tests.job_helpers import wait_for
 from tests.services.sync.helpers import TOPICS, counts, finished, note, outcomes, write
 
@@ -48,7 +50,8 @@ def folder(tmp_path: Path) -> Path:
     return root
 
 
-async def test_a_folder_followed_through_its_changes(container: Container, folder: Path) -> None:
+async def test_a_folder_followed_through_its_changes(store_container: Container, folder: Path) -> None:
+    container = store_container
     ingests = CountingIngests(container)
     first = await sync(container, folder)
     assert first.state == "done" and counts(first.report) == {"added": 3}
@@ -92,7 +95,8 @@ async def test_a_renamed_file_is_ingested_under_its_new_name(container: Containe
     assert outcomes(moved.report) == {"brakes.md": "deleted", "engine/brakes.md": "added"}
 
 
-async def test_only_documents_the_sync_made_are_touched(container: Container, folder: Path) -> None:
+async def test_only_documents_the_sync_made_are_touched(store_container: Container, folder: Path) -> None:
+    container = store_container
     by_hand = write(folder, "manual.md", note(TOPICS[4]))
     elsewhere = await container.ingestion.ingest_text(
         note(TOPICS[5]), "cabin.md", IngestCommand(source_id=(folder / "cabin.md").as_posix())
@@ -206,3 +210,35 @@ async def test_a_cancelled_sync_keeps_what_it_synced(container: Container, folde
     cancelled = await container.jobs.cancel(job.job_id)
     assert cancelled.state == "cancelled"
     assert (await container.store.list_documents(offset=0, limit=10)).total == 1
+
+
+@pytest.mark.parametrize(
+    "store_container", [pytest.param("elasticsearch", marks=pytest.mark.elasticsearch)], indirect=True
+)
+async def test_a_second_sync_is_refused_on_another_replica(
+    store_container: Container, folder: Path, tmp_path: Path, embedding_backend
+) -> None:
+    """Two API processes on one index (here: two containers), each with its own job manager."""
+    replica = await open_container(
+        store_container.settings.model_copy(update={"data_dir": tmp_path / "b"}), embedding_backend
+    )
+    try:
+        release = asyncio.Event()
+        original = store_container.ingestion.ingest_file
+
+        async def held(*args, **kwargs):
+            await release.wait()
+            return await original(*args, **kwargs)
+
+        store_container.ingestion.ingest_file = held  # type: ignore[method-assign]
+        running = await store_container.sync.sync_folder(str(folder), store_container.requests.ingest())
+        with pytest.raises(Conflict, match="already running"):
+            await replica.sync.sync_folder(str(folder), replica.requests.ingest())
+        seen = await replica.jobs.get(running.job_id)
+        assert seen.kind == "sync" and seen.state == "running" and seen.owner == running.owner
+        release.set()
+        await finished(store_container.jobs, running)
+        after = await finished(replica.jobs, await replica.sync.sync_folder(str(folder), replica.requests.ingest()))
+        assert after.job_id == running.job_id and counts(after.report) == {"unchanged": 3}
+    finally:
+        await close_container(replica)
