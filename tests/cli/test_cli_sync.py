@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -101,31 +102,46 @@ def test_watch_follows_the_folder_until_interrupted(env, folder: Path) -> None:
         text=True,
     )
     try:
-        lines = read_until(process, "Watching")
+        output = Lines(process)
+        lines = output.until("Watching")
         assert any("3 added" in line for line in lines)
         write(folder, "part-9.md", note(TOPICS[6]))
-        lines = read_until(process, "failed")
+        lines = output.until("failed")
         assert any("+ added    part-9.md" in line for line in lines)
         assert "1 added, 0 updated, 3 unchanged" in lines[-1]
         process.send_signal(signal.SIGINT)
-        output, _ = process.communicate(timeout=60)
-        assert process.returncode == 0 and "Stopped watching." in output
+        assert output.until("Stopped watching.", timeout=60)
+        assert process.wait(timeout=60) == 0
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
 
 
-def read_until(process: subprocess.Popen[str], marker: str, timeout: float = 120) -> list[str]:
-    assert process.stdout is not None
-    lines: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
-            break
-        line = process.stdout.readline()
-        assert line, f"the command ended: {lines}"
-        lines.append(line.rstrip("\n"))
-        if marker in line:
-            return lines
-    raise AssertionError(f"no {marker!r} within {timeout}s: {lines}")
+class Lines:
+    """A process's output lines, read by a thread, so a test can wait for one with a timeout."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.queue: queue.Queue[str | None] = queue.Queue()
+        self.process = process
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.queue.put(line.rstrip("\n"))
+        self.queue.put(None)
+
+    def until(self, marker: str, timeout: float = 120) -> list[str]:
+        lines: list[str] = []
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                line = self.queue.get(timeout=remaining)
+            except queue.Empty:
+                break
+            assert line is not None, f"the command ended: {lines}"
+            lines.append(line)
+            if marker in line:
+                return lines
+        raise AssertionError(f"no {marker!r} within {timeout}s: {lines}")
