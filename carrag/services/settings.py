@@ -333,7 +333,9 @@ class Settings(BaseSettings):
         "resolved; none: POST /sync is refused with 403). `carrag sync` without --url may sync any folder.",
     )
     sync_max_files: int = Field(
-        100_000, ge=1, description="Most files one folder sync takes; a folder with more is refused (413)."
+        100_000,
+        ge=1,
+        description="Most files one folder sync takes; with more, the sync fails before changing anything.",
     )
     crawl_max_pages: int = Field(
         10_000, ge=1, description="Largest `max_pages` a crawl may ask for (POST /ingest/url with `crawl`)."

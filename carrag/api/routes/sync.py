@@ -28,7 +28,6 @@ router = APIRouter(prefix="/sync", tags=["ingest"])
     responses={
         403: {"description": "Outside SYNC_ROOTS (or SYNC_ROOTS unset), or the key may not write the collection."},
         409: {"description": "A sync of this folder into this collection is running (on any replica)."},
-        413: {"description": "More files than SYNC_MAX_FILES."},
     },
 )
 async def sync_folder(

@@ -242,3 +242,14 @@ async def test_a_second_sync_is_refused_on_another_replica(
         assert after.job_id == running.job_id and counts(after.report) == {"unchanged": 3}
     finally:
         await close_container(replica)
+
+
+async def test_a_folder_over_sync_max_files_fails_before_any_change(container: Container, folder: Path) -> None:
+    await sync(container, folder)
+    (folder / "brakes.md").unlink()
+    write(folder, "more/a.md", note(TOPICS[4]))
+    write(folder, "more/b.md", note(TOPICS[5]))
+    container.settings.sync_max_files = 3
+    job = await sync(container, folder)
+    assert job.state == "failed" and "more than 3 files to sync; the limit is SYNC_MAX_FILES" in (job.error or "")
+    assert (await container.store.list_documents(offset=0, limit=10)).total == 3, "nothing deleted or added"
