@@ -46,7 +46,7 @@ class SyncReportOut(Schema):
     )
     sources: list[SourceReportOut] = Field(
         description="Each source added, updated, deleted, skipped or failed, in the order they were done "
-        "(unchanged ones are only counted), at most 1,000."
+        "(unchanged ones are only counted), at most 250."
     )
-    unlisted: int = Field(0, description="Sources counted but beyond the 1,000 listed.")
+    unlisted: int = Field(0, description="Sources counted but beyond the 250 listed.")
     note: str | None = Field(None, description="E.g. why documents of sources not found were kept.")

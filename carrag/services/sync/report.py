@@ -9,7 +9,7 @@ from typing import Any
 
 from carrag.services.vocabulary import SyncOutcome
 
-MAX_LISTED = 1000
+MAX_LISTED = 250
 
 
 @dataclass(slots=True)
