@@ -112,18 +112,16 @@ class Crawl:
 
     # --- robots.txt and the sitemap ----------------------------------------------------------------------
     async def _read_robots(self) -> None:
-        """RFC 9309: no robots.txt (a 4xx) allows everything, 401/403 nothing; a server error, no answer or
-        a refused fetch stops the crawl rather than guess (and delete pages on the strength of the guess)."""
+        """No robots.txt (404 and the like) allows everything (RFC 9309). A robots.txt that exists but cannot
+        be read (401/403, a server error, no answer, a refused fetch) stops the crawl rather than guess what
+        it says, and delete pages on the strength of the guess."""
         url = origin(self.scope.start) + "/robots.txt"
         try:
             page = await self._fetch(url, FetchOptions(follow=self._on_site, media_types=ROBOTS_TYPES))
         except FetchFailed as exc:
-            if exc.status in (401, 403):
-                self.robots.parse(["User-agent: *", "Disallow: /"])
-            elif exc.status is not None and 400 <= exc.status < 500:
-                self.robots.parse([])
-            else:
+            if exc.status is None or exc.status in (401, 403) or exc.status >= 500:
                 raise FetchFailed(f"{url} could not be read, so the crawl stopped: {exc.message}") from exc
+            self.robots.parse([])
             return
         self.robots.parse(page.text().splitlines())
         delay = self.robots.crawl_delay(self.settings.fetch_user_agent)

@@ -125,13 +125,14 @@ async def test_a_crawl_cut_short_by_max_pages_deletes_nothing_it_did_not_reach(
     assert (await container.store.list_documents(offset=0, limit=20)).total == 5
 
 
+@pytest.mark.parametrize("status", [403, 503])
 async def test_a_robots_txt_that_cannot_be_read_stops_the_crawl_before_any_change(
-    store_container: Container, site: Site
+    store_container: Container, site: Site, status: int
 ) -> None:
     container = store_container
     start = site.url("/docs/index.html")
     await crawl(container, start)
-    site.robots_status = 503
+    site.robots_status = status
     site.sitemap = []
     job = await crawl(container, start)
     assert job.state == "failed" and "robots.txt could not be read" in (job.error or "")
