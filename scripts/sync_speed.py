@@ -81,10 +81,11 @@ async def main(arguments: argparse.Namespace) -> None:
             touched, job = await timed_sync(container, folder)
             assert job.report is not None and job.report.counts["unchanged"] == arguments.files, job.report
         finally:
-            if arguments.elasticsearch:
-                await container.store.client.indices.delete(  # type: ignore[attr-defined]
-                    index=f"{container.settings.elasticsearch_index}*", ignore_unavailable=True
-                )
+            if arguments.elasticsearch:  # the alias's indices, its originals' and its jobs' (named: no wildcards)
+                client = container.store.client  # type: ignore[attr-defined]
+                names = list(await client.indices.get(index=f"{container.settings.elasticsearch_index}*"))
+                if names:
+                    await client.indices.delete(index=",".join(names), ignore_unavailable=True)
             await container.aclose()
     median = statistics.median(unchanged)
     print(f"store: {'elasticsearch' if arguments.elasticsearch else 'sqlite'}, files: {arguments.files}")
