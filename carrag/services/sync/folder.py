@@ -36,6 +36,9 @@ from carrag.services.vocabulary import SyncOutcome
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "internal error; the service logged it"
+# Files looked at once: a touched file costs a hash and a metadata write (on Elasticsearch a write waits for
+# a refresh), so many at a time; the ones that are ingested take MAX_CONCURRENT_INGESTS slots of their own.
+FILE_WORKERS = 16
 
 
 class FolderSync:
@@ -64,6 +67,7 @@ class FolderSync:
         self.progress = progress
         self.held = Holdings()
         self.read_first: dict[str, str] = {}  # sha256 → the file read first with those bytes, in this run
+        self.ingest_slots = asyncio.Semaphore(settings.max_concurrent_ingests)
         self.done = 0
         self.total = 0
 
@@ -84,7 +88,7 @@ class FolderSync:
         self.progress(0, self.total)
         for document in gone:
             await self._delete(document)
-        await for_each(scan.files, self._sync_file, self.settings.max_concurrent_ingests)
+        await for_each(scan.files, self._sync_file, FILE_WORKERS)
 
     def _relative(self, source_id: str) -> str:
         return Path(source_id).relative_to(self.root).as_posix()
@@ -122,36 +126,44 @@ class FolderSync:
         if recorded.get(ownership.SIZE) == entry.size and recorded.get(ownership.MTIME) == entry.mtime_ns:
             return SyncOutcome.UNCHANGED, existing.document_id if existing else None, None
         limit = self.settings.max_upload_bytes
-        data = await asyncio.to_thread(_read, entry.path, limit + 1)
-        if len(data) > limit:
+        if entry.size > limit:
             return SyncOutcome.FAILED, None, f"larger than {limit} bytes (MAX_UPLOAD_BYTES)"
-        digest = hashlib.sha256(data).hexdigest()
         bookkeeping: dict[str, MetadataValue | None] = {
             ownership.ROOT: self.report.root,
             ownership.SIZE: entry.size,
             ownership.MTIME: entry.mtime_ns,
         }
-        if existing is not None and recorded.get(ownership.SHA256) == digest:  # touched, not changed
-            await self.store.update_metadata(
+        if existing is not None and recorded.get(ownership.SHA256) == await asyncio.to_thread(_digest, entry.path):
+            await self.store.update_metadata(  # touched, not changed: its new time recorded, nothing parsed
                 existing.document_id, user_metadata=sync_metadata(existing, {}, bookkeeping)
             )
             return SyncOutcome.UNCHANGED, existing.document_id, None
-        # Two copies ingested at once would both pass the store's duplicate check: the first one read wins.
-        first = self.read_first.setdefault(digest, entry.relative)
-        document_id: str | None = None
-        detail: str | None = f"the same bytes as {first}"
-        if first != entry.relative:
-            outcome = SyncOutcome.SKIPPED
-        else:
-            metadata = sync_metadata(existing, self.command.metadata, {**bookkeeping, ownership.SHA256: digest})
-            command = dataclasses.replace(self.command, source_id=entry.source_id, metadata=metadata)
-            result = await admitted(lambda: self.ingestion.ingest_file(data, entry.path.name, command))
-            outcome, detail = outcome_of(result, existing)
-            document_id = result.document_id
+        async with self.ingest_slots:  # only the files being ingested are held in memory
+            data = await asyncio.to_thread(_read, entry.path, limit + 1)
+            if len(data) > limit:
+                return SyncOutcome.FAILED, None, f"larger than {limit} bytes (MAX_UPLOAD_BYTES)"
+            digest = hashlib.sha256(data).hexdigest()
+            # Two copies ingested at once would both pass the store's duplicate check: the first one read wins.
+            first = self.read_first.setdefault(digest, entry.relative)
+            document_id: str | None = None
+            detail: str | None = f"the same bytes as {first}"
+            if first != entry.relative:
+                outcome = SyncOutcome.SKIPPED
+            else:
+                metadata = sync_metadata(existing, self.command.metadata, {**bookkeeping, ownership.SHA256: digest})
+                command = dataclasses.replace(self.command, source_id=entry.source_id, metadata=metadata)
+                result = await admitted(lambda: self.ingestion.ingest_file(data, entry.path.name, command))
+                outcome, detail = outcome_of(result, existing)
+                document_id = result.document_id
         if outcome == SyncOutcome.SKIPPED and existing is not None:  # now a copy of another file: its old text goes
             await self.store.delete_document(existing.document_id)
             return SyncOutcome.DELETED, existing.document_id, f"now {detail}"
         return outcome, document_id, detail
+
+
+def _digest(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _read(path: Path, limit: int) -> bytes:
