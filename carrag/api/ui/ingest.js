@@ -6,7 +6,7 @@ import { $, h, replaceChildren, splitTags } from "./dom.js";
 
 const POLL_MS = 400;
 const FINISHED = new Set(["done", "failed", "cancelled"]);
-const STAGE_UNITS = { uploading: "bytes", embedding: "chunks" };
+const STAGE_UNITS = { uploading: "bytes", embedding: "chunks", running: "sources" };
 const shown = new Map(); // job id → its row (JobView)
 const doneViews = new Set(); // finished rows that link to a document: checked again on each visit
 let exists = new Map(); // document id → Promise<boolean>, for one visit to the screen
@@ -212,7 +212,11 @@ class JobView {
     }
     this.bar.hidden = state === "failed" || state === "cancelled";
 
-    if (state === "done") {
+    if (state === "done" && job.report) { // a folder sync or site crawl (carrag sync, POST /sync)
+      const counts = Object.entries(job.report.counts).filter(([, count]) => count);
+      replaceChildren(this.detail, counts.map(([outcome, count]) => `${count} ${outcome}`).join(", ") || "Nothing to sync",
+        timingsText(job.timings_ms));
+    } else if (state === "done") {
       const result = job.result || {};
       this.documentId = result.document_id;
       const link = h("span", { class: "job-link" });
