@@ -6,7 +6,8 @@ optionally ``# saves <field>`` lines (that field of the JSON answer replaces ``<
 examples after it). A ```json block after an example shows its answer: its field names must be the
 answer's (all of them, unless the object has a ``"...": "..."`` entry saying it is cut short). The examples run in the order written, with curl, from the repository root.
 Substitutions: ``http://127.0.0.1:8000`` → the test server, ``https://example.com/`` → a page
-served on loopback (no internet here; FETCH_ALLOWED_HOSTS lets the server fetch from it). The server
+served on loopback (no internet here; FETCH_ALLOWED_HOSTS lets the server fetch from it),
+``/srv/handbook`` → a small folder under the server's SYNC_ROOTS. The server
 has the API keys of docs/api.md's "Scoped API keys" section; an example that sends no
 ``Authorization`` header is sent with the full-access key (as the page's conventions say to).
 
@@ -29,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from carrag.api.main import create_app
-from carrag.bench.server import clean_environment, server_process
+from carrag.bench.server import ServerProcess, clean_environment, server_process
 from tests.conftest import make_settings
 from tests.live_server import served_page
 
@@ -38,6 +39,7 @@ API_DOC = REPO / "docs" / "api.md"
 README = REPO / "README.md"
 DOCUMENTED_BASE = "http://127.0.0.1:8000"
 EXAMPLE_SITE = "https://example.com/"
+EXAMPLE_FOLDER = "/srv/handbook"
 HEADING = re.compile(r"^### ([A-Z]+) (/\S*)\s*$")
 PLACEHOLDER = re.compile(r"<([a-z_]+)>")
 OUTSIDE_SCHEMA = {"GET /", "POST /mcp"}
@@ -165,8 +167,11 @@ def run_carrag(command: str, server_url: str) -> tuple[int, str]:
     return finished.returncode, finished.stdout + finished.stderr
 
 
-def run_curl(command: str, server_url: str, site_url: str, saved: dict[str, str], body_file: Path) -> tuple[int, str]:
-    command = command.replace(DOCUMENTED_BASE, server_url).replace(EXAMPLE_SITE, site_url)
+def run_curl(
+    command: str, server: ServerProcess, site_url: str, saved: dict[str, str], body_file: Path
+) -> tuple[int, str]:
+    command = command.replace(DOCUMENTED_BASE, server.url).replace(EXAMPLE_SITE, site_url)
+    command = command.replace(EXAMPLE_FOLDER, str(server.data_dir / "sync" / "handbook"))
     missing = [name for name in PLACEHOLDER.findall(command) if name not in saved]
     assert not missing, f"no earlier example saved {missing} for: {command}"
     command = PLACEHOLDER.sub(lambda match: saved[match[1]], command)
@@ -187,8 +192,16 @@ def example_site() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
+    data_dir = tmp_path_factory.mktemp("docs-server")
+    handbook = data_dir / "sync" / "handbook"
+    handbook.mkdir(parents=True)
+    (handbook / "brakes.md").write_text("# Brakes\n\nThe brake fluid of the fleet vans is replaced every two years.\n")
     with server_process(
-        tmp_path_factory.mktemp("docs-server"), LLM="none", FETCH_ALLOWED_HOSTS="127.0.0.1", **DOCUMENTED_KEYS
+        data_dir,
+        LLM="none",
+        FETCH_ALLOWED_HOSTS="127.0.0.1",
+        SYNC_ROOTS=str(data_dir / "sync"),
+        **DOCUMENTED_KEYS,
     ) as running:
         yield running
 
@@ -214,7 +227,7 @@ def test_every_api_example_answers_as_documented(server, example_site: str, tmp_
     assert len(examples) >= 25 and len(shown) == len(examples)
     wrong_fields = []
     for number, example in enumerate(examples):
-        status, body = run_curl(example.command, server.url, example_site, saved, tmp_path / f"{number}.out")
+        status, body = run_curl(example.command, server, example_site, saved, tmp_path / f"{number}.out")
         assert status in example.expect, (
             f"{example.route}: {status} (expected {example.expect}) for\n{example.command}\n{body[:500]}"
         )
@@ -233,7 +246,7 @@ def test_readme_examples_work_and_answer_what_they_say(server, example_site: str
     saved: dict[str, str] = {}
     for number, (command, answers) in enumerate(examples):
         if command.startswith("curl "):
-            status, body = run_curl(command, server.url, example_site, saved, tmp_path / f"{number}.out")
+            status, body = run_curl(command, server, example_site, saved, tmp_path / f"{number}.out")
             assert 200 <= status < 300, f"README example answered {status}:\n{command}\n{body[:500]}"
             if body.startswith("{") and "document_id" in (answer := json.loads(body)):
                 saved.setdefault("document_id", answer["document_id"])

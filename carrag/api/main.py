@@ -23,7 +23,20 @@ from carrag.api.middleware import (
     BodyBudgetMiddleware,
     RequestIdMiddleware,
 )
-from carrag.api.routes import admin, collections, documents, health, ingest, jobs, openai_compat, ops, query, search, ui
+from carrag.api.routes import (
+    admin,
+    collections,
+    documents,
+    health,
+    ingest,
+    jobs,
+    openai_compat,
+    ops,
+    query,
+    search,
+    sync,
+    ui,
+)
 from carrag.services.container import Container, build_container
 from carrag.services.settings import Settings, get_settings
 from carrag.services.telemetry.prometheus import PrometheusTelemetry
@@ -98,6 +111,7 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     app.include_router(search.router, dependencies=protected)
     app.include_router(health.router)
     app.include_router(ingest.router, dependencies=protected)
+    app.include_router(sync.router, dependencies=protected)
     app.include_router(documents.router, dependencies=protected)
     app.include_router(collections.router, dependencies=protected)
     app.include_router(admin.router, dependencies=protected)

@@ -29,10 +29,11 @@ from carrag.api.schemas.documents import (
 )
 from carrag.api.schemas.health import HealthOut
 from carrag.api.schemas.ingest import IngestResponse
-from carrag.api.schemas.jobs import JobListOut
+from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload
 from carrag.services.requests import IngestCommand, RequestFactory
 from carrag.services.stores.base import DocumentSort, SortOrder
+from carrag.services.sync.crawl import CrawlLimits
 from carrag.services.vocabulary import ChunkingStrategy
 
 # (state, done, total): "parsing", "embedding" 32/120, ... as the jobs API reports them.
@@ -41,6 +42,9 @@ ProgressCallback = Callable[[str, int, int], None]
 StreamEvent = tuple[str, StreamPayload]
 # `download_original`: the original's file name → where its bytes go
 OpenDestination = Callable[[str], BinaryIO]
+# `sync`: the job as it stands, at each look (its progress and the report so far)
+SyncProgress = Callable[[JobOut], None]
+JOB_POLL_SECONDS = 0.25
 
 
 class ClientError(Exception):
@@ -77,6 +81,16 @@ class IngestSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SyncTarget:
+    """What `carrag sync` follows: a folder (an absolute path, as the machine syncing it sees it) with
+    optional globs, or a site (``crawl``: how far to crawl it)."""
+
+    source: str
+    globs: tuple[str, ...] = ()
+    crawl: CrawlLimits | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentListing:
     """Which page of documents `list_documents` returns: GET /documents' query parameters (``filename``:
     a case-insensitive substring, or a glob matched whole; ``collection``: None for every collection)."""
@@ -96,6 +110,10 @@ class CarragClient(Protocol):
     ) -> IngestResponse: ...
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse: ...
+
+    async def sync(self, target: SyncTarget, options: IngestSettings, on_progress: SyncProgress) -> JobOut:
+        """Run a sync or crawl job to its end (cancelled if the caller is); the finished job."""
+        ...
 
     async def list_documents(self, listing: DocumentListing) -> DocumentPageOut: ...
 

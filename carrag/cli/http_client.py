@@ -27,16 +27,17 @@ from carrag.api.schemas.ingest import IngestResponse
 from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, stream_payload
 from carrag.cli.client import (
+    JOB_POLL_SECONDS,
     ClientError,
     DocumentListing,
     IngestSettings,
     OpenDestination,
     ProgressCallback,
     StreamEvent,
+    SyncProgress,
+    SyncTarget,
 )
 from carrag.services.vocabulary import FINISHED_JOB_STATES
-
-JOB_POLL_SECONDS = 0.25
 
 
 class HttpClient:
@@ -105,6 +106,35 @@ class HttpClient:
         if options.collection:
             body["collection"] = options.collection
         return await self._ingest("/ingest/url", on_progress, json=body)
+
+    async def sync(self, target: SyncTarget, options: IngestSettings, on_progress: SyncProgress) -> JobOut:
+        """POST /sync (a folder the server can read) or POST /ingest/url with ``crawl``, then follow the job."""
+        body: dict[str, Any] = {"tags": options.tags, "metadata": options.metadata}
+        if options.chunking:
+            body["chunking"] = options.chunking
+        if options.collection:
+            body["collection"] = options.collection
+        if target.crawl is not None:
+            crawl = {"max_pages": target.crawl.max_pages, "max_depth": target.crawl.max_depth}
+            path = "/ingest/url"
+            body.update(
+                url=target.source, force=options.force, crawl={**crawl, "same_prefix": target.crawl.same_prefix}
+            )
+        else:
+            path = "/sync"
+            body.update(path=target.source, globs=list(target.globs))
+        job_url = (await self._json("POST", path, json=body))["status_url"]
+        try:
+            while True:
+                job = JobOut.model_validate(await self._json("GET", job_url))
+                on_progress(job)
+                if job.state in FINISHED_JOB_STATES:
+                    return job
+                await asyncio.sleep(JOB_POLL_SECONDS)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):  # best effort: the user pressed Ctrl-C
+                await asyncio.shield(self._http.delete(job_url))
+            raise
 
     async def list_documents(self, listing: DocumentListing) -> DocumentPageOut:
         params: dict[str, Any] = {

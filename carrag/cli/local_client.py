@@ -21,17 +21,20 @@ from carrag.api.schemas.documents import (
 )
 from carrag.api.schemas.health import HealthOut
 from carrag.api.schemas.ingest import IngestResponse
-from carrag.api.schemas.jobs import JobListOut
+from carrag.api.schemas.jobs import JobListOut, JobOut
 from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, stream_payload
 from carrag.cli.client import (
+    JOB_POLL_SECONDS,
     ClientError,
     DocumentListing,
     IngestSettings,
     OpenDestination,
     ProgressCallback,
     StreamEvent,
+    SyncProgress,
+    SyncTarget,
 )
-from carrag.services.errors import CarragError, PayloadTooLarge
+from carrag.services.errors import CarragError, Conflict, PayloadTooLarge
 from carrag.services.settings import Settings
 
 
@@ -95,6 +98,29 @@ class LocalClient:
                 url, options.command(container.requests), _ObserverAdapter(on_progress)
             )
             return IngestResponse.model_validate(result)
+
+    async def sync(self, target: SyncTarget, options: IngestSettings, on_progress: SyncProgress) -> JobOut:
+        """The sync runs as a job of this process's job manager: the same one-at-a-time claim as a server's,
+        so a server's sync of the same folder on a shared Elasticsearch store is refused, and vice versa."""
+        async with self._errors():
+            container = await self.container()
+            command = options.command(container.requests)
+            if target.crawl is not None:
+                job = await container.sync.crawl(target.source, command, target.crawl)
+            else:
+                job = await container.sync.sync_folder(target.source, command, target.globs)
+            task = job.task
+            try:
+                while not job.finished:
+                    on_progress(JobOut.model_validate(job))
+                    await asyncio.sleep(JOB_POLL_SECONDS)
+                if task is not None:
+                    await task  # its final record is written: a sync started right after is not refused
+            except asyncio.CancelledError:
+                with contextlib.suppress(Conflict):  # finished meanwhile
+                    await asyncio.shield(container.jobs.cancel(job.job_id))
+                raise
+            return JobOut.model_validate(job)
 
     async def list_documents(self, listing: DocumentListing) -> DocumentPageOut:
         async with self._errors():

@@ -26,6 +26,7 @@ from carrag.cli.options import ApiKey, AsJson, Url
 from carrag.cli.output import Column, plural, print_json, print_note, print_rows, short_id
 from carrag.cli.questions import query, search
 from carrag.cli.running import console, run_with_client
+from carrag.cli.sync_command import sync
 from carrag.extras import MissingExtra
 from carrag.services.settings import Settings, get_settings
 
@@ -58,6 +59,7 @@ def serve(
 
 # The order commands are registered in is the order `carrag --help` lists them.
 app.command()(ingest)
+app.command()(sync)
 app.command()(query)
 app.command()(search)
 

@@ -8,6 +8,7 @@ local LLM falls back to the extractive answerer; a missing reranker model disabl
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from carrag.services.rerankers.flashrank import FlashrankReranker
 from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings, revealed
 from carrag.services.stores.base import Store
+from carrag.services.sync.service import SyncService
 from carrag.services.tagging import KeywordTagger, LLMTagger, NoTagger, Tagger
 from carrag.services.telemetry import Telemetry
 from carrag.services.telemetry.prometheus import PrometheusTelemetry
@@ -237,6 +239,11 @@ class Container:
     def collections(self) -> CollectionService:
         """The collections (knowledge bases), shared by every service."""
         return self.documents.collections
+
+    @functools.cached_property
+    def sync(self) -> SyncService:
+        """Folder syncs and site crawls (`carrag sync`, POST /sync, POST /ingest/url with ``crawl``)."""
+        return SyncService(self.settings, self.store, self.ingestion, self.fetcher, self.jobs, self.collections)
 
     async def health(self) -> dict[str, ComponentHealth]:
         store, embedder, llm, reranker = await asyncio.gather(

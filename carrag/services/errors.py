@@ -73,6 +73,15 @@ class UpstreamError(CarragError):
 class FetchFailed(UpstreamError):
     """The remote web server could not be reached or answered with an error."""
 
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status  # the HTTP status the server answered with, when it answered
+
+    @property
+    def gone(self) -> bool:
+        """The page is not there (404, 410): a crawl deletes what it held of it."""
+        return self.status in (404, 410)
+
 
 class DependencyUnavailable(CarragError):
     """A component we need (store, embedder, LLM) is down or timed out (503)."""

@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 
 from carrag.services.errors import InvalidInput
-from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, Fetcher
+from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, FetchedPage, Fetcher
 from carrag.services.models import OriginalFile, ParsedDocument
 from carrag.services.originals import fetched_original
 from carrag.services.parsers import check_supported, parse_file
@@ -58,6 +58,18 @@ async def read_url(
     started = time.perf_counter()
     page = await fetcher.fetch(url)
     timings["fetch"] = elapsed_ms(started)
+    return await read_page(page, settings, ocr, timings, on_ocr_read)
+
+
+async def read_page(
+    page: FetchedPage,
+    settings: Settings,
+    ocr: PageReader | None,
+    timings: dict[str, float],
+    on_ocr_read: Progress | None = None,
+) -> tuple[ParsedDocument, OriginalFile | None]:
+    """A fetched page parsed by its media type, with its body as the original when KEEP_ORIGINALS."""
+    url = page.url
     started = time.perf_counter()
     parsed = await asyncio.to_thread(
         parse_fetched, page.content_type, page.body, page.charset, url, settings, ocr, progress_from_thread(on_ocr_read)

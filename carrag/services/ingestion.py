@@ -22,10 +22,10 @@ from carrag.services.chunking import chunk_document, default_strategy
 from carrag.services.collections import CollectionService
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, InvalidInput
-from carrag.services.fetchers.base import Fetcher
+from carrag.services.fetchers.base import FetchedPage, Fetcher
 from carrag.services.ids import content_hash, new_document_id
 from carrag.services.ingest_bulk import BulkDocument, DocumentEmbedder, ResultCallback, ingest_together
-from carrag.services.ingest_reading import parse_upload, read_url, text_document
+from carrag.services.ingest_reading import parse_upload, read_page, read_url, text_document
 from carrag.services.model_change import ModelChange, PendingChangeWrite
 from carrag.services.models import (
     DEFAULT_COLLECTION,
@@ -176,6 +176,17 @@ class IngestionService:
             timings: dict[str, float] = {}
             observer.stage(JobState.PARSING)
             parsed, original = await read_url(url, self.fetcher, self.settings, self.ocr, timings, observer.ocr_read)
+            return await self._ingest_parsed(parsed, options, observer, timings, original=original)
+
+    async def ingest_page(
+        self, page: FetchedPage, options: IngestCommand, observer: IngestObserver | None = None
+    ) -> IngestResult:
+        """A page fetched already (a crawl reads its links and validators first)."""
+        async with self.slot():
+            observer = observer or _SilentObserver()
+            timings: dict[str, float] = {}
+            observer.stage(JobState.PARSING)
+            parsed, original = await read_page(page, self.settings, self.ocr, timings, observer.ocr_read)
             return await self._ingest_parsed(parsed, options, observer, timings, original=original)
 
     async def ingest_text(

@@ -333,6 +333,24 @@ class Settings(BaseSettings):
     fetch_user_agent: str = Field("Carrag/0.1 (+self-hosted RAG)", description="User-Agent sent.")
     per_host_delay: float = Field(1.0, ge=0, description="Seconds between requests to one host.")
 
+    # --- folder sync and site crawl (carrag/services/sync/) -------------------------------------------
+    sync_roots: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="Directories POST /sync may read, comma-separated (a folder must lie under one, symlinks "
+        "resolved; none: POST /sync is refused with 403). `carrag sync` without --url may sync any folder.",
+    )
+    sync_max_files: int = Field(
+        100_000,
+        ge=1,
+        description="Most files one folder sync takes; with more, the sync fails before changing anything.",
+    )
+    crawl_max_pages: int = Field(
+        10_000, ge=1, description="Largest `max_pages` a crawl may ask for (POST /ingest/url with `crawl`)."
+    )
+    crawl_concurrency: int = Field(
+        4, ge=1, le=64, description="Pages a crawl works on at once (each host still waits PER_HOST_DELAY)."
+    )
+
     # --- security ----------------------------------------------------------------------------------
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
@@ -392,7 +410,7 @@ class Settings(BaseSettings):
     )
     metrics_public: bool = Field(False, description="Serve /metrics without an API key even when API_KEYS is set.")
 
-    @field_validator("fetch_allowed_hosts", "api_keys", "cors_origins", mode="before")
+    @field_validator("fetch_allowed_hosts", "api_keys", "cors_origins", "sync_roots", mode="before")
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         return _split_csv(value)

@@ -31,9 +31,11 @@ class SearchMode(StrEnum):
 
 
 class JobState(StrEnum):
-    """An ingest's state: the pipeline's stages in order, then how it ended."""
+    """An ingest's state: the pipeline's stages in order, then how it ended (a sync or crawl job is
+    ``running`` between the two)."""
 
     QUEUED = "queued"
+    RUNNING = "running"
     PARSING = "parsing"
     TAGGING = "tagging"
     CHUNKING = "chunking"
@@ -50,6 +52,19 @@ FINISHED_JOB_STATES = frozenset({JobState.DONE, JobState.FAILED, JobState.CANCEL
 class JobKind(StrEnum):
     FILE = "file"
     URL = "url"
+    SYNC = "sync"  # a folder kept in sync (`carrag/services/sync/`)
+    CRAWL = "crawl"  # a site crawled
+
+
+class SyncOutcome(StrEnum):
+    """What a sync or crawl did with one source."""
+
+    ADDED = "added"
+    UPDATED = "updated"  # its content changed: re-ingested
+    UNCHANGED = "unchanged"  # nothing parsed or embedded
+    DELETED = "deleted"  # its file or page is gone: the document this sync made of it was deleted
+    SKIPPED = "skipped"  # not ingested, not an error: a copy of another source, held by another, robots.txt
+    FAILED = "failed"
 
 
 class IngestStatus(StrEnum):

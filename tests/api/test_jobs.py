@@ -21,6 +21,7 @@ JOB_FIELDS = {
     "progress",
     "timings_ms",
     "result",
+    "report",  # a sync or crawl job's; null for an ingest
     "error",
     "cancel_requested",
     "created_at",

@@ -79,6 +79,10 @@ def fetch(world: World) -> tuple[str, dict[str, Any]]:
     return "/ingest/url", {"json": {"url": "http://127.0.0.1:9/page"}}
 
 
+def folder_sync(world: World) -> tuple[str, dict[str, Any]]:
+    return "/sync", {"json": {"path": "/srv/handbook"}}
+
+
 def document(suffix: str = "", **kwargs: Any) -> Build:
     return lambda world: (f"/documents/{world.document_id}{suffix}", kwargs)
 
@@ -98,6 +102,7 @@ CHAT = {"model": "carrag", "messages": [{"role": "user", "content": QUESTION["qu
 MUTATING: dict[tuple[str, str], Build] = {
     ("POST", "/ingest/file"): upload,
     ("POST", "/ingest/url"): fetch,
+    ("POST", "/sync"): folder_sync,
     ("PATCH", "/documents/{document_id}"): document(json={"tags": ["changed"]}),
     ("DELETE", "/documents/{document_id}"): document(),
     ("DELETE", "/documents"): fixed("/documents?source_id=manuals/brakes.txt"),
@@ -116,6 +121,7 @@ NAMES_A_COLLECTION: dict[tuple[str, str], Build] = {
     ("POST", "/v1/chat/completions"): fixed("/v1/chat/completions", json=CHAT),
     ("POST", "/ingest/file"): upload,
     ("POST", "/ingest/url"): fetch,
+    ("POST", "/sync"): folder_sync,
     ("GET", "/collections/{name}"): fixed("/collections/default"),
     ("GET", "/documents"): fixed("/documents?collection=default"),
     ("DELETE", "/documents"): fixed("/documents?source_id=manuals/brakes.txt"),
@@ -310,6 +316,7 @@ async def test_a_key_not_in_api_key_scopes_keeps_full_access(world: World, route
     expected = {
         ("POST", "/ingest/file"): 200,
         ("POST", "/ingest/url"): 400,  # refused by the fetcher (a loopback address), not by the key
+        ("POST", "/sync"): 403,  # refused by SYNC_ROOTS (unset), not by the key
         ("PATCH", "/documents/{document_id}"): 200,
         ("DELETE", "/documents/{document_id}"): 200,
         ("DELETE", "/documents"): 200,

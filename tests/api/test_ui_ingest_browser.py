@@ -108,3 +108,18 @@ def test_five_files_are_listed_at_once_uploaded_three_at_a_time_and_the_count_fo
         again = page.locator("#jobs .job").first
         assert again.locator(".badge").inner_text() == "UNCHANGED" and "Unchanged" in again.inner_text()
         assert page.errors == [], page.errors
+
+
+def test_a_sync_job_shows_its_counts(browser, tmp_path: Path) -> None:
+    folder = tmp_path / "shared" / "handbook"
+    folder.mkdir(parents=True)
+    for name, text in (("brakes.md", "The brake fluid is replaced every two years."), ("tyres.md", "Tyres: 2.4 bar.")):
+        (folder / name).write_text(f"# {name}\n\n{text}\n")
+    with server_process(tmp_path / "data", LLM="none", TAGGER="off", SYNC_ROOTS=str(tmp_path / "shared")) as server:
+        started = httpx.post(f"{server.url}/sync", json={"path": str(folder)}, timeout=60)
+        assert started.status_code == 202, started.text
+        page = open_page(browser, server)
+        page.click("nav.tabs >> text=Ingest")
+        assert wait_for_jobs(page, 1) == ["done"]
+        assert "2 added" in page.locator("#jobs .job").inner_text()
+        assert page.errors == [], page.errors

@@ -28,7 +28,7 @@ def test_help_lists_the_commands_in_their_order() -> None:
     with typer.Context(group) as context:
         names = group.list_commands(context)  # type: ignore[attr-defined]
     assert names == [
-        "serve", "ingest", "query", "search", "health", "jobs", "reset", "eval", "eval-answers", "bench", "reindex",
+        "serve", "ingest", "sync", "query", "search", "health", "jobs", "reset", "eval", "eval-answers", "bench", "reindex",
         "mcp", "documents", "collections",
     ]  # fmt: skip
 

@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter, ValidationError
 
-from carrag.api.deps import CollectionsDep, IngestionDep, PrincipalDep, RequestsDep, SettingsDep
+from carrag.api.deps import CollectionsDep, ContainerDep, IngestionDep, PrincipalDep, RequestsDep, SettingsDep
 from carrag.api.json_body import JsonBodyRoute
 from carrag.api.routes.jobs import JobsDep, status_url
 from carrag.api.schemas.base import UserMetadata
@@ -26,6 +26,7 @@ from carrag.services.ingestion import IngestResult
 from carrag.services.jobs import Job
 from carrag.services.parsers import check_supported
 from carrag.services.requests import display_filename, split_tags
+from carrag.services.sync.crawl import CrawlLimits
 from carrag.services.vocabulary import ChunkingStrategy, JobState
 
 router = APIRouter(prefix="/ingest", tags=["ingest"], route_class=JsonBodyRoute)
@@ -111,8 +112,18 @@ async def ingest_file(
     return await ingestion.ingest_file(data, filename, options)
 
 
-@router.post("/url", response_model=IngestResponse, summary="Fetch a web page and ingest it", responses=ASYNC_RESPONSES)
+@router.post(
+    "/url",
+    response_model=IngestResponse,
+    summary="Fetch a web page and ingest it, or crawl a site",
+    responses={
+        **ASYNC_RESPONSES,
+        202: {"model": JobAccepted, "description": "With ?async=true, or with `crawl`: queued as a job."},
+        409: {"description": "With `crawl`: a crawl of this site into this collection is running."},
+    },
+)
 async def ingest_url(
+    container: ContainerDep,
     ingestion: IngestionDep,
     requests: RequestsDep,
     jobs: JobsDep,
@@ -133,6 +144,11 @@ async def ingest_url(
         collection=body.collection,
     )
     await collections.resolve(options.collections)
+    if body.crawl is not None:
+        if body.source_id:
+            raise InvalidInput("A crawl names each page's document by its URL; leave source_id out.")
+        limits = CrawlLimits(body.crawl.max_pages, body.crawl.max_depth, body.crawl.same_prefix)
+        return accepted(await container.sync.crawl(body.url.strip(), options, limits))
     if run_async:
         return accepted(await jobs.submit_url(body.url.strip(), options))
     return await ingestion.ingest_url(body.url.strip(), options)

@@ -6,6 +6,18 @@ from carrag.api.schemas.base import Schema, UserMetadata, UserTags
 from carrag.services.vocabulary import ChunkingStrategy, IngestStatus
 
 
+class CrawlOptions(Schema):
+    """Crawl the site from the URL instead of ingesting one page (always a job: the answer is 202)."""
+
+    max_pages: int = Field(100, ge=1, description="Pages fetched at most (up to CRAWL_MAX_PAGES).")
+    max_depth: int = Field(3, ge=0, le=50, description="Links followed from the start page (and sitemap pages).")
+    same_prefix: bool = Field(
+        True,
+        description="Stay under the start URL's directory (`https://site/docs/` for `https://site/docs/intro`); "
+        "false: anywhere on its host.",
+    )
+
+
 class IngestUrlRequest(Schema):
     url: str = Field(..., min_length=1, max_length=2048, examples=["https://example.com/article"])
     tags: UserTags = Field(
@@ -21,6 +33,11 @@ class IngestUrlRequest(Schema):
     )
     collection: str | None = Field(
         None, max_length=64, description="The collection (knowledge base) to ingest into; absent: `default`."
+    )
+    crawl: CrawlOptions | None = Field(
+        None,
+        description="Crawl the site: follow links within its prefix, read its sitemap, honour robots.txt; "
+        "crawling again updates only what changed and deletes the pages gone. Answered 202 with a job.",
     )
 
 

@@ -4,6 +4,7 @@ from pydantic import Field
 
 from carrag.api.schemas.base import IsoTimestamp, Schema
 from carrag.api.schemas.ingest import IngestResponse
+from carrag.api.schemas.sync import SyncReportOut
 from carrag.services.vocabulary import JobKind, JobState
 
 
@@ -16,20 +17,25 @@ class JobAccepted(Schema):
 
 
 class JobProgress(Schema):
-    done: int = Field(description="Chunks embedded so far (state `parsing`: PDF pages read by OCR so far).")
+    done: int = Field(
+        description="Chunks embedded so far (state `parsing`: PDF pages read by OCR so far; a sync or crawl: "
+        "sources done)."
+    )
     total: int = Field(
-        description="Chunks to embed, 0 until the embedding stage starts (state `parsing`: pages to read by OCR)."
+        description="Chunks to embed, 0 until the embedding stage starts (state `parsing`: pages to read by OCR; "
+        "a sync or crawl: sources found so far)."
     )
 
 
 class JobOut(Schema):
     job_id: str
     kind: JobKind
-    source: str = Field(description="The uploaded filename or the URL.")
+    source: str = Field(description="The uploaded filename or the URL (a sync: the folder; a crawl: its start URL).")
     state: JobState
     progress: JobProgress
     timings_ms: dict[str, float] = Field(description="Milliseconds spent in each state so far.")
     result: IngestResponse | None = Field(None, description="The ingest result, once the job is done.")
+    report: SyncReportOut | None = Field(None, description="A sync or crawl job's report, filled as it runs.")
     error: str | None = Field(None, description="Why the job failed (or 'cancelled').")
     cancel_requested: bool = Field(
         False, description="A cancel was asked for; the replica running the job stops it at its next lease renewal."

@@ -10,7 +10,7 @@ const POLL_MS = 400;
 const UPLOADS_AT_ONCE = 3;
 const QUEUE_FULL_RETRY_MS = 2000; // a 429 (the server's INGEST_QUEUE_SIZE is full): try again after this
 const FINISHED = new Set(["done", "failed", "cancelled"]);
-const STAGE_UNITS = { uploading: "bytes", embedding: "chunks" };
+const STAGE_UNITS = { uploading: "bytes", embedding: "chunks", running: "sources" };
 // What the server did with a finished ingest (`result.status`), as the job's badge says it.
 const OUTCOMES = { ingested: "stored", updated: "updated", unchanged: "unchanged", duplicate: "not stored" };
 const shown = new Map(); // job id → its row (JobView)
@@ -256,7 +256,11 @@ class JobView {
     }
     this.bar.hidden = state === "failed" || state === "cancelled";
 
-    if (state === "done") {
+    if (state === "done" && job.report) { // a folder sync or site crawl (carrag sync, POST /sync)
+      const counts = Object.entries(job.report.counts).filter(([, count]) => count);
+      replaceChildren(this.detail, counts.map(([outcome, count]) => `${count} ${outcome}`).join(", ") || "Nothing to sync",
+        timingsText(job.timings_ms));
+    } else if (state === "done") {
       const result = job.result || {};
       this.documentId = result.document_id;
       const link = h("span", { class: "job-link" });

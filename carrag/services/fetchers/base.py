@@ -1,7 +1,8 @@
-"""The fetcher port: get a URL's body for URL ingestion."""
+"""The fetcher port: get a URL's body for URL ingestion (and for a site crawl, `carrag/services/sync/crawl.py`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,6 +28,13 @@ class FetchedPage:
     content_type: str  # media type without parameters, lower-case
     charset: str | None
     body: bytes
+    status: int = 200  # 304: not modified since the validators sent (`FetchOptions`); the body is empty
+    etag: str | None = None  # the validators the server sent, for the next conditional fetch
+    last_modified: str | None = None
+
+    @property
+    def not_modified(self) -> bool:
+        return self.status == 304
 
     def text(self) -> str:
         from carrag.services.parsers.decoding import decode_declared
@@ -34,8 +42,19 @@ class FetchedPage:
         return decode_declared(self.body, self.charset)[0]
 
 
+@dataclass(frozen=True, slots=True)
+class FetchOptions:
+    """How a crawl fetches; the defaults are a plain URL ingest's fetch."""
+
+    etag: str | None = None  # sent as If-None-Match: an unchanged page answers 304
+    last_modified: str | None = None  # sent as If-Modified-Since
+    follow: Callable[[str], bool] | None = None  # a redirect to a URL this refuses is not followed (FetchRefused)
+    media_types: frozenset[str] | None = None  # accepted instead of the ingestible types (robots.txt, sitemaps)
+
+
 class Fetcher(Protocol):
-    async def fetch(self, url: str) -> FetchedPage:
-        """Raises FetchRefused (not allowed), FetchFailed (remote error) or PayloadTooLarge."""
+    async def fetch(self, url: str, options: FetchOptions | None = None) -> FetchedPage:
+        """Raises FetchRefused (not allowed), FetchFailed (remote error; ``status`` when the server
+        answered) or PayloadTooLarge."""
 
     async def aclose(self) -> None: ...

@@ -7,7 +7,8 @@ name), so a second DNS answer cannot swap in a private address. Connections are 
 between requests: a pooled TLS connection is keyed by IP and port only, so reuse could carry a
 request for one host over a session whose certificate was checked for another. Redirects, body
 size, total time and content types are capped. Requests to one host are spaced by
-``PER_HOST_DELAY`` seconds.
+``PER_HOST_DELAY`` seconds. A crawl adds conditional requests and keeps its redirects within the
+site (`FetchOptions`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import httpx
 
 from carrag.services.errors import FetchFailed, FetchRefused, PayloadTooLarge
 from carrag.services.fetchers.address_policy import AddressPolicy, Resolver, parse_address, system_resolver
-from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, FetchedPage
+from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, FetchedPage, FetchOptions
 
 ALLOWED_CONTENT_TYPES = {
     "text/html",
@@ -102,10 +103,10 @@ class HttpFetcher:
             trust_env=False,  # never route through an environment proxy that bypasses the checks
         )
 
-    async def fetch(self, url: str) -> FetchedPage:
+    async def fetch(self, url: str, options: FetchOptions | None = None) -> FetchedPage:
         try:
             async with asyncio.timeout(self.timeout):
-                return await self._fetch(url)
+                return await self._fetch(url, options or FetchOptions())
         except TimeoutError as exc:
             raise FetchFailed(f"fetching {url} took longer than {self.timeout:.0f}s") from exc
 
@@ -138,11 +139,16 @@ class HttpFetcher:
                 )
         return addresses[0]
 
-    async def _fetch(self, url: str) -> FetchedPage:
+    async def _fetch(self, url: str, options: FetchOptions) -> FetchedPage:
         try:
             current = httpx.URL(url)
         except httpx.InvalidURL as exc:
             raise FetchRefused(f"Invalid URL: {exc}") from exc
+        conditions = {}
+        if options.etag:
+            conditions["If-None-Match"] = options.etag
+        if options.last_modified:
+            conditions["If-Modified-Since"] = options.last_modified
         for _hop in range(self.max_redirects + 1):
             address = await self._pinned_address(current)
             host = _ascii_host(current)
@@ -151,7 +157,9 @@ class HttpFetcher:
             shown_host = f"[{host}]" if ":" in host else host
             host_header = shown_host if current.port is None else f"{shown_host}:{current.port}"
             extensions = {"sni_hostname": host} if current.scheme == "https" and not _is_ip_literal(host) else {}
-            request = self._client.build_request("GET", target, headers={"Host": host_header}, extensions=extensions)
+            request = self._client.build_request(
+                "GET", target, headers={"Host": host_header, **conditions}, extensions=extensions
+            )
             try:
                 response = await self._client.send(request, stream=True)
             except httpx.TimeoutException as exc:
@@ -167,17 +175,25 @@ class HttpFetcher:
                         current = current.join(location)
                     except httpx.InvalidURL as exc:
                         raise FetchRefused(f"{current} redirected to an invalid URL: {exc}") from exc
+                    if options.follow is not None and not options.follow(str(current)):
+                        raise FetchRefused(f"{url} redirects to {current}, outside the crawl; not followed.")
                     continue
+                validators = {
+                    "etag": response.headers.get("etag"),
+                    "last_modified": response.headers.get("last-modified"),
+                }
+                if response.status_code == 304 and conditions:
+                    return FetchedPage(str(url), str(current), "", None, b"", status=304, **validators)
                 if response.status_code >= 400:
-                    raise FetchFailed(f"{current} answered HTTP {response.status_code}")
+                    raise FetchFailed(f"{current} answered HTTP {response.status_code}", response.status_code)
                 media_type, charset = _content_type(response.headers.get("content-type", ""))
-                if media_type not in ALLOWED_CONTENT_TYPES:
+                if media_type not in (options.media_types or ALLOWED_CONTENT_TYPES):
                     raise FetchRefused(
                         f"{current} has content type {media_type or 'unknown'}; only web pages, text and "
                         "PDF and the supported document formats are ingested."
                     )
                 body = await self._read_capped(response, current)
-                return FetchedPage(str(url), str(current), media_type, charset, body)
+                return FetchedPage(str(url), str(current), media_type, charset, body, **validators)
             finally:
                 await response.aclose()
         raise FetchFailed(f"{url} redirected more than {self.max_redirects} times")

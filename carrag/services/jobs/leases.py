@@ -26,10 +26,11 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from carrag.services.errors import CarragError
 from carrag.services.jobs.model import Job
-from carrag.services.jobs.repository import JobRepository, StoredJob, is_finished, lease_expired
+from carrag.services.jobs.repository import JobRecord, JobRepository, StoredJob, is_finished, lease_expired
 from carrag.services.vocabulary import JobState
 
 logger = logging.getLogger(__name__)
@@ -118,6 +119,22 @@ class Leases:
                 )
                 await asyncio.sleep(FINAL_WRITE_RETRY_SECONDS)
         logger.error("gave up recording how an ingest job ended", extra={"job_id": job.job_id, "state": job.state})
+
+    async def claim(self, record: JobRecord) -> Any | None:
+        """Record a job whose id names what it works on (a sync's folder or site): created, or written over
+        that id's finished record, or over a running one whose lease ran out (its process died). Its
+        revision, or None while a job of that id runs, on this replica or any other."""
+        for _ in range(WRITE_ATTEMPTS):
+            stored = await self.repository.read(record["job_id"])
+            if stored is None:
+                revision = await self.repository.create(record)
+            elif is_finished(stored.record) or lease_expired(stored.record, time.time()):
+                revision = await self.repository.update(record, stored.revision)
+            else:
+                return None
+            if revision is not None:
+                return revision
+        return None
 
     # --- everyone else's side ---------------------------------------------------------------------------
     async def settle(self, stored: StoredJob) -> Job:

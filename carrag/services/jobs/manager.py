@@ -48,6 +48,7 @@ __all__ = ["JobManager"]
 logger = logging.getLogger(__name__)
 
 Work = Callable[[IngestObserver], Awaitable[IngestResult]]
+ExclusiveWork = Callable[[Job], Awaitable[None]]  # a sync or crawl: it reports into the job as it goes
 
 SWEEP_BATCH = 100  # expired jobs settled per sweep
 PURGE_EVERY_SECONDS = 60.0
@@ -125,9 +126,33 @@ class JobManager:
             )
         return job
 
-    async def _run(self, job: Job, work: Work) -> None:
+    async def submit_exclusive(
+        self, job_id: str, kind: JobKind, source: str, collection: str, work: ExclusiveWork
+    ) -> Job:
+        """A job of which one at a time may run, on any replica: ``job_id`` names what it works on (a sync's
+        folder or site) and its record is claimed before the work starts (`Leases.claim`); Conflict (409)
+        while another job of that id runs. Its record replaces that of the id's previous run."""
+        self.ingestion.check_accepting()
+        self.start()
+        self._prune()
+        job = Job(job_id=job_id, kind=kind, source=source, collection=collection, owner=self.owner)
+        job.lease_expires_at = self.leases.expiry()
+        revision = await self.leases.claim(job.to_record())
+        if revision is None:
+            raise Conflict(
+                f"A {kind} of {source} is already running (job {job_id}); wait for it to finish, or cancel it "
+                f"with DELETE /jobs/{job_id}."
+            )
+        job.revision, job.accepted = revision, True
+        self._jobs.pop(job_id, None)  # the previous run's, if this process ran it
+        self._jobs[job_id] = job
+        job.task = asyncio.create_task(self._run(job, work), name=f"{kind}-job-{job_id}")
+        self._keepers[job_id] = asyncio.create_task(self.leases.keep_alive(job, self._stop), name=f"job-lease-{job_id}")
+        return job
+
+    async def _run(self, job: Job, work: Work | ExclusiveWork) -> None:
         try:
-            result = await work(job)  # waits for an ingestion slot first
+            result = await work(job)  # an ingest waits for an ingestion slot first
         except asyncio.CancelledError:
             job.error = job.error or "cancelled"
             await self._finish(job, job.stop_as)
@@ -141,7 +166,7 @@ class JobManager:
             await self._finish(job, JobState.FAILED)
         else:
             job.result = result
-            if result.chunk_count and not job.progress.total:
+            if result is not None and result.chunk_count and not job.progress.total:
                 job.progress.done = job.progress.total = result.chunk_count  # unchanged: nothing embedded
             await self._finish(job, JobState.DONE)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from carrag.services.ingestion import IngestResult
 from carrag.services.jobs.repository import JobRecord
+from carrag.services.sync.report import SyncReport
 from carrag.services.vocabulary import FINISHED_JOB_STATES, IngestStatus, JobKind, JobState
 
 INTERNAL_ERROR = "Internal error; the service logged it."
@@ -27,8 +28,10 @@ def _now() -> datetime:
 
 @dataclass(slots=True)
 class Progress:
-    done: int = 0  # chunks embedded so far (while parsing: PDF pages read by OCR)
-    total: int = 0  # chunks to embed, 0 until the embedding stage starts (while parsing: pages to OCR)
+    done: int = 0  # chunks embedded so far (while parsing: PDF pages read by OCR; a sync: sources done)
+    total: int = (
+        0  # chunks to embed, 0 until the embedding stage starts (while parsing: pages to OCR; a sync: sources known)
+    )
 
 
 @dataclass(eq=False)
@@ -41,6 +44,7 @@ class Job:
     progress: Progress = field(default_factory=Progress)
     timings_ms: dict[str, float] = field(default_factory=dict)
     result: IngestResult | None = None
+    report: SyncReport | None = None  # a sync or crawl job's, filled as it goes
     error: str | None = None
     created_at: datetime = field(default_factory=_now)
     updated_at: datetime = field(default_factory=_now)
@@ -105,6 +109,7 @@ class Job:
             "progress": {"done": self.progress.done, "total": self.progress.total},
             "timings_ms": dict(self.timings_ms),
             "result": result,
+            "report": self.report.to_record() if self.report is not None else None,
             "error": self.error,
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
@@ -117,6 +122,7 @@ class Job:
     @classmethod
     def from_record(cls, record: JobRecord, revision: Any = None) -> Job:
         result = record.get("result")
+        report = record.get("report")
         return cls(
             job_id=record["job_id"],
             kind=JobKind(record["kind"]),
@@ -126,6 +132,7 @@ class Job:
             progress=Progress(**record["progress"]),
             timings_ms=dict(record["timings_ms"]),
             result=IngestResult(**{**result, "status": IngestStatus(result["status"])}) if result else None,
+            report=SyncReport.from_record(report) if report else None,
             error=record.get("error"),
             created_at=datetime.fromisoformat(record["created_at"]),
             updated_at=datetime.fromisoformat(record["updated_at"]),

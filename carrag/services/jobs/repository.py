@@ -35,8 +35,9 @@ class StoredJob:
 
 
 class JobRepository(Protocol):
-    async def create(self, record: JobRecord) -> Any:
-        """Store a new record; its revision."""
+    async def create(self, record: JobRecord) -> Any | None:
+        """Store a new record; its revision, or None when a record with its id exists (a sync's id names
+        what it syncs: `Leases.claim`)."""
         ...
 
     async def read(self, job_id: str) -> StoredJob | None:
@@ -84,7 +85,12 @@ class InMemoryJobRepository:
         self._records: dict[str, StoredJob] = {}
         self._revisions = itertools.count(1)
 
-    async def create(self, record: JobRecord) -> Any:
+    async def create(self, record: JobRecord) -> Any | None:
+        if record["job_id"] in self._records:
+            return None
+        return self._store(record)
+
+    def _store(self, record: JobRecord) -> Any:
         revision = next(self._revisions)
         self._records[record["job_id"]] = StoredJob(copy.deepcopy(record), revision)
         return revision
@@ -97,7 +103,7 @@ class InMemoryJobRepository:
         stored = self._records.get(record["job_id"])
         if stored is None or stored.revision != revision:
             return None
-        return await self.create(record)
+        return self._store(record)
 
     async def delete(self, job_id: str) -> None:
         self._records.pop(job_id, None)

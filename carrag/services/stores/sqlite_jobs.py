@@ -70,14 +70,14 @@ class SqliteJobRepository:
         except sqlite3.DatabaseError as exc:
             raise DependencyUnavailable("store", f"SQLite job bookkeeping failed: {exc}") from exc
 
-    async def create(self, record: JobRecord) -> Any:
-        def insert(connection: sqlite3.Connection) -> int:
-            connection.execute(
+    async def create(self, record: JobRecord) -> Any | None:
+        def insert(connection: sqlite3.Connection) -> int | None:
+            cursor = connection.execute(
                 "INSERT INTO jobs(job_id, revision, state, created_at, lease_expires_at, finished_at, record) "
-                "VALUES (?, 1, ?, ?, ?, ?, ?)",
+                "VALUES (?, 1, ?, ?, ?, ?, ?) ON CONFLICT(job_id) DO NOTHING",
                 (record["job_id"], *_row(record)),
             )
-            return 1
+            return 1 if cursor.rowcount == 1 else None
 
         return await self._run(insert)
 

@@ -15,9 +15,11 @@ import pytest
 
 from carrag.services.errors import FetchFailed, FetchRefused, PayloadTooLarge
 from carrag.services.fetchers.address_policy import system_resolver
+from carrag.services.fetchers.base import FetchOptions
 from carrag.services.fetchers.http import HttpFetcher
 from tests.services.fetchers.fakes import FakeResolver, NoConnections, RecordingTransport
 from tests.services.fetchers.loopback_site import LoopbackSite
+from tests.services.sync.site import Page, Site, html
 
 
 @pytest.fixture
@@ -290,3 +292,32 @@ async def test_ipv6_loopback_site_with_bracketed_host_header() -> None:
         page = await fetcher.fetch(site6.url("/echo-host"))
         assert page.body.decode() == f"[::1]:{site6.port}"
         await fetcher.aclose()
+
+
+async def test_a_crawls_options_validators_redirects_and_media_types() -> None:
+    """What a crawl asks of the fetcher (`FetchOptions`): a conditional fetch answered 304, the status of a
+    page that is gone, a redirect it refuses to follow, a media type it accepts instead of the usual ones."""
+    with Site() as site:
+        site.pages["/a.html"] = html("A", "The first page.")
+        site.pages["/robots.txt"] = Page(b"User-agent: *\nDisallow:\n", "text/x-robots")
+        site.redirects["/moved.html"] = "http://127.0.0.2:9/elsewhere.html"
+        fetcher = HttpFetcher(allowed_hosts=["127.0.0.0/8"], per_host_delay=0)
+        try:
+            page = await fetcher.fetch(site.url("/a.html"))
+            assert page.status == 200 and page.etag == site.pages["/a.html"].etag and page.body
+            again = await fetcher.fetch(site.url("/a.html"), FetchOptions(etag=page.etag))
+            assert again.not_modified and again.body == b"" and again.etag == page.etag
+            assert site.requests[-1].if_none_match == page.etag
+            with pytest.raises(FetchFailed) as gone:
+                await fetcher.fetch(site.url("/missing.html"))
+            assert gone.value.status == 404 and gone.value.gone
+            with pytest.raises(FetchRefused, match="outside the crawl; not followed"):
+                await fetcher.fetch(site.url("/moved.html"), FetchOptions(follow=lambda url: "127.0.0.1" in url))
+            with pytest.raises(FetchRefused, match="content type text/x-robots"):
+                await fetcher.fetch(site.url("/robots.txt"))
+            robots = await fetcher.fetch(
+                site.url("/robots.txt"), FetchOptions(media_types=frozenset({"text/x-robots"}))
+            )
+            assert robots.text().startswith("User-agent")
+        finally:
+            await fetcher.aclose()

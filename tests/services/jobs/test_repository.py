@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from carrag.services.jobs.leases import Leases
 from carrag.services.jobs.repository import InMemoryJobRepository, JobRecord, JobRepository
 from carrag.services.stores.elasticsearch.connection import Connection
 from carrag.services.stores.elasticsearch.jobs import ElasticsearchJobRepository, jobs_index_name
@@ -112,6 +113,30 @@ async def test_records_round_trip_and_updates_are_conditional(open_repository: O
     await repository.delete(job["job_id"])
     assert await repository.read(job["job_id"]) is None
     assert await repository.update(moved, newer) is None, "a vanished record cannot be updated"
+
+
+async def test_creating_an_id_that_exists_is_refused_and_leases_claim_it_only_when_free(
+    open_repository: Opener,
+) -> None:
+    """A sync's job id names its folder: a second create is refused (None), and `Leases.claim` takes the id
+    over only from a finished job or one whose lease ran out, on whichever handle (replica) asks."""
+    first, second = open_repository(), open_repository()
+    running = record(1)
+    assert await first.create(running) is not None
+    assert await second.create({**running, "source": "another"}) is None
+    assert (await first.read(running["job_id"])).record == running  # type: ignore[union-attr]
+
+    leases = Leases(second, lease=15, renew=5)
+    assert await leases.claim({**running, "owner": "host:2:def"}) is None, "still running: refused"
+    stored = await first.read(running["job_id"])
+    assert stored is not None
+    await first.update({**running, "lease_expires_at": time.time() - 1}, stored.revision)  # its process died
+    assert await leases.claim({**running, "owner": "host:2:def"}) is not None
+    assert (await first.read(running["job_id"])).record["owner"] == "host:2:def"  # type: ignore[union-attr]
+
+    done = record(2, state="done")
+    await first.create(done)
+    assert await leases.claim({**done, "state": "queued", "finished_at": None}) is not None, "finished: free"
 
 
 async def test_two_handles_racing_on_one_revision_one_wins(open_repository: Opener) -> None:

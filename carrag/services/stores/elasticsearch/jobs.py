@@ -67,12 +67,15 @@ class ElasticsearchJobRepository:
             self._ready = False  # deleted by someone (a test, an operator): set up again next time
             raise
 
-    async def create(self, record: JobRecord) -> Any:
-        response = await self._call(
-            "recording an ingest job",
-            lambda: self.connection.writer.create(index=self.index, id=record["job_id"], document=record),
-        )
-        return (response["_seq_no"], response["_primary_term"])
+    async def create(self, record: JobRecord) -> Any | None:
+        async def create() -> Any | None:
+            try:
+                return await self.connection.writer.create(index=self.index, id=record["job_id"], document=record)
+            except ConflictError:  # a record with this id exists
+                return None
+
+        response = await self._call("recording an ingest job", create)
+        return (response["_seq_no"], response["_primary_term"]) if response is not None else None
 
     async def read(self, job_id: str) -> StoredJob | None:
         async def get() -> StoredJob | None:

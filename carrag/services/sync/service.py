@@ -1,0 +1,114 @@
+"""Syncs and crawls start here, as jobs (`JobManager.submit_exclusive`).
+
+What can be refused is refused before a job exists: a folder outside SYNC_ROOTS (403), not a directory or
+not a URL (400), an unknown collection (404). A job's id is derived from the collection and what it syncs
+(the folder, symlinks resolved, or the crawl's scope), so a second sync of the same folder or site into
+the same collection is refused (409) while the first runs, on any replica, and ``GET /jobs/{id}`` shows the
+latest run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from carrag.services.collections import CollectionService
+from carrag.services.errors import InvalidInput
+from carrag.services.fetchers.base import Fetcher
+from carrag.services.ingestion import IngestionService
+from carrag.services.jobs import Job, JobManager
+from carrag.services.requests import IngestCommand
+from carrag.services.settings import Settings
+from carrag.services.stores.base import Store
+from carrag.services.sync.crawl import Crawl, CrawlLimits
+from carrag.services.sync.folder import FolderSync
+from carrag.services.sync.folder_scan import folder_root
+from carrag.services.sync.report import SyncReport
+from carrag.services.sync.web_links import CrawlScope
+from carrag.services.vocabulary import JobKind, JobState
+
+
+def sync_job_id(kind: JobKind, collection_id: str, root: str) -> str:
+    digest = hashlib.sha256(f"{collection_id}\n{root}".encode()).hexdigest()
+    return f"{kind}-{digest[:32]}"
+
+
+class SyncService:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        ingestion: IngestionService,
+        fetcher: Fetcher,
+        jobs: JobManager,
+        collections: CollectionService,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.ingestion = ingestion
+        self.fetcher = fetcher
+        self.jobs = jobs
+        self.collections = collections
+
+    async def sync_folder(
+        self,
+        folder: str,
+        command: IngestCommand,
+        patterns: Sequence[str] = (),
+        *,
+        allowed_roots: Sequence[Path] | None = None,
+    ) -> Job:
+        """Start syncing ``folder`` (only files matching ``patterns``, if any) into the command's collection.
+        ``allowed_roots`` None: any folder (the CLI's local mode); the API passes SYNC_ROOTS."""
+        root = await asyncio.to_thread(folder_root, folder, allowed_roots)
+        collection = (await self.collections.resolve([command.collection]))[0]
+        report = SyncReport(root.as_posix())
+
+        async def work(job: Job) -> None:
+            job.report = report
+            job.stage(JobState.RUNNING)
+            await FolderSync(
+                self.settings,
+                self.store,
+                self.ingestion,
+                root,
+                list(patterns),
+                command,
+                collection.collection_id,
+                report,
+                job.embedded,  # the job's progress counter: files done, files found
+            ).run()
+
+        job_id = sync_job_id(JobKind.SYNC, collection.collection_id, report.root)
+        return await self.jobs.submit_exclusive(job_id, JobKind.SYNC, report.root, collection.name, work)
+
+    async def crawl(self, url: str, command: IngestCommand, limits: CrawlLimits) -> Job:
+        """Start crawling the site at ``url`` into the command's collection."""
+        if limits.max_pages > self.settings.crawl_max_pages:
+            raise InvalidInput(
+                f"max_pages is {limits.max_pages:,}; the limit is {self.settings.crawl_max_pages:,} (CRAWL_MAX_PAGES)."
+            )
+        scope = CrawlScope.of(url, limits.same_prefix)
+        collection = (await self.collections.resolve([command.collection]))[0]
+        report = SyncReport(scope.prefix)
+
+        async def work(job: Job) -> None:
+            job.report = report
+            job.stage(JobState.RUNNING)
+            await Crawl(
+                self.settings,
+                self.store,
+                self.ingestion,
+                self.fetcher,
+                scope,
+                limits,
+                command,
+                collection.collection_id,
+                report,
+                job.embedded,  # the job's progress counter: pages done, pages found
+            ).run()
+
+        job_id = sync_job_id(JobKind.CRAWL, collection.collection_id, scope.prefix)
+        return await self.jobs.submit_exclusive(job_id, JobKind.CRAWL, scope.start, collection.name, work)
