@@ -145,6 +145,25 @@ def display_filename(raw: str | None) -> str:
     return name
 
 
+MAX_SOURCE_ID_CHARS = 2048
+
+
+def user_source_id(raw: str | None) -> str | None:
+    """A source id as a client gives it (a label: a file's path below the folder named, a URL, an
+    external key), trimmed; control or format characters and ids over 2,048 characters are refused.
+    It names a document and is never opened as a path."""
+    source_id = (raw or "").strip()
+    if not source_id:
+        return None
+    if any(unicodedata.category(c) in _HIDDEN_CHARACTER_CATEGORIES for c in source_id):
+        raise InvalidInput("The source id holds control or format characters.")
+    if len(source_id) > MAX_SOURCE_ID_CHARS:
+        raise InvalidInput(
+            f"The source id is {len(source_id):,} characters long; the limit is {MAX_SOURCE_ID_CHARS:,}."
+        )
+    return source_id
+
+
 def split_tags(raw: str | None) -> list[str]:
     """Comma-separated tags (a form field, a CLI option) as a list, trimmed, empties dropped."""
     return [tag.strip() for tag in (raw or "").split(",") if tag.strip()]
@@ -297,7 +316,7 @@ class RequestFactory:
             raise InvalidInput(f"chunk_overlap ({overlap}) must be at most half of chunk_size ({size}).")
         return IngestCommand(
             tags=user_tags(tags),
-            source_id=(source_id or "").strip() or None,
+            source_id=user_source_id(source_id),
             chunking=chunking,
             chunk_size=chunk_size,
             chunk_overlap=chunk_overlap,

@@ -97,3 +97,14 @@ def test_an_upload_without_a_usable_name_is_refused(raw: str | None) -> None:
 
     with pytest.raises(InvalidInput, match="no usable file name"):
         display_filename(raw)
+
+
+def test_a_source_id_is_a_trimmed_label_without_hidden_characters_or_excess(requests: RequestFactory) -> None:
+    assert requests.ingest(source_id="  docs/guide.md ").source_id == "docs/guide.md"
+    assert requests.ingest(source_id="https://example.com/a?b=1").source_id == "https://example.com/a?b=1"
+    assert requests.ingest(source_id="   ").source_id is None
+    for hostile in ("guide\x00.md", "cod\u202egpj.exe", "a\nb"):
+        with pytest.raises(InvalidInput, match="control or format characters"):
+            requests.ingest(source_id=hostile)
+    with pytest.raises(InvalidInput, match="limit is 2,048"):
+        requests.ingest(source_id="x" * 2049)
