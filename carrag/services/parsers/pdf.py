@@ -2,7 +2,8 @@
 a blank line, and the offset span of every page kept so chunks know their page numbers.
 
 Text hygiene (`pdf_text_quality.py`): spans of glyph garbage are dropped, a page whose text is
-mostly garbage counts as a page without text, and line-break hyphens are joined. When an OCR
+mostly garbage counts as a page without text, spacing accents are joined to their letters and the
+text NFKC-normalised (ligatures), and line-break hyphens are joined. When an OCR
 reader is given (`pdf_ocr.py`, ``OCR_ENABLED``), pages without usable text are read by OCR, and so
 is the area of each garbage block on other pages. The document's metadata reports all of it:
 ``hyphen_joins``, ``garbage_pages``, ``garbage_spans_dropped``, ``ocr_pages``, ``ocr_spans``.
@@ -19,7 +20,12 @@ from typing import Any
 
 from carrag.services.errors import InvalidInput, NoExtractableText
 from carrag.services.models import PageSpan, ParsedDocument
-from carrag.services.parsers.pdf_text_quality import document_vocabulary, is_garbage, join_hyphenated_breaks
+from carrag.services.parsers.pdf_text_quality import (
+    document_vocabulary,
+    is_garbage,
+    join_hyphenated_breaks,
+    normalise_text,
+)
 
 PAGE_SEPARATOR = "\n\n"
 GARBAGE_PAGE_SHARE = 0.5  # a page with at least this share of garbage characters counts as without text
@@ -158,7 +164,8 @@ def clean_pages(
     on_progress: Progress | None = None,
 ) -> tuple[list[tuple[int, str]], PageHygiene]:
     """``(page_number, spans)`` → ``(page_number, text)`` with garbage dropped, pages without usable
-    text (and garbage areas) read by ``ocr`` when given, and line-break hyphens joined."""
+    text (and garbage areas) read by ``ocr`` when given, accents composed and NFKC applied, and
+    line-break hyphens joined."""
     cleaned: list[CleanPage] = []
     garbage_pages: list[int] = []
     dropped_total = 0
@@ -170,6 +177,8 @@ def clean_pages(
         cleaned.append(page)
     hygiene = read_by_ocr(document, cleaned, ocr, on_progress) if ocr is not None else PageHygiene()
     hygiene.garbage_pages, hygiene.garbage_spans_dropped = garbage_pages, dropped_total
+    for page in cleaned:
+        page.text = normalise_text(page.text)
     vocabulary = document_vocabulary(page.text for page in cleaned)
     result: list[tuple[int, str]] = []
     for page in cleaned:
