@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+
 from carrag.services.chunking.recursive import atomise
 from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
 from carrag.services.models import Chunk, PageSpan
