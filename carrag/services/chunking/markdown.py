@@ -26,8 +26,9 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 
-from carrag.services.chunking.recursive import atomise
+from carrag.services.chunking.recursive import atomise, fit_to_headers
 from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
+from carrag.services.chunking.tables import PipeTables
 from carrag.services.models import Chunk, PageSpan
 
 ATX_HEADER = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?$")
@@ -138,10 +139,12 @@ def chunk_markdown(text: str, size: int, overlap: int, page_spans: Sequence[Page
         count = bisect.bisect_left(header_starts, offset)
         return paths[count - 1] if count else None
 
+    tables = PipeTables(text, size)
     spans: list[Span] = []
     for (start, end), _ in section_spans(text, headers):
-        spans.extend(merge_atoms(text, atomise(text, start, end, size), size, overlap))
+        atoms = fit_to_headers(text, atomise(text, start, end, size), size, tables)
+        spans.extend(merge_atoms(text, atoms, size, overlap, tables))
     # A section split into pieces gives each piece the same path, except that pieces holding only
     # the header-only parents joined to it carry those parents' paths.
     sections = [path_before(trim_span(text, *span)[1]) for span in spans]
-    return spans_to_chunks(text, spans, page_spans, sections)
+    return spans_to_chunks(text, spans, page_spans, sections, tables)
