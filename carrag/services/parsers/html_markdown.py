@@ -1,14 +1,13 @@
-"""HTML → Markdown of the page's main content (seed 000: "HTML → Markdown conversion, scripts/styles
+"""HTML → Markdown of the page's content (seed 000: "HTML → Markdown conversion, scripts/styles
 removed"), for uploaded files and fetched web pages alike.
 
-trafilatura finds the article (see `html_main_content.py`), and markdownify converts it — headings,
-lists and tables keep their structure, so the `markdown` chunking strategy can use the headings.
-Link targets are left out (``[text](/wiki/...)`` becomes ``text``: URLs are noise for search and
-for the embedding), and so are citation markers such as ``[12]``. When the extractor finds
-nothing, or nothing to drop, the whole page is converted instead, without its ``<nav>`` and
-``<footer>``; ``metadata.extraction`` says which (``main_content`` or ``whole_page``).
-markdownify scored best against the docling reference conversions (see docs/architecture.md,
-"Formats", and docs/benchmarks.md, "HTML main content").
+The site's chrome — navigation, tables of contents, sidebars, footers, permalink marks — is removed
+from the page by its structure (`html_chrome.py`; ``metadata.chrome_removed_share`` is the share of
+the page's text that went), and markdownify converts the rest: headings, lists and tables keep their
+structure, so the `markdown` chunking strategy can use the headings. Link targets are left out
+(``[text](/wiki/...)`` becomes ``text``: URLs are noise for search and for the embedding), and so
+are citation markers such as ``[12]``. markdownify scored best against the docling reference
+conversions (see docs/architecture.md, "Formats", and docs/benchmarks.md, "HTML site chrome").
 
 The character encoding comes from a byte-order mark or ``<meta charset>``; without either, UTF-8
 is tried, then Windows-1252, and only then statistical detection. Hidden elements (``hidden``,
@@ -28,12 +27,15 @@ from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
-from carrag.services.parsers.html_main_content import ContentChoice, article_html, choose_content, restore_headings
+from carrag.services.parsers.html_chrome import remove_chrome
 from carrag.services.parsers.optional import import_optional
 from carrag.services.parsers.text import first_markdown_h1, looks_binary
 
-REMOVED_TAGS = ("script", "style", "noscript", "template", "head")
-WHOLE_PAGE_NOISE_TAGS = ("nav", "footer")  # never part of the whole-page conversion either
+# Never text: scripts, styles, the head, and embedded media (their Markdown would be URLs)
+REMOVED_TAGS = (
+    *("script", "style", "noscript", "template", "head"),
+    *("video", "audio", "iframe", "object", "embed", "svg", "canvas", "map"),
+)
 TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "th", "td", "caption")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _TRAILING_SPACES = re.compile(r"[ \t]+$", re.MULTILINE)  # markdownify's "  " hard line breaks
@@ -83,11 +85,12 @@ def remove_hidden(soup) -> None:
 
 
 def unwrap_layout_tables(soup) -> None:
-    """Tables used for page layout (ones holding other tables, or a single column) become plain
-    blocks; as Markdown tables they would flatten whole pages into one cell."""
+    """Tables used for page layout (a single column, or holding a data table) become plain blocks; as
+    Markdown tables they would flatten whole pages into one cell. Inner tables are judged first, so a
+    data table whose cell merely wraps a one-cell table stays a table."""
     owner: dict[int, object] = {}  # id(tag) -> the nearest enclosing <table>
     parts: dict[int, list] = {}  # id(table) -> its own rows/cells (not those of nested tables)
-    holds_table: set[int] = set()
+    inner: dict[int, list] = {}  # id(table) -> the tables directly inside it
     tables = []
     for tag in soup.find_all(True):
         parent = tag.parent
@@ -97,21 +100,25 @@ def unwrap_layout_tables(soup) -> None:
         if tag.name == "table":
             tables.append(tag)
             parts[id(tag)] = []
+            inner[id(tag)] = []
             if enclosing is not None:
-                holds_table.add(id(enclosing))
+                inner[id(enclosing)].append(tag)
         elif tag.name in TABLE_PARTS and enclosing is not None:
             parts[id(enclosing)].append(tag)
-    for table in tables:
+    data_tables: set[int] = set()
+    for table in reversed(tables):  # inner tables before the tables holding them
         own = parts[id(table)]
         cells_per_row: dict[int, int] = {}
         for part in own:
             if part.name in ("td", "th") and part.parent is not None and part.parent.name == "tr":
                 cells_per_row[id(part.parent)] = cells_per_row.get(id(part.parent), 0) + 1
         single_column = all(count <= 1 for count in cells_per_row.values())
-        if single_column or id(table) in holds_table:
+        if single_column or any(id(nested) in data_tables for nested in inner[id(table)]):
             for part in own:
                 part.name = "div"
             table.name = "div"
+        else:
+            data_tables.add(id(table))
 
 
 def tidy_markdown(markdown: str) -> str:
@@ -149,41 +156,24 @@ def _soup(markup: str):
 
 
 def clean_page(soup) -> None:
-    """Drop what is never content (scripts, styles, the head, hidden elements, ``<nav>``,
-    ``<footer>``) and unwrap layout tables."""
-    for tag in soup(REMOVED_TAGS + WHOLE_PAGE_NOISE_TAGS):
+    """Drop what is never content (scripts, styles, the head, hidden elements) and unwrap layout tables."""
+    for tag in soup(REMOVED_TAGS):
         tag.decompose()
     remove_hidden(soup)
     unwrap_layout_tables(soup)
 
 
-def article_soup(markup: str, url: str | None, page_soup):
-    """The main content as a soup, with the headings the extractor dropped put back (None if none)."""
-    try:
-        article = article_html(markup, url)
-    except (RecursionError, ValueError):  # lxml refuses some pathological trees; the whole page still converts
-        article = None
-    if not article:
-        return None
-    soup = _soup(article)
-    restore_headings(soup, page_soup)
-    unwrap_layout_tables(soup)
-    return soup
-
-
-def html_document(markup: str, filename: str, source_type: str, url: str | None = None) -> ParsedDocument:
-    """Markup (already decoded) → the Markdown of its main content, or of the whole page."""
+def html_document(markup: str, filename: str, source_type: str) -> ParsedDocument:
+    """Markup (already decoded) → the Markdown of its content."""
     soup = _soup(markup)
     title_tag = soup.find("title")
     page_title = title_tag.get_text(" ", strip=True) or None if title_tag else None
     clean_page(soup)
+    chrome_removed_share = remove_chrome(soup)
     if nested_deeper_than(soup, MAX_NESTING_DEPTH):
-        choice = ContentChoice(extraction="whole_page", dropped_share=0.0)
         text = tidy_markdown(soup.get_text("\n\n", strip=True))
     else:
-        article = article_soup(markup, url, soup)
-        choice = choose_content(article.get_text(" ") if article is not None else "", soup.get_text(" "))
-        text = html_to_markdown(article if choice.extraction == "main_content" else soup)
+        text = html_to_markdown(soup)
     title = page_title or first_markdown_h1(text)
     return ParsedDocument(
         text=text,
@@ -192,8 +182,7 @@ def html_document(markup: str, filename: str, source_type: str, url: str | None 
         metadata={
             "title": title,
             "line_count": len(text.splitlines()),
-            "extraction": choice.extraction,
-            "boilerplate_dropped_share": choice.dropped_share,
+            "chrome_removed_share": chrome_removed_share,
             "markup": "markdown",
         },
         title=title,
