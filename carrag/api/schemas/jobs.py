@@ -16,7 +16,10 @@ class JobAccepted(Schema):
 
 
 class JobProgress(Schema):
-    done: int = Field(description="Chunks embedded so far (state `parsing`: PDF pages read by OCR so far).")
+    done: int = Field(
+        description="Chunks embedded so far (state `parsing`: pages read by OCR so far, counted as each "
+        "page starts; pages of a PDF or a picture)."
+    )
     total: int = Field(
         description="Chunks to embed, 0 until the embedding stage starts (state `parsing`: pages to read by OCR)."
     )

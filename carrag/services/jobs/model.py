@@ -27,7 +27,7 @@ def _now() -> datetime:
 
 @dataclass(slots=True)
 class Progress:
-    done: int = 0  # chunks embedded so far (while parsing: PDF pages read by OCR)
+    done: int = 0  # chunks embedded so far (while parsing: pages read by OCR, counted as each starts)
     total: int = 0  # chunks to embed, 0 until the embedding stage starts (while parsing: pages to OCR)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
 
@@ -108,9 +109,9 @@ def table_block(table: Any) -> str:
     return markdown_table([values for values in rows if any(values)])
 
 
-def parse_docx(data: bytes, filename: str) -> ParsedDocument:
+def parse_docx(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     docx = import_optional("docx", package="python-docx", extension=".docx")
-    check_office_archive(data, filename, ".docx")
+    check_office_archive(data, filename, ".docx", budget)
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:  # python-docx raises many types for damaged packages

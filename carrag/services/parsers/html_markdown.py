@@ -17,16 +17,22 @@ Images become their alt text (their URLs, often ``data:`` blobs, are noise for s
 document nested deeper than `MAX_NESTING_DEPTH` elements falls back to its plain text without
 entering the recursive extractor and converter: deep recursion is never reached, so neither a
 RecursionError nor a finalizer run by the garbage collector at that depth can break a request.
+Before the page is parsed at all, its elements are counted (``MAX_HTML_ELEMENTS``) and so are the
+attributes of any long tag (``MAX_HTML_ATTRIBUTES``: libxml2 compares each attribute with all the
+ones before it, so one element with a million attributes would hold a worker for hours).
 """
 
 from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget, too_large
 from carrag.services.parsers.html_chrome import remove_chrome
 from carrag.services.parsers.optional import import_optional
 from carrag.services.parsers.text import first_markdown_h1, looks_binary
@@ -48,6 +54,33 @@ _ORPHAN_TABLE_RULE = re.compile(r"(^|\n\n)\|(?: *-+ *\|)+ *(?:\n|$)")
 # Windows-125x code pages).
 FALLBACK_ENCODINGS = ["utf-8", "windows-1252"]
 _CITATION_MARKER = re.compile(r"\[\s*(?:\d+|[a-z]|note \d+|citation needed)\s*\]", re.IGNORECASE)
+_ELEMENT = re.compile(r"<[A-Za-z]")
+_LONG_TAG = re.compile(r"<[A-Za-z][^>]{1024,}>")  # only a long tag can hold many attributes
+_ATTRIBUTE = re.compile(r"""\s+[^\s"'>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+
+
+def _more_than(matches: Iterator[object], limit: int) -> bool:
+    """Whether there are more than ``limit`` matches (the rest are never looked for)."""
+    return next(islice(matches, limit, None), None) is not None
+
+
+def check_markup(markup: str, filename: str, budget: ParseBudget) -> None:
+    """Refuse (413) a page with more elements, or an element with more attributes, than the budget."""
+    if _more_than(_ELEMENT.finditer(markup), budget.max_html_elements):
+        raise too_large(
+            filename,
+            f"has more than {budget.max_html_elements:,} elements",
+            budget.max_html_elements,
+            "MAX_HTML_ELEMENTS",
+        )
+    for tag in _LONG_TAG.finditer(markup):
+        if _more_than(_ATTRIBUTE.finditer(markup, tag.start(), tag.end()), budget.max_html_attributes):
+            raise too_large(
+                filename,
+                f"has an element with more than {budget.max_html_attributes:,} attributes",
+                budget.max_html_attributes,
+                "MAX_HTML_ATTRIBUTES",
+            )
 
 
 def _converter_class():
@@ -163,8 +196,9 @@ def clean_page(soup) -> None:
     unwrap_layout_tables(soup)
 
 
-def html_document(markup: str, filename: str, source_type: str) -> ParsedDocument:
+def html_document(markup: str, filename: str, source_type: str, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     """Markup (already decoded) → the Markdown of its content."""
+    check_markup(markup, filename, budget)
     soup = _soup(markup)
     title_tag = soup.find("title")
     page_title = title_tag.get_text(" ", strip=True) or None if title_tag else None
@@ -189,11 +223,11 @@ def html_document(markup: str, filename: str, source_type: str) -> ParsedDocumen
     )
 
 
-def parse_html(data: bytes, filename: str) -> ParsedDocument:
+def parse_html(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     decoded = bs4.UnicodeDammit(data, user_encodings=FALLBACK_ENCODINGS, is_html=True)
     if decoded.unicode_markup is None or looks_binary(decoded.unicode_markup):
         raise InvalidInput(f"{filename} looks like binary data, not HTML.")
-    parsed = html_document(decoded.unicode_markup, filename, "html")
+    parsed = html_document(decoded.unicode_markup, filename, "html", budget)
     parsed.metadata["encoding"] = decoded.original_encoding
     return parsed
