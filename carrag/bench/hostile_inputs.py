@@ -101,6 +101,24 @@ def xlsx_zip_bomb(members: int = 3, inflated: int = 400 * 1024 * 1024) -> bytes:
     return bytes(data)
 
 
+def docx_with_much_xml(megabytes: int = 24) -> bytes:
+    """An honest .docx whose document.xml is ``megabytes`` of paragraphs (python-docx builds it whole)."""
+    import docx
+
+    seed = io.BytesIO()
+    docx.Document().save(seed)
+    with zipfile.ZipFile(seed) as source:
+        members = {name: source.read(name) for name in source.namelist()}
+    paragraph = b"<w:p><w:r><w:t>The quick brown fox jumps over the lazy dog again and again.</w:t></w:r></w:p>"
+    body = paragraph * (megabytes * 1024 * 1024 // len(paragraph))
+    members["word/document.xml"] = members["word/document.xml"].replace(b"<w:body>", b"<w:body>" + body, 1)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+    return buffer.getvalue()
+
+
 def xlsx_with_far_cells(rows: int = 2000) -> bytes:
     """One cell in column XFD on each of ``rows`` rows (a 32.7-million-cell grid)."""
     import openpyxl  # type: ignore[import-untyped]
@@ -210,6 +228,7 @@ CASES: list[tuple[str, str, Callable[[], bytes], bool]] = [
     ("3", "image.pdf", pdf_with_a_huge_image, True),
     ("3", "picture.png", lambda: png(20_000, 20_000), True),
     ("4", "bomb.xlsx", lambda: xlsx_zip_bomb(members=1), False),
+    ("4", "much-xml.docx", docx_with_much_xml, False),
     ("5", "far.xlsx", xlsx_with_far_cells, False),
     ("6", "attributes.html", html_with_many_attributes, False),
     ("7", "messages.eml", eml_nested_messages, False),

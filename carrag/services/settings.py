@@ -177,6 +177,13 @@ class Settings(BaseSettings):
     max_archive_members: int = Field(
         10_000, ge=10, description="Most files inside one .docx, .xlsx, .pptx, .odt or .epub; more is 413."
     )
+    max_markup_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most markup parsed into a tree, which takes about ten times its size in memory: an HTML "
+        "page (characters), or the XML a .docx, .xlsx, .pptx, .odt or .epub inflates to (.xlsx worksheets are "
+        "streamed and do not count). More is 413.",
+    )
     max_sheet_cells: int = Field(
         2_000_000,
         ge=1000,

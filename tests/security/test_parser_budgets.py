@@ -13,6 +13,7 @@ from tests.services.parsers.formats import fixture_bytes
 HOSTILE = [
     ("image.pdf", hostile.pdf_with_a_huge_image, 413, "MAX_IMAGE_PIXELS"),
     ("bomb.xlsx", lambda: hostile.xlsx_zip_bomb(members=1), 400, "Bad CRC"),
+    ("much-xml.docx", hostile.docx_with_much_xml, 413, "MAX_MARKUP_BYTES"),
     ("far.xlsx", hostile.xlsx_with_far_cells, 413, "MAX_SHEET_CELLS"),
     ("attributes.html", hostile.html_with_many_attributes, 413, "MAX_HTML_ATTRIBUTES"),
     ("messages.eml", hostile.eml_nested_messages, 400, "MAX_EMAIL_NESTING"),

@@ -25,6 +25,7 @@ class ParseBudget:
     max_image_pixels: int = 50_000_000  # MAX_IMAGE_PIXELS
     max_archive_bytes: int = 256 * 1024 * 1024  # MAX_ARCHIVE_BYTES, inflated
     max_archive_members: int = 10_000  # MAX_ARCHIVE_MEMBERS
+    max_markup_bytes: int = 16 * 1024 * 1024  # MAX_MARKUP_BYTES, the XML of an archive parsed into trees
     max_sheet_cells: int = 2_000_000  # MAX_SHEET_CELLS
     max_html_elements: int = 200_000  # MAX_HTML_ELEMENTS
     max_html_attributes: int = 1_000  # MAX_HTML_ATTRIBUTES, on one element
@@ -38,6 +39,7 @@ class ParseBudget:
             max_image_pixels=settings.max_image_pixels,
             max_archive_bytes=settings.max_archive_bytes,
             max_archive_members=settings.max_archive_members,
+            max_markup_bytes=settings.max_markup_bytes,
             max_sheet_cells=settings.max_sheet_cells,
             max_html_elements=settings.max_html_elements,
             max_html_attributes=settings.max_html_attributes,

@@ -16,7 +16,7 @@ import posixpath
 import zipfile
 from urllib.parse import unquote
 
-from carrag.services.errors import CarragError, InvalidInput
+from carrag.services.errors import CarragError, InvalidInput, PayloadTooLarge
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.archive import check_office_archive
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
@@ -86,6 +86,8 @@ def parse_epub(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDG
                 continue  # a spine entry the archive does not hold
             try:
                 chapter = parse_html(content, posixpath.basename(path), budget=budget).text.strip()
+            except PayloadTooLarge:
+                raise  # over a budget: the book is refused, not silently shortened
             except CarragError:
                 continue  # a content document without text (a cover image page) or not HTML
             if chapter:

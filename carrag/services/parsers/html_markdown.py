@@ -17,9 +17,10 @@ Images become their alt text (their URLs, often ``data:`` blobs, are noise for s
 document nested deeper than `MAX_NESTING_DEPTH` elements falls back to its plain text without
 entering the recursive extractor and converter: deep recursion is never reached, so neither a
 RecursionError nor a finalizer run by the garbage collector at that depth can break a request.
-Before the page is parsed at all, its elements are counted (``MAX_HTML_ELEMENTS``) and so are the
-attributes of any long tag (``MAX_HTML_ATTRIBUTES``: libxml2 compares each attribute with all the
-ones before it, so one element with a million attributes would hold a worker for hours).
+Before the page is parsed at all, its size is checked (``MAX_MARKUP_BYTES``: the tree and the
+Markdown take about ten times the page), its elements are counted (``MAX_HTML_ELEMENTS``) and so
+are the attributes of any long tag (``MAX_HTML_ATTRIBUTES``: libxml2 compares each attribute with
+all the ones before it, so one element with a million attributes would hold a worker for hours).
 """
 
 from __future__ import annotations
@@ -65,7 +66,12 @@ def _more_than(matches: Iterator[object], limit: int) -> bool:
 
 
 def check_markup(markup: str, filename: str, budget: ParseBudget) -> None:
-    """Refuse (413) a page with more elements, or an element with more attributes, than the budget."""
+    """Refuse (413) a page larger than the markup budget, or with more elements, or an element with
+    more attributes, than the budget."""
+    if len(markup) > budget.max_markup_bytes:
+        raise too_large(
+            filename, f"holds {len(markup):,} characters of HTML", budget.max_markup_bytes, "MAX_MARKUP_BYTES"
+        )
     if _more_than(_ELEMENT.finditer(markup), budget.max_html_elements):
         raise too_large(
             filename,

@@ -59,6 +59,12 @@ def test_row4_an_archive_inflating_past_the_budget_is_413_naming_the_setting() -
         parse_file(buffer.getvalue(), "big.xlsx", budget=ParseBudget(max_archive_bytes=4 * 1024 * 1024))
 
 
+def test_row4_an_honest_archive_with_too_much_xml_is_refused_before_its_library_parses_it(tmp_path: Path) -> None:
+    result = parse_in_child(tmp_path, "much-xml.docx", hostile.docx_with_much_xml())
+    assert result["error"] == "PayloadTooLarge" and "MAX_MARKUP_BYTES" in result["message"], result
+    assert result["growth_mb"] < PARSE_BOUND_MB and result["seconds"] < 10, result
+
+
 def test_row5_far_away_cells_are_counted_before_the_text_is_built(tmp_path: Path) -> None:
     result = parse_in_child(tmp_path, "far.xlsx", hostile.xlsx_with_far_cells())
     assert result["error"] == "PayloadTooLarge" and "MAX_SHEET_CELLS" in result["message"], result
