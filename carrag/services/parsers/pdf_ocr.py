@@ -33,6 +33,7 @@ OCR_PACKAGE = "rapidocr_onnxruntime"
 PARAGRAPH_GAP_LINES = 1.5
 MIN_CONFIDENCE = 0.5  # boxes read with less confidence are dropped
 DETECTION_MAX_SIDE = 1600  # pixels: text lines are found on a page shrunk to this, read at full resolution
+LETTER_LONG_SIDE_INCHES = 11
 
 _engine_lock = threading.Lock()
 
@@ -172,9 +173,18 @@ class RapidOcrReader:
         return read_image(image)
 
     def picture(self, image: Any) -> str:
-        """The OCR text of a picture (an ``H×W×3`` BGR array within the pixel budget)."""
-        if image.shape[0] < 8 or image.shape[1] < 8:
+        """The OCR text of a picture (an ``H×W×3`` BGR array within the pixel budget). A picture smaller
+        than a letter page at ``OCR_DPI`` is enlarged (at most twice, within the budget) first: small
+        text is read with its words run together ("Therewere20,000bottles")."""
+        import cv2
+
+        height, width = image.shape[:2]
+        if height < 8 or width < 8:
             return ""
+        page_side = LETTER_LONG_SIDE_INCHES * self.dpi
+        scale = min(2.0, page_side / max(height, width), math.sqrt(self.budget.ocr_max_page_pixels / (height * width)))
+        if scale > 1.05:
+            image = cv2.resize(image, (round(width * scale), round(height * scale)), interpolation=cv2.INTER_CUBIC)
         return read_image(image)
 
 
