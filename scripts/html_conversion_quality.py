@@ -9,7 +9,8 @@ words, so it measures what a search index sees) and token sequence similarity (d
 the word sequence, so order and duplication count), and the total time.
 
 Converters: ``carrag`` (carrag/services/parsers/html_markdown.py), plain markdownify, and trafilatura's
-Markdown output in its default and favour-recall modes.
+Markdown output in its default and favour-recall modes (when trafilatura is installed: it is no longer
+a dependency of Carrag).
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def sequence_similarity(predicted: str, reference: str) -> float:
 
 
 def converters() -> dict[str, Callable[[bytes], str]]:
+    import importlib.util
+
     import markdownify
-    import trafilatura
     from bs4 import BeautifulSoup
 
     from carrag.services.parsers.html_markdown import parse_html
@@ -60,6 +62,8 @@ def converters() -> dict[str, Callable[[bytes], str]]:
 
     def trafilatura_markdown(favor_recall: bool) -> Callable[[bytes], str]:
         def convert(data: bytes) -> str:
+            import trafilatura
+
             html = data.decode("utf-8", errors="replace")
             return (
                 trafilatura.extract(
@@ -74,12 +78,13 @@ def converters() -> dict[str, Callable[[bytes], str]]:
 
         return convert
 
-    return {
+    found: dict[str, Callable[[bytes], str]] = {
         "carrag": lambda data: parse_html(data, "page.html").text,
         "markdownify": plain_markdownify,
-        "trafilatura": trafilatura_markdown(False),
-        "trafilatura-recall": trafilatura_markdown(True),
     }
+    if importlib.util.find_spec("trafilatura") is not None:
+        found |= {"trafilatura": trafilatura_markdown(False), "trafilatura-recall": trafilatura_markdown(True)}
+    return found
 
 
 def main() -> None:

@@ -1,10 +1,23 @@
-"""How much of an HTML page ingestion keeps is article, and how much is boilerplate.
+"""How much of an HTML page ingestion keeps is content, and how much is site chrome.
 
+    python -m carrag.bench.html_extraction [--data ../shared/data]
     python -m carrag.bench.html_extraction ../shared/data/corpus/html/docling
 
-For every ``X.html`` with a reference conversion ``groundtruth/X.html.md`` (docling's whole-page
-Markdown), both ingestion paths are run: the upload parser (`parse_file`) and the URL parser
-(`parse_web_page`), each followed by the chunking the pipeline would use by default. Reported:
+**Hand-marked references** (the default): the pages listed in `html_references/pages.json`, each with
+its content marked by hand (`html_references/README.md`), are parsed as uploads and chunked as the
+pipeline would by default. Reported per page, per part (``tuning``: pages the chrome removal was tuned
+on; ``measuring``: pages only measured) and overall:
+
+- ``boilerplate``: the share of chunks holding any chrome: a line equal to one of the page's marked
+  chrome lines (compared without list, table and emphasis markup, case and spacing; a heading's
+  ``#`` kept, so a heading never matches its table-of-contents entry), or a marked chrome character
+  such as a pilcrow. Chrome lines that equal a content line are not used.
+- ``F1``: token F1 of the extracted text against the page's content.
+
+**Docling's references** (a folder argument): for every ``X.html`` with a reference conversion
+``groundtruth/X.html.md`` (docling's whole-page Markdown), both ingestion paths are run: the upload
+parser (`parse_file`) and the URL parser (`parse_web_page`), each followed by the chunking the
+pipeline would use by default. Reported:
 
 - ``f1_page``: token F1 of the extracted text against the whole reference page.
 - ``f1_content``: token F1 against the reference's *content lines*: the reference without its
@@ -21,8 +34,10 @@ page for the pages with more than ten content lines.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +51,8 @@ from carrag.services.parsers import parse_file
 from carrag.services.parsers.web import parse_web_page
 from carrag.services.settings import Settings
 from carrag.services.vocabulary import ChunkingStrategy
+
+REFERENCES = Path(__file__).parent / "html_references"
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _IMAGE_MARKER = re.compile(r"<!--.*?-->")
@@ -85,7 +102,7 @@ def default_strategy(parsed: ParsedDocument, settings: Settings) -> ChunkingStra
 class PageScore:
     name: str
     path: str
-    extraction: str
+    chrome_removed: float  # share of the page's text removed as chrome
     f1_page: float
     f1_content: float | None
     chunks: int
@@ -109,7 +126,7 @@ def score_page(name: str, path: str, parsed: ParsedDocument, reference: str, set
     return PageScore(
         name=name,
         path=path,
-        extraction=str(parsed.metadata.get("extraction", "-")),
+        chrome_removed=float(parsed.metadata.get("chrome_removed_share", 0.0)),
         f1_page=token_f1(extracted, tokens(visible(reference))),
         f1_content=token_f1(extracted, content_tokens) if content_tokens else None,
         chunks=len(chunks),
@@ -154,11 +171,173 @@ def summary(scores: list[PageScore], path: str) -> dict[str, float | int]:
     }
 
 
+_MARKUP_PREFIX = re.compile(r"^[\s>*+|:\-]+")
+_EMPHASIS = re.compile(r"[*_`\\]")
+
+
+def normalised_line(line: str) -> str:
+    """A line as compared with the marked chrome: without list/table/emphasis markup, case and spacing."""
+    line = _EMPHASIS.sub("", _MARKUP_PREFIX.sub("", line)).strip().strip("|").strip()
+    return " ".join(line.lower().split())
+
+
+@dataclass(slots=True)
+class ReferencePage:
+    name: str
+    page: str  # path under the data folder
+    part: str  # "tuning" or "measuring"
+    content: str
+    chrome_lines: set[str]
+    chrome_marks: list[str]
+    chrome_patterns: list[re.Pattern[str]]
+
+
+def load_references(folder: Path = REFERENCES) -> list[ReferencePage]:
+    pages = []
+    for entry in json.loads((folder / "pages.json").read_text(encoding="utf-8")):
+        content = (folder / f"{entry['name']}.md").read_text(encoding="utf-8")
+        entries = (folder / f"{entry['name']}.chrome").read_text(encoding="utf-8").splitlines()
+        content_lines = {normalised_line(line) for line in content.splitlines()}
+        lines = {normalised_line(e) for e in entries if e.strip() and not e.startswith("~")} - content_lines - {""}
+        marks = [e[2:] for e in entries if e.startswith("~ ")]
+        patterns = [re.compile(e[3:]) for e in entries if e.startswith("~/ ")]
+        pages.append(ReferencePage(entry["name"], entry["page"], entry["part"], content, lines, marks, patterns))
+    return pages
+
+
+@dataclass(slots=True)
+class ChromeScore:
+    name: str
+    part: str
+    chunks: int
+    chrome_chunks: int
+    f1: float
+    examples: list[str]  # the first chrome lines found, for reading
+    parse_seconds: float = 0.0
+    page_bytes: int = 0
+
+
+def holds_chrome(text: str, lines: list[str], page: ReferencePage) -> str | None:
+    """The first chrome mark in ``text`` or chrome line among ``lines`` (the whole lines of the
+    document that the chunk touches, as a chunk may begin in the middle of one), else None."""
+    for mark in page.chrome_marks:
+        if mark in text:
+            return mark
+    for line in lines:
+        if normalised_line(line) in page.chrome_lines or any(p.search(line) for p in page.chrome_patterns):
+            return line
+    return None
+
+
+def touched_lines(text: str, start: int, end: int) -> list[str]:
+    first = text.rfind("\n", 0, start) + 1
+    last = text.find("\n", end)
+    return text[first : len(text) if last == -1 else last].splitlines()
+
+
+def score_reference(page: ReferencePage, parsed: ParsedDocument, settings: Settings) -> ChromeScore:
+    chunks = chunk_document(parsed, default_strategy(parsed, settings), settings.chunk_size, settings.chunk_overlap)
+    found = [
+        line
+        for chunk in chunks
+        if (line := holds_chrome(chunk.text, touched_lines(parsed.text, chunk.char_start, chunk.char_end), page))
+        is not None
+    ]
+    f1 = token_f1(tokens(parsed.text), tokens(page.content))
+    return ChromeScore(page.name, page.part, len(chunks), len(found), round(f1, 3), found[:3])
+
+
+def run_references(data: Path, settings: Settings, folder: Path = REFERENCES) -> list[ChromeScore]:
+    scores = []
+    for page in load_references(folder):
+        if page.page.startswith("pages/"):  # kept beside the references, compressed
+            path = folder / page.page
+            data_bytes = gzip.decompress(path.read_bytes())
+        else:
+            path = data / page.page
+            data_bytes = path.read_bytes()
+        started = time.perf_counter()
+        try:
+            parsed = parse_file(data_bytes, page.name)
+        except CarragError:
+            parsed = ParsedDocument(text="", filename=path.name, source_type="html")
+        score = score_reference(page, parsed, settings)
+        score.parse_seconds, score.page_bytes = time.perf_counter() - started, len(data_bytes)
+        scores.append(score)
+    return scores
+
+
+def chrome_summary(scores: list[ChromeScore]) -> dict[str, float | int]:
+    chunks = sum(score.chunks for score in scores)
+    chrome = sum(score.chrome_chunks for score in scores)
+    return {
+        "pages": len(scores),
+        "chunks": chunks,
+        "chrome_chunks": chrome,
+        "boilerplate_share": round(chrome / max(chunks, 1), 4),
+        "mean_f1": round(sum(score.f1 for score in scores) / max(len(scores), 1), 3),
+    }
+
+
+def print_references(scores: list[ChromeScore]) -> None:
+    print("| page | part | chunks | chunks with chrome | content F1 | first chrome found |")
+    print("|---|---|---|---|---|---|")
+    for score in scores:
+        shown = "; ".join(line.strip()[:40] for line in score.examples)
+        print(f"| {score.name} | {score.part} | {score.chunks} | {score.chrome_chunks} | {score.f1:.3f} | {shown} |")
+    print("\n| part | pages | chunks | chunks with chrome | boilerplate share | mean content F1 |")
+    print("|---|---|---|---|---|---|")
+    for part in ("tuning", "measuring", "unseen", "all"):
+        rows = [score for score in scores if part in ("all", score.part)]
+        s = chrome_summary(rows)
+        print(
+            f"| {part} | {s['pages']} | {s['chunks']} | {s['chrome_chunks']} | {s['boilerplate_share']:.2%} "
+            f"| {s['mean_f1']} |"
+        )
+    seconds = sum(score.parse_seconds for score in scores)
+    megabytes = sum(score.page_bytes for score in scores) / 1e6
+    print(f"\nparsing the {len(scores)} pages ({megabytes:.2f} MB): {seconds:.2f} s")
+
+
+def print_grid(data: Path, settings: Settings) -> None:
+    """Chrome left and content F1 per part for other values of the two thresholds of `html_chrome`."""
+    from carrag.services.parsers import html_chrome
+
+    fitted = html_chrome.ROOT_SHARE, html_chrome.LINK_DENSITY
+    print("| ROOT_SHARE | LINK_DENSITY | tuning: chunks with chrome, F1 | measuring | unseen |")
+    print("|---|---|---|---|---|")
+    try:
+        for root_share in (0.6, 0.7, 0.8, 0.9, 1.01):
+            for density in (0.4, 0.5, 0.6, 0.7, 0.8):
+                html_chrome.ROOT_SHARE, html_chrome.LINK_DENSITY = root_share, density
+                scores = run_references(data, settings)
+                cells = []
+                for part in ("tuning", "measuring", "unseen"):
+                    s = chrome_summary([score for score in scores if score.part == part])
+                    cells.append(f"{s['chrome_chunks']}, {s['mean_f1']}")
+                print(f"| {root_share} | {density} | " + " | ".join(cells) + " |")
+    finally:
+        html_chrome.ROOT_SHARE, html_chrome.LINK_DENSITY = fitted
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("corpus", type=Path, help="a folder of .html files with groundtruth/<name>.html.md")
+    parser.add_argument(
+        "corpus", type=Path, nargs="?", help="a folder of .html files with groundtruth/<name>.html.md (docling)"
+    )
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"), help="where the referenced pages are")
     parser.add_argument("--json", type=Path, help="also write the per-page scores here")
+    parser.add_argument("--grid", action="store_true", help="the references under other chrome thresholds")
     args = parser.parse_args(argv)
+    if args.grid:
+        print_grid(args.data, Settings())
+        return
+    if args.corpus is None:
+        chrome_scores = run_references(args.data, Settings())
+        print_references(chrome_scores)
+        if args.json:
+            args.json.write_text(json.dumps([_as_dict(score) for score in chrome_scores], indent=2))
+        return
     scores = run(args.corpus, Settings())
     print("| path | pages | mean F1 (page) | mean F1 (content) | chunks | boilerplate chunks | share |")
     print("|---|---|---|---|---|---|---|")
@@ -168,21 +347,21 @@ def main(argv: list[str] | None = None) -> None:
             f"| {path} | {s['pages']} | {s['f1_page']} | {s['f1_content']} | {s['chunks']} "
             f"| {s['boilerplate_chunks']} | {s['boilerplate_share']} |"
         )
-    print("\n| page | path | extraction | F1 (page) | F1 (content) | chunks | boilerplate chunks |")
+    print("\n| page | path | chrome removed | F1 (page) | F1 (content) | chunks | boilerplate chunks |")
     print("|---|---|---|---|---|---|---|")
     for score in scores:
         if score.content_line_count > 10:
             content = "-" if score.f1_content is None else f"{score.f1_content:.3f}"
             print(
-                f"| {score.name} | {score.path} | {score.extraction} | {score.f1_page:.3f} | {content} "
+                f"| {score.name} | {score.path} | {score.chrome_removed:.1%} | {score.f1_page:.3f} | {content} "
                 f"| {score.chunks} | {score.boilerplate_chunks} |"
             )
     if args.json:
         args.json.write_text(json.dumps([_as_dict(score) for score in scores], indent=2))
 
 
-def _as_dict(score: PageScore) -> dict[str, object]:
-    return {name: getattr(score, name) for name in PageScore.__slots__}
+def _as_dict(score: PageScore | ChromeScore) -> dict[str, object]:
+    return {name: getattr(score, name) for name in type(score).__slots__}
 
 
 if __name__ == "__main__":

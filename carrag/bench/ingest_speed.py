@@ -20,6 +20,7 @@ from carrag.services.errors import InvalidInput
 from carrag.services.ingestion import embedding_input
 from carrag.services.models import Chunk, ParsedDocument
 from carrag.services.parsers import parse_file
+from carrag.services.parsers.budget import ParseBudget
 from carrag.services.settings import Settings
 
 
@@ -31,7 +32,7 @@ def bench_pdf(path: Path, settings: Settings) -> dict[str, Any]:
 
     with PeakRss() as rss:
         started = time.perf_counter()
-        parsed = parse_file(data, path.name, max_pdf_pages=settings.max_pdf_pages, pdf_mode=settings.pdf_mode)
+        parsed = parse_file(data, path.name, budget=ParseBudget.from_settings(settings), pdf_mode=settings.pdf_mode)
         seconds = time.perf_counter() - started
     pages = int(parsed.metadata.get("total_pages") or len(parsed.page_spans) or 1)
     return {

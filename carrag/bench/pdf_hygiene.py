@@ -11,6 +11,7 @@ from pathlib import Path
 
 from carrag.services.errors import CarragError
 from carrag.services.parsers import parse_file
+from carrag.services.parsers.budget import ParseBudget
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,7 +24,9 @@ def main(argv: list[str] | None = None) -> None:
     totals = [0, 0, 0, 0]
     for path in sorted(pdf for folder in args.folders for pdf in folder.glob("*.pdf")):
         try:
-            metadata = parse_file(path.read_bytes(), path.name, max_pdf_pages=args.max_pages).metadata
+            metadata = parse_file(
+                path.read_bytes(), path.name, budget=ParseBudget(max_pdf_pages=args.max_pages)
+            ).metadata
         except CarragError as exc:
             print(f"| {path.name} | {exc.message[:60]} | | | |")
             continue

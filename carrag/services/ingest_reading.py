@@ -12,9 +12,10 @@ from carrag.services.errors import InvalidInput
 from carrag.services.fetchers.base import MEDIA_TYPE_EXTENSIONS, FetchedPage, Fetcher
 from carrag.services.models import OriginalFile, ParsedDocument
 from carrag.services.originals import fetched_original
-from carrag.services.parsers import check_supported, parse_file
+from carrag.services.parsers import check_supported, parse_file, without_surrogates
+from carrag.services.parsers.budget import ParseBudget
 from carrag.services.parsers.decoding import decode_declared
-from carrag.services.parsers.pdf import PageReader, Progress, parse_pdf
+from carrag.services.parsers.pdf import OcrReader, Progress, parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
 from carrag.services.parsers.text import parse_text
 from carrag.services.parsers.web import parse_web_page
@@ -26,7 +27,7 @@ async def parse_upload(
     data: bytes,
     filename: str,
     settings: Settings,
-    ocr: PageReader | None,
+    ocr: OcrReader | None,
     timings: dict[str, float],
     on_ocr_read: Progress | None = None,
 ) -> ParsedDocument:
@@ -37,7 +38,7 @@ async def parse_upload(
         parse_file,
         data,
         filename,
-        max_pdf_pages=settings.max_pdf_pages,
+        budget=ParseBudget.from_settings(settings),
         pdf_mode=settings.pdf_mode,
         ocr=ocr,
         on_progress=progress_from_thread(on_ocr_read),
@@ -50,7 +51,7 @@ async def read_url(
     url: str,
     fetcher: Fetcher,
     settings: Settings,
-    ocr: PageReader | None,
+    ocr: OcrReader | None,
     timings: dict[str, float],
     on_ocr_read: Progress | None = None,
 ) -> tuple[ParsedDocument, OriginalFile | None]:
@@ -64,7 +65,7 @@ async def read_url(
 async def read_page(
     page: FetchedPage,
     settings: Settings,
-    ocr: PageReader | None,
+    ocr: OcrReader | None,
     timings: dict[str, float],
     on_ocr_read: Progress | None = None,
 ) -> tuple[ParsedDocument, OriginalFile | None]:
@@ -87,16 +88,18 @@ def parse_fetched(
     charset: str | None,
     url: str,
     settings: Settings,
-    ocr: PageReader | None,
+    ocr: OcrReader | None,
     on_progress: Progress | None = None,
 ) -> ParsedDocument:
+    budget = ParseBudget.from_settings(settings)
     if content_type == "application/pdf":
         pdf_parser = parse_pdf_markdown if settings.pdf_mode == "markdown" else parse_pdf
-        parsed = pdf_parser(body, url, max_pages=settings.max_pdf_pages, ocr=ocr, on_progress=on_progress)
+        parsed = pdf_parser(body, url, budget=budget, ocr=ocr, on_progress=on_progress)
     elif content_type in ("text/html", "application/xhtml+xml"):
-        parsed = parse_web_page(decode_declared(body, charset)[0], url)
+        parsed = parse_web_page(decode_declared(body, charset)[0], url, budget)
     elif content_type in MEDIA_TYPE_EXTENSIONS:  # an office document, e-book or e-mail
-        parsed = parse_file(body, document_name(url, MEDIA_TYPE_EXTENSIONS[content_type]))
+        name = document_name(url, MEDIA_TYPE_EXTENSIONS[content_type])
+        parsed = parse_file(body, name, budget=budget, ocr=ocr, on_progress=on_progress)
     else:
         parsed = parse_text(body, url, charset=charset)
         if not parsed.text.strip():
@@ -104,7 +107,7 @@ def parse_fetched(
     parsed.filename = url
     parsed.source_type = "web"
     parsed.metadata.setdefault("extracted_at", datetime.now(UTC).isoformat())
-    return parsed
+    return without_surrogates(parsed)
 
 
 def document_name(url: str, extension: str) -> str:

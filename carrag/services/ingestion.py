@@ -37,6 +37,7 @@ from carrag.services.models import (
     ParsedDocument,
 )
 from carrag.services.originals import uploaded_original
+from carrag.services.parsers.budget import ParseBudget
 from carrag.services.parsers.pdf_ocr import reader_for
 from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
@@ -56,7 +57,7 @@ class IngestObserver(Protocol):
 
     def embedded(self, done: int, total: int) -> None: ...
 
-    def ocr_read(self, done: int, total: int) -> None: ...  # PDF pages read by OCR, while parsing
+    def ocr_read(self, done: int, total: int) -> None: ...  # pages read by OCR (as each starts), while parsing
 
 
 class _SilentObserver:
@@ -130,7 +131,8 @@ class IngestionService:
         self.embedder = embedder
         self.tagger = tagger
         self.fetcher = fetcher
-        self.ocr = reader_for(settings.ocr_enabled, settings.ocr_dpi)  # None: OCR off or not installed
+        # None: OCR off or not installed
+        self.ocr = reader_for(settings.ocr_enabled, settings.ocr_dpi, ParseBudget.from_settings(settings))
         self.admission = AdmissionGate(settings.max_concurrent_ingests, settings.ingest_queue_size, "ingestion")
         self.accepting = True  # False once shutdown has begun (stop_accepting)
         self.telemetry = telemetry or NullTelemetry()

@@ -48,7 +48,9 @@ class ParsedDocument:
 
 @dataclass(slots=True)
 class Chunk:
-    """A piece of the extracted text. ``text == document_text[char_start:char_end]`` always."""
+    """A piece of the extracted text: ``text == document_text[char_start:char_end]``, except that a chunk
+    starting inside a Markdown table begins with that table's header and delimiter rows
+    (`chunking/tables.py`), which are not part of its span."""
 
     chunk_index: int
     text: str

@@ -144,7 +144,7 @@ class Settings(BaseSettings):
         "long (a stalled upload, a Content-Length larger than what it sends) gets 408 and the connection closes.",
     )
     max_extracted_chars: int = Field(20_000_000, ge=1, description="Largest extracted text accepted from one document.")
-    max_pdf_pages: int = Field(5000, ge=1, description="PDFs with more pages are refused.")
+    max_pdf_pages: int = Field(5000, ge=1, description="PDFs (and multi-page TIFF images) with more pages are refused.")
     allow_duplicates: bool = Field(
         False,
         description="Store a document whose text (normalised) equals one already stored under another source "
@@ -161,6 +161,55 @@ class Settings(BaseSettings):
         "garbage text blocks; progress is reported in the ingest job. False turns it off.",
     )
     ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution at which PDF pages are rendered for OCR.")
+
+    # --- parser budgets: what one document may make a parser read (docs/security.md) --------------
+    ocr_max_page_pixels: int = Field(
+        20_000_000,
+        ge=1_000_000,
+        description="Most pixels a page or picture is read by OCR at (A4 at 300 dpi is 8.7 million); a larger "
+        "one is rendered at a lower resolution to fit, so memory stays bounded.",
+    )
+    max_image_pixels: int = Field(
+        50_000_000,
+        ge=1_000_000,
+        description="Largest picture (width × height from its header, before it is decoded): an uploaded "
+        "image, a TIFF page, or an image on a PDF page read by OCR. Larger is refused with 413.",
+    )
+    max_archive_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most bytes a .docx, .xlsx, .pptx, .odt or .epub may inflate to, counted while reading "
+        "(the sizes the archive declares are not trusted). More is refused with 413.",
+    )
+    max_archive_members: int = Field(
+        10_000, ge=10, description="Most files inside one .docx, .xlsx, .pptx, .odt or .epub; more is 413."
+    )
+    max_markup_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=1024 * 1024,
+        description="Most markup parsed into a tree, which takes about ten times its size in memory: an HTML "
+        "page (characters), or the XML a .docx, .xlsx, .pptx, .odt or .epub inflates to (.xlsx worksheets are "
+        "streamed and do not count). More is 413.",
+    )
+    max_sheet_cells: int = Field(
+        2_000_000,
+        ge=1000,
+        description="Most cells read from one .xlsx: each row counts up to its last non-empty cell. More is 413.",
+    )
+    max_html_elements: int = Field(
+        200_000,
+        ge=1000,
+        description="Most elements in one HTML page (an upload, a URL, an e-mail body, an e-book chapter); more is 413.",
+    )
+    max_html_attributes: int = Field(
+        1000, ge=10, description="Most attributes on one HTML element, counted before the page is parsed; more is 413."
+    )
+    max_email_nesting: int = Field(
+        10,
+        ge=3,
+        description="Deepest MIME nesting of an .eml (multipart parts and attached messages), checked before the "
+        "message is parsed; deeper is refused with 400. Attached e-mails are read 3 levels deep.",
+    )
     max_concurrent_ingests: int = Field(
         2, ge=1, description="Ingests processed at once; further ones wait in the queue."
     )

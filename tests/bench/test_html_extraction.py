@@ -1,8 +1,20 @@
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
-from carrag.bench.html_extraction import content_lines, is_link_dominated, run, summary, token_f1
+from carrag.bench.html_extraction import (
+    chrome_summary,
+    content_lines,
+    is_link_dominated,
+    load_references,
+    normalised_line,
+    run,
+    run_references,
+    summary,
+    token_f1,
+)
 from carrag.services.settings import Settings
 from tests.services.parsers.formats import REAL
 
@@ -28,3 +40,34 @@ def test_scores_a_folder_with_references(tmp_path: Path) -> None:
     assert [score.path for score in scores] == ["upload", "url"]
     upload = summary(scores, "upload")
     assert upload["pages"] == 1 and upload["f1_content"] == 1.0 and upload["boilerplate_chunks"] == 0
+
+
+def test_chrome_lines_are_compared_without_markup_but_headings_keep_their_hashes() -> None:
+    assert normalised_line("- **Report a Bug**") == normalised_line("| Report a bug |") == "report a bug"
+    assert normalised_line("## 8.1. dpkg") != normalised_line(":   8.1. dpkg")
+
+
+def test_the_committed_references_are_complete() -> None:
+    pages = load_references()
+    assert len(pages) >= 10 and {"tuning", "measuring"} <= {page.part for page in pages}
+    for page in pages:
+        assert page.content.strip() and page.name.endswith(".html")
+        assert not page.chrome_lines & {normalised_line(line) for line in page.content.splitlines()}
+
+
+def test_a_page_is_scored_against_its_marked_chrome(tmp_path: Path) -> None:
+    (tmp_path / "pages").mkdir()
+    html = (
+        b"<html><body><div role='navigation'><a href='a.html'>Home</a> | <a href='b.html'>Next</a></div>"
+        b"<h1>Guide</h1><p>Install the package first.</p><p>Report a bug \xc2\xb6</p></body></html>"
+    )
+    (tmp_path / "pages" / "guide.html.gz").write_bytes(gzip.compress(html))
+    (tmp_path / "pages.json").write_text(
+        json.dumps([{"name": "guide.html", "page": "pages/guide.html.gz", "part": "measuring"}])
+    )
+    (tmp_path / "guide.html.md").write_text("# Guide\n\nInstall the package first.\n")
+    (tmp_path / "guide.html.chrome").write_text("Home | Next\nReport a bug\n~ \u00b6\n")
+    [score] = run_references(tmp_path, Settings(), tmp_path)
+    assert (score.chunks, score.chrome_chunks) == (1, 1), "the navigation went; the paragraph with a pilcrow stayed"
+    assert 0.7 < score.f1 < 1.0
+    assert chrome_summary([score])["boilerplate_share"] == 1.0

@@ -47,7 +47,7 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (project / "docs" / "sub").mkdir(parents=True)
     (project / "docs" / "guide.md").write_text("# Guide\n\nThe snapshot retention period is thirty days.\n")
     (project / "docs" / "sub" / "faq.md").write_text("# FAQ\n\nTo reset a password, open Settings and choose Reset.\n")
-    (project / "docs" / "logo.png").write_bytes(b"\x89PNG not parsed")
+    (project / "docs" / "logo.gif").write_bytes(b"GIF89a not parsed")  # an unsupported type
     shutil.copy(FIXTURES / "2019_Ford_F150_Owners_Manual.pdf", project / "manual.pdf")
     monkeypatch.chdir(project)
     return project

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import io
 import logging
 import sqlite3
 
@@ -174,9 +175,37 @@ async def test_ocr_progress_is_reported_while_parsing(container: Container) -> N
     observer = RecordingObserver()
     result = await container.ingestion.ingest_file(scan, "scanned-memo.pdf", IngestCommand(), observer)
     assert pages_read == [0]
-    assert observer.events[:2] == [("stage", "parsing"), ("ocr_read", (1, 1))]
+    assert observer.events[:3] == [("stage", "parsing"), ("ocr_read", (0, 1)), ("ocr_read", (1, 1))], (
+        "the page is announced as it starts, so a one-page scan shows progress while it is read"
+    )
     document = await container.store.get_document(result.document_id)
     assert document is not None and document.metadata["ocr_pages"] == [1]
+
+
+async def test_a_multi_page_tiff_is_read_by_ocr_page_by_page(container: Container) -> None:
+    from PIL import Image
+
+    frames = [Image.new("L", (300, 200), color=255) for _ in range(3)]
+    buffer = io.BytesIO()
+    frames[0].save(buffer, format="TIFF", save_all=True, append_images=frames[1:])
+
+    class Reader:
+        def __call__(self, page, area):
+            raise AssertionError("not a PDF")
+
+        def picture(self, image) -> str:
+            assert image.shape == (200, 300, 3)
+            return f"Invoice page with {image.shape[1]} pixels across."
+
+    container.ingestion.ocr = Reader()
+    observer = RecordingObserver()
+    result = await container.ingestion.ingest_file(buffer.getvalue(), "scan.tiff", IngestCommand(), observer)
+    progress = [value for kind, value in observer.events if kind == "ocr_read"]
+    assert progress == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    document = await container.store.get_document(result.document_id)
+    assert document is not None and document.source_type == "image" and document.metadata["pages"] == 3
+    chunks = await container.store.get_chunks(result.document_id)
+    assert {page for listing in chunks for page in listing.chunk.pages} == {1, 2, 3}
 
 
 async def test_ocr_follows_the_setting(settings, embedding_backend) -> None:

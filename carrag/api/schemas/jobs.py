@@ -18,8 +18,8 @@ class JobAccepted(Schema):
 
 class JobProgress(Schema):
     done: int = Field(
-        description="Chunks embedded so far (state `parsing`: PDF pages read by OCR so far; a sync or crawl: "
-        "sources done)."
+        description="Chunks embedded so far (state `parsing`: pages read by OCR so far, counted as each page "
+        "starts, of a PDF or a picture; a sync or crawl: sources done)."
     )
     total: int = Field(
         description="Chunks to embed, 0 until the embedding stage starts (state `parsing`: pages to read by OCR; "

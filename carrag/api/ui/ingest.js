@@ -283,7 +283,9 @@ class JobView {
       const unit = STAGE_UNITS[state] || "";
       this.detail.textContent = state === "uploading"
         ? `Uploading ${formatBytes(progress.done)} of ${formatBytes(progress.total)}`
-        : `${capitalize(state)}: ${progress.done} / ${progress.total} ${unit}`.trim();
+        : state === "parsing" // the only count while parsing: pages read by OCR, each reported as it starts
+          ? `OCR page ${Math.min(progress.done + 1, progress.total)} of ${progress.total}`
+          : `${capitalize(state)}: ${progress.done} / ${progress.total} ${unit}`.trim();
     } else {
       this.detail.textContent = `${capitalize(state)}…`;
     }

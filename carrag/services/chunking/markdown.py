@@ -8,7 +8,8 @@ least as long; an unclosed fence runs to the end) are never headers. Setext head
 with ``===``) are not recognised.
 
 Every chunk lies inside one section and carries that section's header path in `Chunk.section`,
-e.g. ``Install > Linux``; text before the first header has no section. A header with no text of
+e.g. ``Install > Linux``, in the words a reader sees (``The _Black_ code style`` is ``The Black code
+style``: inline Markdown read by markdown-it); text before the first header has no section. A header with no text of
 its own before a deeper header is kept with that subsection (so ``# Install`` is not a chunk on
 its own; if the joined section is split, a piece holding only the parent header carries the
 parent's path). Sections longer than ``size`` are split by the recursive character splitter, with
@@ -21,15 +22,40 @@ import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
-from carrag.services.chunking.recursive import atomise
+from markdown_it import MarkdownIt
+
+from carrag.services.chunking.recursive import atomise, fit_to_headers
 from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
+from carrag.services.chunking.tables import PipeTables
 from carrag.services.models import Chunk, PageSpan
 
 ATX_HEADER = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*))?$")
 CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)$")
 PATH_SEPARATOR = " > "
+_INLINE_MARKUP = frozenset("*_`[]!\\<&~")
+
+
+@lru_cache(maxsize=1)
+def _inline_parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": False})
+
+
+def plain_text(inline: str) -> str:
+    """Inline Markdown (a heading's text) as a reader sees it: emphasis, code spans, links and
+    escapes reduced to their words."""
+    if _INLINE_MARKUP.isdisjoint(inline):
+        return inline
+    tokens = _inline_parser().parseInline(inline)
+    parts: list[str] = []
+    for token in tokens[0].children or ():
+        if token.type in ("text", "code_inline", "image"):  # an image's content is its alt text
+            parts.append(token.content)
+        elif token.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return "".join(parts).strip()
 
 
 @dataclass(slots=True)
@@ -62,7 +88,7 @@ def find_headers(text: str) -> list[Header]:
             if not (marker[0] == "`" and "`" in info):  # a backtick fence's info string has no backticks
                 fence = marker
         elif header := ATX_HEADER.match(line):
-            title = CLOSING_HASHES.sub("", (header.group(2) or "").strip()).strip()
+            title = plain_text(CLOSING_HASHES.sub("", (header.group(2) or "").strip()).strip())
             headers.append(Header(position, line_end, len(header.group(1)), title))
         position = line_end
     return headers
@@ -113,10 +139,12 @@ def chunk_markdown(text: str, size: int, overlap: int, page_spans: Sequence[Page
         count = bisect.bisect_left(header_starts, offset)
         return paths[count - 1] if count else None
 
+    tables = PipeTables(text, size)
     spans: list[Span] = []
     for (start, end), _ in section_spans(text, headers):
-        spans.extend(merge_atoms(text, atomise(text, start, end, size), size, overlap))
+        atoms = fit_to_headers(text, atomise(text, start, end, size), size, tables)
+        spans.extend(merge_atoms(text, atoms, size, overlap, tables))
     # A section split into pieces gives each piece the same path, except that pieces holding only
     # the header-only parents joined to it carry those parents' paths.
     sections = [path_before(trim_span(text, *span)[1]) for span in spans]
-    return spans_to_chunks(text, spans, page_spans, sections)
+    return spans_to_chunks(text, spans, page_spans, sections, tables)

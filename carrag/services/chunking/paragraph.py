@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from carrag.services.chunking.recursive import atomise
+from carrag.services.chunking.recursive import atomise, fit_to_headers
 from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
+from carrag.services.chunking.tables import PipeTables
 from carrag.services.models import Chunk, PageSpan
 
 PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n\s*")
@@ -33,4 +34,6 @@ def chunk_paragraph(text: str, size: int, overlap: int, page_spans: Sequence[Pag
     atoms: list[Span] = []
     for start, end in paragraph_spans(text):
         atoms.extend(atomise(text, start, end, size) if end - start > size else [(start, end)])
-    return spans_to_chunks(text, merge_atoms(text, atoms, size, overlap), page_spans)
+    tables = PipeTables(text, size)
+    spans = merge_atoms(text, fit_to_headers(text, atoms, size, tables), size, overlap, tables)
+    return spans_to_chunks(text, spans, page_spans, tables=tables)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks
+from carrag.services.chunking.tables import PipeTables
 from carrag.services.models import Chunk, PageSpan
 
 SEPARATORS: tuple[str, ...] = ("\n\n", "\n", ". ", " ")
@@ -50,6 +51,22 @@ def atomise(text: str, start: int, end: int, size: int, separators: Sequence[str
     return [(position, min(position + size, end)) for position in range(start, end, size)]
 
 
+def fit_to_headers(text: str, atoms: Sequence[Span], size: int, tables: PipeTables) -> list[Span]:
+    """``atoms`` with those that start in a table body split until each fits beside the table's
+    header, which the chunk starting there repeats."""
+    fitted: list[Span] = []
+    pending = list(reversed(atoms))
+    while pending:
+        start, end = pending.pop()
+        room = size - len(tables.header_at(start))
+        if end - start <= room:
+            fitted.append((start, end))
+        else:
+            pending.extend(reversed(atomise(text, start, end, room)))
+    return fitted
+
+
 def chunk_recursive(text: str, size: int, overlap: int, page_spans: Sequence[PageSpan] = ()) -> list[Chunk]:
-    atoms = atomise(text, 0, len(text), size)
-    return spans_to_chunks(text, merge_atoms(text, atoms, size, overlap), page_spans)
+    tables = PipeTables(text, size)
+    atoms = fit_to_headers(text, atomise(text, 0, len(text), size), size, tables)
+    return spans_to_chunks(text, merge_atoms(text, atoms, size, overlap, tables), page_spans, tables=tables)

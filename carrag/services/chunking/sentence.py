@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from carrag.services.chunking.recursive import atomise
+from carrag.services.chunking.recursive import atomise, fit_to_headers
 from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
+from carrag.services.chunking.tables import PipeTables
 from carrag.services.models import Chunk, PageSpan
 
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
@@ -50,5 +51,7 @@ def chunk_sentence(
     atoms: list[Span] = []
     for start, end in sentence_spans(text):
         atoms.extend(atomise(text, start, end, size) if end - start > size else [(start, end)])
-    spans = merge_short_tail(text, merge_atoms(text, atoms, size, overlap), size, min_chunk_size)
-    return spans_to_chunks(text, spans, page_spans)
+    tables = PipeTables(text, size)
+    merged = merge_atoms(text, fit_to_headers(text, atoms, size, tables), size, overlap, tables)
+    spans = merge_short_tail(text, merged, size, min_chunk_size)
+    return spans_to_chunks(text, spans, page_spans, tables=tables)

@@ -1,7 +1,8 @@
 """Shared by every chunking strategy: turn character spans of the text into `Chunk` objects.
 
 All strategies work on ``(start, end)`` offsets into the extracted text rather than on copied
-strings, so ``text[char_start:char_end] == chunk.text`` holds by construction.
+strings, so ``text[char_start:char_end] == chunk.text`` holds by construction, except that a chunk
+starting inside a Markdown table first repeats the table's header (`tables.py`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 
+from carrag.services.chunking.tables import PipeTables
 from carrag.services.models import Chunk, PageSpan
 
 Span = tuple[int, int]
@@ -59,9 +61,10 @@ def spans_to_chunks(
     spans: Iterable[Span],
     page_spans: Sequence[PageSpan] = (),
     sections: Sequence[str | None] | None = None,
+    tables: PipeTables | None = None,
 ) -> list[Chunk]:
     """Trim each span, drop whitespace-only ones and ones the previous chunk already contains,
-    number the rest and attach their pages."""
+    number the rest and attach their pages (and, with ``tables``, the header of a table they start in)."""
     starts = [p.start for p in page_spans]
     chunks: list[Chunk] = []
     for position, (raw_start, raw_end) in enumerate(spans):
@@ -73,7 +76,7 @@ def spans_to_chunks(
         chunks.append(
             Chunk(
                 chunk_index=len(chunks),
-                text=text[start:end],
+                text=(tables.header_at(start) if tables is not None else "") + text[start:end],
                 char_start=start,
                 char_end=end,
                 pages=pages_for_span(page_spans, starts, start, end),
@@ -83,18 +86,26 @@ def spans_to_chunks(
     return chunks
 
 
-def merge_atoms(text: str, atoms: Sequence[Span], size: int, overlap: int) -> list[Span]:
+def merge_atoms(
+    text: str, atoms: Sequence[Span], size: int, overlap: int, tables: PipeTables | None = None
+) -> list[Span]:
     """Greedily merge contiguous atoms (each at most ``size`` long) into spans of at most ``size``.
 
     When a span is emitted, the next one starts up to ``overlap`` characters before its end,
     at a word boundary where possible, but never so early that the next atom no longer fits.
+    With ``tables``, a span starting in a table body counts the header it repeats (each atom must
+    fit beside it, `recursive.fit_to_headers`), and its overlap starts at a row.
     """
     spans: list[Span] = []
     if not atoms:
         return spans
+
+    def length(start: int, end: int) -> int:
+        return end - start + (len(tables.header_at(start)) if tables is not None else 0)
+
     current_start, current_end = atoms[0]
     for atom_start, atom_end in atoms[1:]:
-        if atom_end - current_start <= size:
+        if length(current_start, atom_end) <= size:
             current_end = atom_end
             continue
         spans.append((current_start, current_end))
@@ -103,6 +114,10 @@ def merge_atoms(text: str, atoms: Sequence[Span], size: int, overlap: int) -> li
             earliest = max(current_end - overlap, current_start, atom_end - size)
             if earliest < atom_start:
                 next_start = word_boundary_at_or_after(text, earliest, atom_start)
+                if tables is not None:
+                    next_start = tables.row_start(next_start, atom_start)
+                if length(next_start, atom_end) > size:
+                    next_start = atom_start
         current_start, current_end = next_start, atom_end
     spans.append((current_start, current_end))
     return spans

@@ -87,7 +87,7 @@ def detect_encoding(data: bytes) -> str | None:
     apart on short texts, Windows-1252 (the fallback of browsers) when it decodes the bytes."""
     try:
         from charset_normalizer import from_bytes
-    except ImportError:  # pragma: no cover - a dependency of trafilatura and httpx, always installed
+    except ImportError:  # pragma: no cover - a dependency of Carrag (and of httpx), always installed
         return None
     best = from_bytes(data[:262144]).best()
     if best is None:

@@ -3,11 +3,16 @@
 The text is the subject as a ``#`` heading, the ``From``/``To``/``Cc``/``Date`` headers, the body
 (the ``text/plain`` part; the ``text/html`` part through the HTML parser when there is no plain
 one), then each attachment that is itself a supported document under ``## Attachment: <name>``,
-parsed by its own parser. Attached e-mails (``message/rfc822`` parts or ``.eml`` files) are read
+parsed by its own parser (pictures are not read: they are mostly logos). Attached e-mails (``message/rfc822`` parts or ``.eml`` files) are read
 the same way, recursively, up to `MAX_ATTACHMENT_DEPTH` levels; at most `MAX_ATTACHMENTS`
 attachments of at most `MAX_ATTACHMENT_BYTES` each are parsed. Every attachment is listed in the
 metadata with what became of it (parsed, or skipped and why). Charsets that Python does not know
 fall back to detection (`decoding.py`). S/MIME-encrypted bodies are not decrypted.
+
+The standard library's parser recurses into nested parts, so a message nested a thousand levels
+deep would end in a RecursionError. Before it is parsed, the message's lines are scanned once for
+its MIME structure (`mime_depth`: boundaries opened and closed, attached messages); deeper than
+``MAX_EMAIL_NESTING`` is a 400.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from carrag.services.errors import CarragError, InvalidInput
 from carrag.services.models import ParsedDocument
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.decoding import decode_declared
 
 MAX_ATTACHMENT_DEPTH = 3  # an e-mail attached to an e-mail attached to an e-mail
@@ -28,11 +34,53 @@ MAX_ATTACHMENT_BYTES = 25 * 1024 * 1024
 SHOWN_HEADERS = ("From", "To", "Cc", "Date")
 _EXCESS_BLANK_LINES = re.compile(r"\n{3,}")
 _HEADER_LINE = re.compile(r"^[!-9;-~]+:")  # a header field name and colon (RFC 5322 2.2)
+_CONTENT_TYPE = re.compile(rb"content-type\s*:\s*([^;\s]+)(.*)", re.IGNORECASE | re.DOTALL)
+_BOUNDARY = re.compile(rb"""boundary\s*=\s*(?:"([^"]*)"|([^;\s]+))""", re.IGNORECASE)
+
+
+def mime_depth(data: bytes, limit: int) -> int:
+    """How deep the message's parts nest (multiparts and attached messages), read line by line
+    without parsing; counting stops just past ``limit``."""
+    open_parts: list[bytes | None] = []  # a multipart's boundary, or None for an attached message
+    deepest = 0
+    in_headers, content_type = True, b""
+    for line in data.splitlines():
+        if in_headers:
+            if line[:1] in (b" ", b"\t") and content_type:
+                content_type += line  # a folded Content-Type header
+            elif line.strip():
+                content_type = line if line[:13].lower().startswith(b"content-type") else b""
+            else:  # the end of a header block
+                match = _CONTENT_TYPE.match(content_type.strip())
+                kind = match.group(1).lower() if match else b""
+                boundary = _BOUNDARY.search(match.group(2)) if match else None
+                in_headers, content_type = False, b""
+                if kind.startswith(b"multipart/") and boundary is not None:
+                    open_parts.append(boundary.group(1) or boundary.group(2))
+                elif kind == b"message/rfc822":
+                    open_parts.append(None)
+                    in_headers = True  # the attached message's own headers follow
+                deepest = max(deepest, len(open_parts))
+                if deepest > limit:
+                    return deepest
+        elif line.startswith(b"--"):
+            marker = line[2:].rstrip()
+            for position in range(len(open_parts) - 1, -1, -1):
+                boundary_of = open_parts[position]
+                if boundary_of is not None and marker == boundary_of:
+                    del open_parts[position + 1 :]
+                    in_headers = True  # a part of that multipart begins
+                    break
+                if boundary_of is not None and marker == boundary_of + b"--":
+                    del open_parts[position:]
+                    break
+    return deepest
 
 
 class _Budget:
-    def __init__(self) -> None:
+    def __init__(self, parse: ParseBudget) -> None:
         self.remaining = MAX_ATTACHMENTS
+        self.parse = parse
 
 
 def _header(message: Message, name: str) -> str:
@@ -52,7 +100,7 @@ def part_text(part: Message) -> str:
     return text.replace("\r\n", "\n")
 
 
-def _body(message: EmailMessage) -> tuple[str, str | None]:
+def _body(message: EmailMessage, parse_budget: ParseBudget) -> tuple[str, str | None]:
     """The body text and the type it came from."""
     try:
         plain = message.get_body(preferencelist=("plain",))
@@ -68,7 +116,9 @@ def _body(message: EmailMessage) -> tuple[str, str | None]:
         from carrag.services.parsers.html_markdown import parse_html
 
         try:
-            return parse_html(part_text(html).encode("utf-8"), "body.html").text.strip(), "text/html"
+            return parse_html(
+                part_text(html).encode("utf-8"), "body.html", budget=parse_budget
+            ).text.strip(), "text/html"
         except CarragError:
             return "", None
     return "", None
@@ -93,6 +143,7 @@ def _attachments(message: EmailMessage) -> list[Message]:
 
 def _attachment_block(part: Message, depth: int, budget: _Budget, record: list[dict[str, Any]]) -> str | None:
     from carrag.services.parsers import PARSERS, extension_of, parse_file
+    from carrag.services.parsers.image import IMAGE_EXTENSIONS
 
     is_message = part.get_content_type() == "message/rfc822"
     name = part.get_filename() or ("attached message.eml" if is_message else "unnamed attachment")
@@ -106,6 +157,9 @@ def _attachment_block(part: Message, depth: int, budget: _Budget, record: list[d
         return None
     if not is_message and extension_of(name) not in PARSERS:
         entry["status"] = "skipped: not a supported document type"
+        return None
+    if extension_of(name) in IMAGE_EXTENSIONS:  # logos and signatures, mostly: not worth an OCR run each
+        entry["status"] = "skipped: pictures in e-mails are not read"
         return None
     budget.remaining -= 1
     if is_message:
@@ -124,7 +178,7 @@ def _attachment_block(part: Message, depth: int, budget: _Budget, record: list[d
         if is_message or extension_of(name) == ".eml":
             parsed = _parse_message(data, name, depth + 1, budget, record)
         else:
-            parsed = parse_file(data, name)
+            parsed = parse_file(data, name, budget=budget.parse)
     except CarragError as exc:
         entry["status"] = f"skipped: {exc.message}"
         return None
@@ -138,6 +192,11 @@ def _parse_message(
 ) -> ParsedDocument:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         data = data.decode("utf-16", errors="replace").encode("utf-8")  # a message saved as UTF-16 text
+    limit = budget.parse.max_email_nesting
+    if mime_depth(data, limit) > limit:
+        raise InvalidInput(
+            f"{filename} nests its parts more than {limit} levels deep; the limit is {limit} (MAX_EMAIL_NESTING)."
+        )
     head = data.lstrip()[:2048].split(b"\n", 1)[0].decode("latin-1")
     if not (_HEADER_LINE.match(head) or head.startswith("From ")):
         raise InvalidInput(f"{filename} is not an e-mail message (it does not start with header fields).")
@@ -146,7 +205,7 @@ def _parse_message(
     headers = [f"{name}: {value}" for name in SHOWN_HEADERS if (value := _header(message, name))]
     if not headers and not subject:
         raise InvalidInput(f"{filename} is not an e-mail message (it has no From, To, Date or Subject).")
-    body, body_type = _body(message)
+    body, body_type = _body(message, budget.parse)
     blocks = [f"# {subject}" if subject else "", "\n".join(headers), body]
     for part in _attachments(message):
         block = _attachment_block(part, depth, budget, record)
@@ -163,9 +222,9 @@ def _parse_message(
     return ParsedDocument(text=text, filename=filename, source_type="email", metadata=metadata, title=subject or None)
 
 
-def parse_eml(data: bytes, filename: str) -> ParsedDocument:
+def parse_eml(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     attachments: list[dict[str, Any]] = []
-    parsed = _parse_message(data, filename, 0, _Budget(), attachments)
+    parsed = _parse_message(data, filename, 0, _Budget(budget), attachments)
     parsed.metadata["attachments"] = attachments
     if not parsed.metadata["body_type"] and not any(entry["status"] == "parsed" for entry in attachments):
         # Headers alone are not a document worth indexing.

@@ -16,9 +16,10 @@ import posixpath
 import zipfile
 from urllib.parse import unquote
 
-from carrag.services.errors import CarragError, InvalidInput
+from carrag.services.errors import CarragError, InvalidInput, PayloadTooLarge
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.html_markdown import parse_html
 from carrag.services.parsers.optional import import_optional
 
@@ -55,8 +56,8 @@ def _first_text(root, path: str) -> str | None:
     return text or None
 
 
-def parse_epub(data: bytes, filename: str) -> ParsedDocument:
-    check_office_archive(data, filename, ".epub")
+def parse_epub(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
+    check_office_archive(data, filename, ".epub", budget)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         container = _xml(_member(archive, "META-INF/container.xml", filename), "META-INF/container.xml", filename)
         rootfile = container.find(".//container:rootfile", _NAMESPACES)
@@ -84,7 +85,9 @@ def parse_epub(data: bytes, filename: str) -> ParsedDocument:
             except KeyError:
                 continue  # a spine entry the archive does not hold
             try:
-                chapter = parse_html(content, posixpath.basename(path)).text.strip()
+                chapter = parse_html(content, posixpath.basename(path), budget=budget).text.strip()
+            except PayloadTooLarge:
+                raise  # over a budget: the book is refused, not silently shortened
             except CarragError:
                 continue  # a content document without text (a cover image page) or not HTML
             if chapter:

@@ -1,14 +1,13 @@
-"""HTML → Markdown of the page's main content (seed 000: "HTML → Markdown conversion, scripts/styles
+"""HTML → Markdown of the page's content (seed 000: "HTML → Markdown conversion, scripts/styles
 removed"), for uploaded files and fetched web pages alike.
 
-trafilatura finds the article (see `html_main_content.py`), and markdownify converts it — headings,
-lists and tables keep their structure, so the `markdown` chunking strategy can use the headings.
-Link targets are left out (``[text](/wiki/...)`` becomes ``text``: URLs are noise for search and
-for the embedding), and so are citation markers such as ``[12]``. When the extractor finds
-nothing, or nothing to drop, the whole page is converted instead, without its ``<nav>`` and
-``<footer>``; ``metadata.extraction`` says which (``main_content`` or ``whole_page``).
-markdownify scored best against the docling reference conversions (see docs/architecture.md,
-"Formats", and docs/benchmarks.md, "HTML main content").
+The site's chrome — navigation, tables of contents, sidebars, footers, permalink marks — is removed
+from the page by its structure (`html_chrome.py`; ``metadata.chrome_removed_share`` is the share of
+the page's text that went), and markdownify converts the rest: headings, lists and tables keep their
+structure, so the `markdown` chunking strategy can use the headings. Link targets are left out
+(``[text](/wiki/...)`` becomes ``text``: URLs are noise for search and for the embedding), and so
+are citation markers such as ``[12]``. markdownify scored best against the docling reference
+conversions (see docs/architecture.md, "Formats", and docs/benchmarks.md, "HTML site chrome").
 
 The character encoding comes from a byte-order mark or ``<meta charset>``; without either, UTF-8
 is tried, then Windows-1252, and only then statistical detection. Hidden elements (``hidden``,
@@ -18,22 +17,32 @@ Images become their alt text (their URLs, often ``data:`` blobs, are noise for s
 document nested deeper than `MAX_NESTING_DEPTH` elements falls back to its plain text without
 entering the recursive extractor and converter: deep recursion is never reached, so neither a
 RecursionError nor a finalizer run by the garbage collector at that depth can break a request.
+Before the page is parsed at all, its size is checked (``MAX_MARKUP_BYTES``: the tree and the
+Markdown take about ten times the page), its elements are counted (``MAX_HTML_ELEMENTS``) and so
+are the attributes of any long tag (``MAX_HTML_ATTRIBUTES``: libxml2 compares each attribute with
+all the ones before it, so one element with a million attributes would hold a worker for hours).
 """
 
 from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterator
+from itertools import islice
 from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
-from carrag.services.parsers.html_main_content import ContentChoice, article_html, choose_content, restore_headings
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget, too_large
+from carrag.services.parsers.html_chrome import remove_chrome
 from carrag.services.parsers.optional import import_optional
 from carrag.services.parsers.text import first_markdown_h1, looks_binary
 
-REMOVED_TAGS = ("script", "style", "noscript", "template", "head")
-WHOLE_PAGE_NOISE_TAGS = ("nav", "footer")  # never part of the whole-page conversion either
+# Never text: scripts, styles, the head, and embedded media (their Markdown would be URLs)
+REMOVED_TAGS = (
+    *("script", "style", "noscript", "template", "head"),
+    *("video", "audio", "iframe", "object", "embed", "svg", "canvas", "map"),
+)
 TABLE_PARTS = ("thead", "tbody", "tfoot", "tr", "th", "td", "caption")
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 _TRAILING_SPACES = re.compile(r"[ \t]+$", re.MULTILINE)  # markdownify's "  " hard line breaks
@@ -46,6 +55,38 @@ _ORPHAN_TABLE_RULE = re.compile(r"(^|\n\n)\|(?: *-+ *\|)+ *(?:\n|$)")
 # Windows-125x code pages).
 FALLBACK_ENCODINGS = ["utf-8", "windows-1252"]
 _CITATION_MARKER = re.compile(r"\[\s*(?:\d+|[a-z]|note \d+|citation needed)\s*\]", re.IGNORECASE)
+_ELEMENT = re.compile(r"<[A-Za-z]")
+_LONG_TAG = re.compile(r"<[A-Za-z][^>]{1024,}>")  # only a long tag can hold many attributes
+_ATTRIBUTE = re.compile(r"""\s+[^\s"'>/=]+(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+
+
+def _more_than(matches: Iterator[object], limit: int) -> bool:
+    """Whether there are more than ``limit`` matches (the rest are never looked for)."""
+    return next(islice(matches, limit, None), None) is not None
+
+
+def check_markup(markup: str, filename: str, budget: ParseBudget) -> None:
+    """Refuse (413) a page larger than the markup budget, or with more elements, or an element with
+    more attributes, than the budget."""
+    if len(markup) > budget.max_markup_bytes:
+        raise too_large(
+            filename, f"holds {len(markup):,} characters of HTML", budget.max_markup_bytes, "MAX_MARKUP_BYTES"
+        )
+    if _more_than(_ELEMENT.finditer(markup), budget.max_html_elements):
+        raise too_large(
+            filename,
+            f"has more than {budget.max_html_elements:,} elements",
+            budget.max_html_elements,
+            "MAX_HTML_ELEMENTS",
+        )
+    for tag in _LONG_TAG.finditer(markup):
+        if _more_than(_ATTRIBUTE.finditer(markup, tag.start(), tag.end()), budget.max_html_attributes):
+            raise too_large(
+                filename,
+                f"has an element with more than {budget.max_html_attributes:,} attributes",
+                budget.max_html_attributes,
+                "MAX_HTML_ATTRIBUTES",
+            )
 
 
 def _converter_class():
@@ -83,11 +124,12 @@ def remove_hidden(soup) -> None:
 
 
 def unwrap_layout_tables(soup) -> None:
-    """Tables used for page layout (ones holding other tables, or a single column) become plain
-    blocks; as Markdown tables they would flatten whole pages into one cell."""
+    """Tables used for page layout (a single column, or holding a data table) become plain blocks; as
+    Markdown tables they would flatten whole pages into one cell. Inner tables are judged first, so a
+    data table whose cell merely wraps a one-cell table stays a table."""
     owner: dict[int, object] = {}  # id(tag) -> the nearest enclosing <table>
     parts: dict[int, list] = {}  # id(table) -> its own rows/cells (not those of nested tables)
-    holds_table: set[int] = set()
+    inner: dict[int, list] = {}  # id(table) -> the tables directly inside it
     tables = []
     for tag in soup.find_all(True):
         parent = tag.parent
@@ -97,21 +139,25 @@ def unwrap_layout_tables(soup) -> None:
         if tag.name == "table":
             tables.append(tag)
             parts[id(tag)] = []
+            inner[id(tag)] = []
             if enclosing is not None:
-                holds_table.add(id(enclosing))
+                inner[id(enclosing)].append(tag)
         elif tag.name in TABLE_PARTS and enclosing is not None:
             parts[id(enclosing)].append(tag)
-    for table in tables:
+    data_tables: set[int] = set()
+    for table in reversed(tables):  # inner tables before the tables holding them
         own = parts[id(table)]
         cells_per_row: dict[int, int] = {}
         for part in own:
             if part.name in ("td", "th") and part.parent is not None and part.parent.name == "tr":
                 cells_per_row[id(part.parent)] = cells_per_row.get(id(part.parent), 0) + 1
         single_column = all(count <= 1 for count in cells_per_row.values())
-        if single_column or id(table) in holds_table:
+        if single_column or any(id(nested) in data_tables for nested in inner[id(table)]):
             for part in own:
                 part.name = "div"
             table.name = "div"
+        else:
+            data_tables.add(id(table))
 
 
 def tidy_markdown(markdown: str) -> str:
@@ -149,41 +195,25 @@ def _soup(markup: str):
 
 
 def clean_page(soup) -> None:
-    """Drop what is never content (scripts, styles, the head, hidden elements, ``<nav>``,
-    ``<footer>``) and unwrap layout tables."""
-    for tag in soup(REMOVED_TAGS + WHOLE_PAGE_NOISE_TAGS):
+    """Drop what is never content (scripts, styles, the head, hidden elements) and unwrap layout tables."""
+    for tag in soup(REMOVED_TAGS):
         tag.decompose()
     remove_hidden(soup)
     unwrap_layout_tables(soup)
 
 
-def article_soup(markup: str, url: str | None, page_soup):
-    """The main content as a soup, with the headings the extractor dropped put back (None if none)."""
-    try:
-        article = article_html(markup, url)
-    except (RecursionError, ValueError):  # lxml refuses some pathological trees; the whole page still converts
-        article = None
-    if not article:
-        return None
-    soup = _soup(article)
-    restore_headings(soup, page_soup)
-    unwrap_layout_tables(soup)
-    return soup
-
-
-def html_document(markup: str, filename: str, source_type: str, url: str | None = None) -> ParsedDocument:
-    """Markup (already decoded) → the Markdown of its main content, or of the whole page."""
+def html_document(markup: str, filename: str, source_type: str, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
+    """Markup (already decoded) → the Markdown of its content."""
+    check_markup(markup, filename, budget)
     soup = _soup(markup)
     title_tag = soup.find("title")
     page_title = title_tag.get_text(" ", strip=True) or None if title_tag else None
     clean_page(soup)
+    chrome_removed_share = remove_chrome(soup)
     if nested_deeper_than(soup, MAX_NESTING_DEPTH):
-        choice = ContentChoice(extraction="whole_page", dropped_share=0.0)
         text = tidy_markdown(soup.get_text("\n\n", strip=True))
     else:
-        article = article_soup(markup, url, soup)
-        choice = choose_content(article.get_text(" ") if article is not None else "", soup.get_text(" "))
-        text = html_to_markdown(article if choice.extraction == "main_content" else soup)
+        text = html_to_markdown(soup)
     title = page_title or first_markdown_h1(text)
     return ParsedDocument(
         text=text,
@@ -192,19 +222,18 @@ def html_document(markup: str, filename: str, source_type: str, url: str | None 
         metadata={
             "title": title,
             "line_count": len(text.splitlines()),
-            "extraction": choice.extraction,
-            "boilerplate_dropped_share": choice.dropped_share,
+            "chrome_removed_share": chrome_removed_share,
             "markup": "markdown",
         },
         title=title,
     )
 
 
-def parse_html(data: bytes, filename: str) -> ParsedDocument:
+def parse_html(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     decoded = bs4.UnicodeDammit(data, user_encodings=FALLBACK_ENCODINGS, is_html=True)
     if decoded.unicode_markup is None or looks_binary(decoded.unicode_markup):
         raise InvalidInput(f"{filename} looks like binary data, not HTML.")
-    parsed = html_document(decoded.unicode_markup, filename, "html")
+    parsed = html_document(decoded.unicode_markup, filename, "html", budget)
     parsed.metadata["encoding"] = decoded.original_encoding
     return parsed

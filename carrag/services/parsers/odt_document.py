@@ -15,6 +15,7 @@ from typing import Any
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
 
@@ -128,10 +129,10 @@ def _int(value: Any, default: int) -> int:
         return default
 
 
-def parse_odt(data: bytes, filename: str) -> ParsedDocument:
+def parse_odt(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     opendocument = import_optional("odf.opendocument", package="odfpy", extension=".odt")
     teletype = import_optional("odf.teletype", package="odfpy", extension=".odt")
-    check_office_archive(data, filename, ".odt")
+    check_office_archive(data, filename, ".odt", budget)
     try:
         document = opendocument.load(io.BytesIO(data))
     except Exception as exc:  # odfpy raises many types for damaged packages

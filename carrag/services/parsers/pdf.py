@@ -2,7 +2,8 @@
 a blank line, and the offset span of every page kept so chunks know their page numbers.
 
 Text hygiene (`pdf_text_quality.py`): spans of glyph garbage are dropped, a page whose text is
-mostly garbage counts as a page without text, and line-break hyphens are joined. When an OCR
+mostly garbage counts as a page without text, spacing accents are joined to their letters and the
+text NFKC-normalised (ligatures), and line-break hyphens are joined. When an OCR
 reader is given (`pdf_ocr.py`, ``OCR_ENABLED``), pages without usable text are read by OCR, and so
 is the area of each garbage block on other pages. The document's metadata reports all of it:
 ``hyphen_joins``, ``garbage_pages``, ``garbage_spans_dropped``, ``ocr_pages``, ``ocr_spans``.
@@ -15,11 +16,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from carrag.services.errors import InvalidInput, NoExtractableText
+from carrag.services.errors import InvalidInput, NoExtractableText, PayloadTooLarge
 from carrag.services.models import PageSpan, ParsedDocument
-from carrag.services.parsers.pdf_text_quality import document_vocabulary, is_garbage, join_hyphenated_breaks
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
+from carrag.services.parsers.pdf_text_quality import (
+    document_vocabulary,
+    is_garbage,
+    join_hyphenated_breaks,
+    normalise_text,
+)
 
 PAGE_SEPARATOR = "\n\n"
 GARBAGE_PAGE_SHARE = 0.5  # a page with at least this share of garbage characters counts as without text
@@ -29,21 +36,35 @@ PageReader = Callable[[Any, Rect | None], str]  # (pymupdf.Page, area or None fo
 Progress = Callable[[int, int], None]  # (pages done, pages to do)
 
 
+class OcrReader(Protocol):
+    """Reads text by OCR: a PDF page or an area of it (a `PageReader`), or a picture."""
+
+    def __call__(self, page: Any, area: Rect | None, /) -> str: ...
+
+    def picture(self, image: Any, /) -> str: ...  # an H×W×3 BGR array
+
+
 def open_pdf(data: bytes, filename: str, max_pages: int) -> Any:
-    """An open `pymupdf.Document` (use it in a ``with`` block), refused if unreadable, encrypted or too long."""
+    """An open `pymupdf.Document` (use it in a ``with`` block), refused if unreadable, encrypted or too
+    long. A page tree that cannot be counted (a ``/Count`` that lies) is unreadable."""
     import pymupdf
 
     try:
         document = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:  # PyMuPDF raises several types for damaged files
         raise InvalidInput(f"{filename} is not a readable PDF ({exc}).") from exc
-    if document.needs_pass:
+    try:
+        if document.needs_pass:
+            raise InvalidInput(f"{filename} is encrypted; upload a copy without a password.")
+        try:
+            total_pages = document.page_count
+        except Exception as exc:  # e.g. "code=7: Invalid number of pages"
+            raise InvalidInput(f"{filename} is not a readable PDF: its page tree is damaged ({exc}).") from exc
+        if total_pages > max_pages:
+            raise InvalidInput(f"{filename} has {total_pages} pages; the limit is {max_pages} (MAX_PDF_PAGES).")
+    except InvalidInput:
         document.close()
-        raise InvalidInput(f"{filename} is encrypted; upload a copy without a password.")
-    if document.page_count > max_pages:
-        total_pages = document.page_count
-        document.close()
-        raise InvalidInput(f"{filename} has {total_pages} pages; the limit is {max_pages} (MAX_PDF_PAGES).")
+        raise
     return document
 
 
@@ -130,23 +151,33 @@ def usable_text(number: int, spans: Sequence[TextSpan]) -> tuple[CleanPage, int,
     return CleanPage(number, text, [] if garbage_page else areas), dropped, garbage_page
 
 
-def read_by_ocr(document: Any, pages: list[CleanPage], ocr: PageReader, on_progress: Progress | None) -> PageHygiene:
-    """Pages without text get their OCR text; garbage areas of other pages get theirs appended."""
+def read_by_ocr(
+    document: Any, pages: list[CleanPage], ocr: PageReader, on_progress: Progress | None, filename: str
+) -> PageHygiene:
+    """Pages without text get their OCR text; garbage areas of other pages get theirs appended.
+    ``on_progress(pages done, pages to read)`` is called as each page starts, and once at the end."""
     hygiene = PageHygiene(ocr_enabled=True)
     todo = [page for page in pages if not page.text.strip() or page.garbage_areas]
     started = time.perf_counter()
-    for done, page in enumerate(todo, start=1):
-        pdf_page = document[page.number - 1]
-        if not page.text.strip():
-            page.text = ocr(pdf_page, None).rstrip()
-            if page.text.strip():
-                hygiene.ocr_pages.append(page.number)
-        else:
-            recovered = [text for area in page.garbage_areas if (text := ocr(pdf_page, area).strip())]
-            hygiene.ocr_spans += len(recovered)
-            page.text = "\n\n".join([page.text, *recovered])
+    for done, page in enumerate(todo):
         if on_progress is not None:
             on_progress(done, len(todo))
+        try:
+            pdf_page = document[page.number - 1]
+            if not page.text.strip():
+                page.text = ocr(pdf_page, None).rstrip()
+                if page.text.strip():
+                    hygiene.ocr_pages.append(page.number)
+            else:
+                recovered = [text for area in page.garbage_areas if (text := ocr(pdf_page, area).strip())]
+                hygiene.ocr_spans += len(recovered)
+                page.text = "\n\n".join([page.text, *recovered])
+        except (InvalidInput, PayloadTooLarge) as exc:
+            raise type(exc)(f"{filename}: {exc.message}") from exc
+        except Exception as exc:  # MuPDF cannot render the page
+            raise InvalidInput(f"{filename}: page {page.number} cannot be rendered for OCR ({exc}).") from exc
+    if on_progress is not None and todo:
+        on_progress(len(todo), len(todo))
     hygiene.ocr_seconds = time.perf_counter() - started
     return hygiene
 
@@ -156,9 +187,11 @@ def clean_pages(
     pages: Sequence[tuple[int, Sequence[TextSpan]]],
     ocr: PageReader | None = None,
     on_progress: Progress | None = None,
+    filename: str = "the PDF",
 ) -> tuple[list[tuple[int, str]], PageHygiene]:
     """``(page_number, spans)`` → ``(page_number, text)`` with garbage dropped, pages without usable
-    text (and garbage areas) read by ``ocr`` when given, and line-break hyphens joined."""
+    text (and garbage areas) read by ``ocr`` when given, accents composed and NFKC applied, and
+    line-break hyphens joined."""
     cleaned: list[CleanPage] = []
     garbage_pages: list[int] = []
     dropped_total = 0
@@ -168,8 +201,10 @@ def clean_pages(
         if garbage_page:
             garbage_pages.append(number)
         cleaned.append(page)
-    hygiene = read_by_ocr(document, cleaned, ocr, on_progress) if ocr is not None else PageHygiene()
+    hygiene = read_by_ocr(document, cleaned, ocr, on_progress, filename) if ocr is not None else PageHygiene()
     hygiene.garbage_pages, hygiene.garbage_spans_dropped = garbage_pages, dropped_total
+    for page in cleaned:
+        page.text = normalise_text(page.text)
     vocabulary = document_vocabulary(page.text for page in cleaned)
     result: list[tuple[int, str]] = []
     for page in cleaned:
@@ -218,11 +253,11 @@ def parse_pdf(
     data: bytes,
     filename: str,
     *,
-    max_pages: int = 5000,
+    budget: ParseBudget = DEFAULT_BUDGET,
     ocr: PageReader | None = None,
     on_progress: Progress | None = None,
 ) -> ParsedDocument:
-    with open_pdf(data, filename, max_pages) as document:
+    with open_pdf(data, filename, budget.max_pdf_pages) as document:
 
         def page_spans() -> Iterable[tuple[int, list[TextSpan]]]:
             for index in range(document.page_count):
@@ -231,6 +266,6 @@ def parse_pdf(
                 except Exception as exc:
                     raise InvalidInput(f"{filename}: page {index + 1} cannot be read ({exc}).") from exc
 
-        pages, hygiene = clean_pages(document, list(page_spans()), ocr, on_progress)
+        pages, hygiene = clean_pages(document, list(page_spans()), ocr, on_progress, filename)
         text, spans = join_pages(pages)
         return pdf_document(text, spans, filename, document, hygiene=hygiene)

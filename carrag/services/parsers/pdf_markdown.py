@@ -14,6 +14,7 @@ import re
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.optional import import_optional
 from carrag.services.parsers.pdf import (
     PageReader,
@@ -37,12 +38,12 @@ def parse_pdf_markdown(
     data: bytes,
     filename: str,
     *,
-    max_pages: int = 5000,
+    budget: ParseBudget = DEFAULT_BUDGET,
     ocr: PageReader | None = None,
     on_progress: Progress | None = None,
 ) -> ParsedDocument:
     pymupdf4llm = import_optional("pymupdf4llm", package="pymupdf4llm", extension=".pdf (PDF_MODE=markdown)")
-    with open_pdf(data, filename, max_pages) as document:
+    with open_pdf(data, filename, budget.max_pdf_pages) as document:
         try:
             pages = pymupdf4llm.to_markdown(document, page_chunks=True, use_ocr=False, show_progress=False)
         except Exception as exc:  # the layout analysis can fail on unusual files
@@ -51,6 +52,6 @@ def parse_pdf_markdown(
             (_page_number(page, index), [TextSpan(part) for part in _PARAGRAPH_END.split(page["text"].strip())])
             for index, page in enumerate(pages)
         ]
-        cleaned, hygiene = clean_pages(document, paragraphs, ocr, on_progress)
+        cleaned, hygiene = clean_pages(document, paragraphs, ocr, on_progress, filename)
         text, spans = join_pages((number, page_text.strip()) for number, page_text in cleaned)
         return pdf_document(text, spans, filename, document, {"pdf_mode": "markdown"}, hygiene)

@@ -6,9 +6,12 @@ downloaded. It is on by default when the package is installed and ``OCR_ENABLED`
 garbage block of other pages (`pdf.py`).
 
 A page with neither images nor vector graphics is blank and skipped. A page (or an area of
-it) is rendered at ``OCR_DPI`` with PyMuPDF and read (`read_image`); the text boxes found
-are put back into lines (boxes whose vertical centres fall inside the line's height, left to
-right) and the lines into paragraphs (a gap taller than 1.5 lines starts a new paragraph).
+it) is rendered at ``OCR_DPI`` with PyMuPDF — at a lower resolution when that would exceed
+``OCR_MAX_PAGE_PIXELS``, and not at all when an image on it is larger than ``MAX_IMAGE_PIXELS``
+(MuPDF decodes it whole to draw it) — and read (`read_image`); pictures (`image.py`) are shrunk to
+the same pixel budget. The text boxes found are put back into lines (boxes whose vertical centres
+fall inside the line's height, left to right) and the lines into paragraphs (a gap taller than
+1.5 lines starts a new paragraph).
 The engine is loaded once per process on first use (about 2 s) and used by one thread at a time;
 the parsers run off the event loop, so OCR never blocks it.
 """
@@ -16,18 +19,21 @@ the parsers run off the event loop, so OCR never blocks it.
 from __future__ import annotations
 
 import importlib.util
+import math
 import statistics
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from carrag.services.parsers.pdf import PageReader, Rect
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget, too_large
+from carrag.services.parsers.pdf import OcrReader, Rect
 
 OCR_PACKAGE = "rapidocr_onnxruntime"
 PARAGRAPH_GAP_LINES = 1.5
 MIN_CONFIDENCE = 0.5  # boxes read with less confidence are dropped
 DETECTION_MAX_SIDE = 1600  # pixels: text lines are found on a page shrunk to this, read at full resolution
+LETTER_LONG_SIDE_INCHES = 11
 
 _engine_lock = threading.Lock()
 
@@ -119,6 +125,13 @@ def read_image(image: Any) -> str:
     return boxes_to_text(boxes)
 
 
+def fitting_dpi(width_points: float, height_points: float, dpi: int, max_pixels: int) -> int:
+    """``dpi``, or the lower (whole) resolution at which an area of that size (in points) has at most
+    ``max_pixels``."""
+    pixels = (width_points / 72 * dpi) * (height_points / 72 * dpi)
+    return dpi if pixels <= max_pixels else max(1, math.floor(dpi * math.sqrt(max_pixels / pixels)))
+
+
 def render(page: Any, dpi: int, area: Rect | None = None) -> Any:
     """The page (or ``area`` of it, in PDF points) as a BGR array at ``dpi``."""
     import numpy as np
@@ -131,20 +144,50 @@ def render(page: Any, dpi: int, area: Rect | None = None) -> Any:
 
 
 class RapidOcrReader:
-    """A `PageReader`: the OCR text of a page or of an area of it."""
+    """An `OcrReader`: the OCR text of a PDF page or of an area of it, or of a picture."""
 
-    def __init__(self, dpi: int = 300) -> None:
+    def __init__(self, dpi: int = 300, budget: ParseBudget = DEFAULT_BUDGET) -> None:
         self.dpi = dpi
+        self.budget = budget
 
     def __call__(self, page: Any, area: Rect | None = None) -> str:
-        if area is None and not page.get_images() and not page.get_drawings():
+        images = page.get_images(full=True)
+        if area is None and not images and not page.get_drawings():
             return ""  # a page with neither images nor vector graphics is blank: nothing to read
-        image = render(page, self.dpi, area)
+        for image in images:  # (xref, smask, width, height, ...) from the image's header
+            width, height = int(image[2]), int(image[3])
+            if width * height > self.budget.max_image_pixels:
+                raise too_large(
+                    f"page {page.number + 1}",
+                    f"holds an image of {width:,} × {height:,} pixels",
+                    self.budget.max_image_pixels,
+                    "MAX_IMAGE_PIXELS",
+                )
+        import pymupdf
+
+        rect = page.rect if area is None else pymupdf.Rect(area)
+        dpi = fitting_dpi(rect.width, rect.height, self.dpi, self.budget.ocr_max_page_pixels)
+        image = render(page, dpi, area)
         if image.shape[0] < 8 or image.shape[1] < 8:  # nothing to read in a sliver
             return ""
         return read_image(image)
 
+    def picture(self, image: Any) -> str:
+        """The OCR text of a picture (an ``H×W×3`` BGR array within the pixel budget). A picture smaller
+        than a letter page at ``OCR_DPI`` is enlarged (at most twice, within the budget) first: small
+        text is read with its words run together ("Therewere20,000bottles")."""
+        import cv2
 
-def reader_for(enabled: bool, dpi: int = 300) -> PageReader | None:
+        height, width = image.shape[:2]
+        if height < 8 or width < 8:
+            return ""
+        page_side = LETTER_LONG_SIDE_INCHES * self.dpi
+        scale = min(2.0, page_side / max(height, width), math.sqrt(self.budget.ocr_max_page_pixels / (height * width)))
+        if scale > 1.05:
+            image = cv2.resize(image, (round(width * scale), round(height * scale)), interpolation=cv2.INTER_CUBIC)
+        return read_image(image)
+
+
+def reader_for(enabled: bool, dpi: int = 300, budget: ParseBudget = DEFAULT_BUDGET) -> OcrReader | None:
     """The OCR reader when OCR is enabled and rapidocr-onnxruntime is installed, else None."""
-    return RapidOcrReader(dpi) if enabled and ocr_available() else None
+    return RapidOcrReader(dpi, budget) if enabled and ocr_available() else None

@@ -1,4 +1,14 @@
-"""PDF text hygiene: line-break hyphens joined, glyph garbage recognised.
+"""PDF text hygiene: Unicode normalised, line-break hyphens joined, glyph garbage recognised.
+
+**Normalisation.** LaTeX (and other typesetters) draw an accented letter as a letter plus a
+*spacing* accent glyph, which text extraction returns as two characters (``E´en``, ``S¨orensson``),
+and many fonts map ligatures to their presentation forms (``speciﬁed``). Both break word matching
+for BM25 and the embedding. A spacing accent next to a letter is joined to it when Unicode has that
+accented letter (the following letter first, as TeX draws the accent before its letter, then the
+preceding one): ``Eén``, ``Sörensson``; an accent that fits neither stays (``X´ + u``). The grave
+accent is also the ASCII backtick, so it is joined only inside a word (``Sediv`y``, not
+```echo```). Then the text is NFKC-normalised (``ﬁ`` → ``fi``, full-width and superscript forms
+to plain ones).
 
 **Hyphens.** Typeset text breaks words at line ends (``ef-\\nficient``), which splits them for
 BM25 and the embedding. A letter, a hyphen (or soft hyphen) at the end of a line and a lower-case
@@ -40,6 +50,53 @@ _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # tab, newlines an
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _WEDGED = re.compile(r"(?<=[^\W\d_])[^\x00-\x7f](?=[^\W\d_])")  # a non-ASCII character between two letters
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
+
+# Spacing accent → the combining mark it stands for.
+SPACING_ACCENTS = {
+    "\u00b4": "\u0301",  # ´ acute
+    "\u0060": "\u0300",  # ` grave (also the backtick)
+    "\u00a8": "\u0308",  # ¨ diaeresis
+    "\u02c6": "\u0302",  # ˆ circumflex
+    "\u02dc": "\u0303",  # ˜ tilde
+    "\u00af": "\u0304",  # ¯ macron
+    "\u02d8": "\u0306",  # ˘ breve
+    "\u02d9": "\u0307",  # ˙ dot above
+    "\u02da": "\u030a",  # ˚ ring above
+    "\u02dd": "\u030b",  # ˝ double acute
+    "\u02c7": "\u030c",  # ˇ caron
+    "\u00b8": "\u0327",  # ¸ cedilla
+    "\u02db": "\u0328",  # ˛ ogonek
+}
+_SPACING_ACCENT = re.compile(f"([^\\W\\d_]?)([{''.join(SPACING_ACCENTS)}])([^\\W\\d_]?)")
+
+
+def _accented(letter: str, accent: str) -> str | None:
+    """The one precomposed character for ``letter`` with ``accent``, if Unicode has it."""
+    composed = unicodedata.normalize("NFC", letter + SPACING_ACCENTS[accent])
+    return composed if len(composed) == 1 else None
+
+
+_BELOW_ACCENTS = frozenset("\u00b8\u02db")  # TeX draws a cedilla or ogonek after its letter
+
+
+def _compose(match: re.Match[str]) -> str:
+    before, accent, after = match.groups()
+    if accent == "`" and not (before and after):
+        return match.group(0)
+    onto_after = after and _accented(after, accent)
+    onto_before = before and _accented(before, accent)
+    if onto_before and (accent in _BELOW_ACCENTS or not onto_after):
+        return onto_before + after
+    if onto_after:
+        return before + onto_after
+    return match.group(0)
+
+
+def normalise_text(text: str) -> str:
+    """Spacing accents joined to their letters, then NFKC (see the module docstring)."""
+    if text.isascii() and "`" not in text:
+        return text
+    return unicodedata.normalize("NFKC", _SPACING_ACCENT.sub(_compose, text))
 
 
 def document_vocabulary(texts: Iterable[str]) -> tuple[str, set[str]]:

@@ -17,6 +17,7 @@ from typing import Any
 from carrag.services.errors import InvalidInput
 from carrag.services.models import PageSpan, ParsedDocument
 from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
 
@@ -110,9 +111,9 @@ def slide_text(slide: Any, number: int) -> tuple[str, str | None, bool]:
     return "\n\n".join(blocks), title, bool(title_lines) or len(blocks) > 1
 
 
-def parse_pptx(data: bytes, filename: str) -> ParsedDocument:
+def parse_pptx(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     pptx = import_optional("pptx", package="python-pptx", extension=".pptx")
-    check_office_archive(data, filename, ".pptx")
+    check_office_archive(data, filename, ".pptx", budget)
     try:
         presentation = pptx.Presentation(io.BytesIO(data))
     except Exception as exc:  # python-pptx raises many types for damaged packages

@@ -1,9 +1,9 @@
 """Fetched HTML page → the Markdown of its main content (seed 001 step 2).
 
 Fetching is not done here; `carrag/services/fetchers/` gets the bytes. Extraction is the same as
-for an uploaded HTML file (`html_markdown.html_document`: trafilatura finds the article,
-markdownify keeps its headings, lists and tables), so a page ingested by URL and the same page
-uploaded as a file give the same text.
+for an uploaded HTML file (`html_markdown.html_document`: the site's chrome removed, markdownify
+keeps the headings, lists and tables), so a page ingested by URL and the same page uploaded as a
+file give the same text.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from datetime import UTC, datetime
 
 from carrag.services.errors import NoExtractableText
 from carrag.services.models import ParsedDocument
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.html_markdown import html_document
 
 
-def parse_web_page(html: str, url: str) -> ParsedDocument:
-    parsed = html_document(html, url, "web", url=url)
+def parse_web_page(html: str, url: str, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
+    parsed = html_document(html, url, "web", budget)
     if not parsed.text.strip():
         raise NoExtractableText(f"{url} contains no extractable text.")
     parsed.metadata |= {"url": url, "extracted_at": datetime.now(UTC).isoformat()}

@@ -3,18 +3,23 @@
 Each worksheet that has data becomes ``## Sheet: <title>`` followed by its rows as CSV (the same
 writer as .csv files), so the `markdown` chunking strategy keeps the sheet name on every chunk.
 Cells are read as their last computed values (formulas are not evaluated); empty rows and
-trailing empty cells are dropped. The workbook is streamed in read-only mode.
+trailing empty cells are dropped. The workbook is streamed in read-only mode, and each sheet's XML
+is read cell by cell as it is stored (openpyxl's own sheet parser), so a row with one cell in
+column XFD is one cell, not 16,384: a row counts towards ``MAX_SHEET_CELLS`` up to its last
+non-empty cell, and the budget is checked before the row's text is built.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from datetime import date, datetime, time
 from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget, too_large
 from carrag.services.parsers.csv_rows import rows_to_csv
 from carrag.services.parsers.optional import import_optional
 
@@ -33,37 +38,66 @@ def cell_value(value: Any) -> str:
     return str(value)
 
 
-def sheet_rows(sheet: Any) -> list[list[str]]:
+class BudgetExceeded(Exception):
+    """More cells than ``MAX_SHEET_CELLS`` (turned into a 413 naming the file)."""
+
+
+def stored_rows(sheet: Any) -> Iterator[list[dict[str, Any]]]:
+    """The cells a read-only sheet stores, row by row, without the empty cells openpyxl's
+    ``iter_rows`` would create up to each row's last column."""
+    reader = import_optional("openpyxl.worksheet._reader", package="openpyxl", extension=".xlsx")
+    workbook = sheet.parent
+    with sheet._get_source() as source:
+        parser = reader.WorkSheetParser(
+            source,
+            sheet._shared_strings,
+            data_only=workbook.data_only,
+            epoch=workbook.epoch,
+            date_formats=workbook._date_formats,
+            timedelta_formats=workbook._timedelta_formats,
+        )
+        for _, cells in parser.parse():
+            yield cells
+
+
+def sheet_rows(sheet: Any, cells_left: int) -> tuple[list[list[str]], int]:
+    """The sheet's non-empty rows, each up to its last non-empty cell, and the cells budget left."""
     rows: list[list[str]] = []
-    for raw in sheet.iter_rows(values_only=True):
-        values = [cell_value(value) for value in raw]
-        while values and not values[-1].strip():
-            values.pop()
-        if values:
-            rows.append(values)
-    return rows
+    for cells in stored_rows(sheet):
+        values = {cell["column"]: text for cell in cells if (text := cell_value(cell["value"])).strip()}
+        if not values:
+            continue
+        width = max(values)
+        cells_left -= width
+        if cells_left < 0:
+            raise BudgetExceeded
+        rows.append([values.get(column, "") for column in range(1, width + 1)])
+    return rows, cells_left
 
 
-def parse_xlsx(data: bytes, filename: str) -> ParsedDocument:
+def parse_xlsx(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     openpyxl = import_optional("openpyxl", package="openpyxl", extension=".xlsx")
-    check_office_archive(data, filename, ".xlsx")
+    check_office_archive(data, filename, ".xlsx", budget)
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except Exception as exc:  # openpyxl raises many types for damaged workbooks
         raise InvalidInput(f"{filename} is not a readable .xlsx workbook ({exc}).") from exc
     blocks: list[str] = []
     sheets: list[dict[str, Any]] = []
+    cells_left = budget.max_sheet_cells
     try:
         for sheet in workbook.worksheets:
-            if not hasattr(sheet, "iter_rows"):
+            if not hasattr(sheet, "_get_source"):
                 continue  # a chartsheet has no cells
-            if hasattr(sheet, "reset_dimensions"):
-                sheet.reset_dimensions()  # the stored dimensions may be wrong; read every row present
-            rows = sheet_rows(sheet)
+            rows, cells_left = sheet_rows(sheet, cells_left)
             sheets.append({"title": sheet.title, "row_count": len(rows)})
             if rows:
                 blocks.append(f"## Sheet: {sheet.title}\n\n{rows_to_csv(rows)}")
         title = (workbook.properties.title or "").strip() or None
+    except BudgetExceeded:
+        raise too_large(
+            filename, f"holds more than {budget.max_sheet_cells:,} cells", budget.max_sheet_cells, "MAX_SHEET_CELLS"
+        ) from None
     except Exception as exc:
         raise InvalidInput(f"{filename}: a worksheet cannot be read ({exc}).") from exc
     finally:

@@ -29,7 +29,8 @@ class Passage:
 
 
 def stitch(chunks: Sequence[StoredChunk]) -> str:
-    """Join consecutive chunks of one document, dropping the characters they share."""
+    """Join consecutive chunks of one document, dropping the characters they share (and the table
+    header a chunk repeats, which the passage already holds: only the first chunk keeps it)."""
     if not chunks:
         return ""
     ordered = sorted(chunks, key=lambda c: c.chunk_index)
@@ -38,10 +39,11 @@ def stitch(chunks: Sequence[StoredChunk]) -> str:
     for chunk in ordered[1:]:
         if chunk.char_end <= covered_until:
             continue  # entirely inside what we already have
+        span_text = chunk.text[len(chunk.text) - (chunk.char_end - chunk.char_start) :]
         if chunk.char_start < covered_until:
-            parts.append(chunk.text[covered_until - chunk.char_start :])
+            parts.append(span_text[covered_until - chunk.char_start :])
         else:
-            parts.append("\n" + chunk.text)  # the gap between them was whitespace only
+            parts.append("\n" + span_text)  # the gap between them was whitespace only
         covered_until = chunk.char_end
     return "".join(parts)
 

@@ -8,10 +8,14 @@ from carrag.services.models import Chunk, PageSpan
 
 
 def assert_chunk_invariants(text: str, chunks: Sequence[Chunk], max_size: int) -> None:
-    """Exact offsets, consecutive indexes, trimmed non-empty chunks in order, nothing left out."""
+    """Exact offsets, consecutive indexes, trimmed non-empty chunks in order, nothing left out; a
+    chunk's text is its span, after the header of the table it starts in, if any."""
     for position, chunk in enumerate(chunks):
         assert chunk.chunk_index == position
-        assert text[chunk.char_start : chunk.char_end] == chunk.text
+        body = text[chunk.char_start : chunk.char_end]
+        header = chunk.text[: len(chunk.text) - len(body)]
+        assert header + body == chunk.text
+        assert not header or (header.count("\n") == 2 and header in text + "\n"), header
         assert chunk.text and chunk.text.strip() == chunk.text
         assert len(chunk.text) <= max_size, (len(chunk.text), max_size)
     starts = [chunk.char_start for chunk in chunks]

@@ -133,3 +133,11 @@ def test_chunks_never_straddle_sections_and_carry_their_path(sections, size: int
         for index in range(section_at(chunk.char_start), last):
             # a chunk only reaches past a section that has no body of its own (a parent header)
             assert not has_body[index] and sections[index + 1][0] > sections[index][0]
+
+
+def test_section_paths_are_the_headings_words_without_inline_markup() -> None:
+    text = "# The _Black_ code style\n\nIntro.\n\n## `--line-length` and **more**\n\nBody text."
+    assert [c.section for c in chunk_markdown(text, 500, 0)] == [
+        "The Black code style",
+        "The Black code style > --line-length and more",
+    ]

@@ -5,9 +5,10 @@ import zipfile
 
 import pytest
 
-from carrag.services.errors import InvalidInput
+from carrag.services.errors import InvalidInput, PayloadTooLarge
 from carrag.services.parsers import parse_file
 from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.budget import ParseBudget
 from tests.services.parsers.formats import REAL, fixture_bytes
 
 
@@ -68,5 +69,7 @@ def test_encrypted_office_file_is_explained() -> None:
 def test_archives_that_expand_too_far_are_refused() -> None:
     data = fixture_bytes("workshop_notes.docx")
     check_office_archive(data, "workshop_notes.docx", ".docx")
-    with pytest.raises(InvalidInput, match="would expand to .* the limit for .docx files is 1,000 bytes"):
-        check_office_archive(data, "workshop_notes.docx", ".docx", max_uncompressed=1000)
+    with pytest.raises(
+        PayloadTooLarge, match="inflates to more than 1,000 bytes; the limit is 1,000 .MAX_ARCHIVE_BYTES."
+    ):
+        check_office_archive(data, "workshop_notes.docx", ".docx", ParseBudget(max_archive_bytes=1000))

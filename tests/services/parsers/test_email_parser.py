@@ -80,7 +80,7 @@ def test_supported_attachments_are_parsed_recursively_others_listed() -> None:
         ("workshop_notes.docx", 1): "parsed",
         ("attached message.eml", 1): "parsed",
         ("notes.txt", 2): "parsed",
-        ("photo.png", 1): "skipped: not a supported document type",
+        ("photo.png", 1): "skipped: pictures in e-mails are not read",
     }
 
 

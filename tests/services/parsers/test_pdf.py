@@ -4,6 +4,7 @@ import pytest
 
 from carrag.services.errors import InvalidInput, NoExtractableText
 from carrag.services.parsers import parse_file
+from carrag.services.parsers.budget import ParseBudget
 from carrag.services.parsers.pdf import parse_pdf
 from tests.conftest import FIXTURES
 
@@ -56,4 +57,4 @@ def test_many_blank_pages_keep_the_real_page_number() -> None:
 
 def test_page_limit() -> None:
     with pytest.raises(InvalidInput, match="MAX_PDF_PAGES"):
-        parse_pdf((FIXTURES / "many_blank_pages.pdf").read_bytes(), "many.pdf", max_pages=100)
+        parse_pdf((FIXTURES / "many_blank_pages.pdf").read_bytes(), "many.pdf", budget=ParseBudget(max_pdf_pages=100))

@@ -5,6 +5,7 @@ import pytest
 from carrag.services.chunking import chunk_document
 from carrag.services.errors import InvalidInput
 from carrag.services.parsers import parse_file
+from carrag.services.parsers.budget import ParseBudget
 from tests.conftest import FIXTURES
 
 
@@ -37,6 +38,11 @@ def test_markdown_mode_refuses_what_text_mode_refuses() -> None:
     with pytest.raises(InvalidInput, match="encrypted"):
         parse_file((FIXTURES / "encrypted.pdf").read_bytes(), "encrypted.pdf", pdf_mode="markdown")
     with pytest.raises(InvalidInput, match="MAX_PDF_PAGES"):
-        parse_file((FIXTURES / "many_blank_pages.pdf").read_bytes(), "many.pdf", max_pdf_pages=10, pdf_mode="markdown")
+        parse_file(
+            (FIXTURES / "many_blank_pages.pdf").read_bytes(),
+            "many.pdf",
+            budget=ParseBudget(max_pdf_pages=10),
+            pdf_mode="markdown",
+        )
     with pytest.raises(InvalidInput, match="no extractable text"):
         parse_file((FIXTURES / "scanned_blank.pdf").read_bytes(), "blank.pdf", pdf_mode="markdown")

@@ -1,4 +1,5 @@
-"""PDF text hygiene (issue 13 item 3): line-break hyphens and glyph garbage, on corpus pages."""
+"""PDF text hygiene (issue 13 item 3, issue 27): line-break hyphens, glyph garbage, ligatures and LaTeX's spacing
+accents, on corpus pages."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import pytest
 
 from carrag.services.parsers import parse_file
 from carrag.services.parsers.pdf import TextSpan, clean_pages
-from carrag.services.parsers.pdf_text_quality import document_vocabulary, is_garbage, join_hyphenated_breaks
+from carrag.services.parsers.pdf_text_quality import (
+    document_vocabulary,
+    is_garbage,
+    join_hyphenated_breaks,
+    normalise_text,
+)
 from tests.services.parsers.formats import REAL
 
 # Text layers of redp5110_sampled.pdf page 3 (a font without a character map) and skipped_1page.pdf.
@@ -86,3 +92,30 @@ def test_a_page_of_mostly_garbage_counts_as_a_page_without_text() -> None:
         cleaned, hygiene = clean_pages(document, pages, ocr=fake_ocr)
         assert cleaned[1] == (2, "Text read from the image of page 2")
         assert hygiene.ocr_pages == [2] and hygiene.metadata()["ocr_pages"] == [2]
+
+
+def test_a_latex_page_has_its_ligatures_expanded_and_its_accents_composed() -> None:
+    """A page of a LaTeX paper: its text layer says ``L´aszl´o Luk´acs``, ``K¨uttler`` and ``ﬁ``."""
+    parsed = parse_file((REAL / "multi-column-page10.pdf").read_bytes(), "multi-column-page10.pdf")
+    for name in ("László Lukács", "Hervé Jégou", "Küttler", "Rocktäschel", "Säckinger"):
+        assert name in parsed.text
+    assert not any(char in parsed.text for char in "\ufb00\ufb01\ufb02\ufb03\ufb04´¨")
+    assert "fi" in parsed.text
+
+
+@pytest.mark.parametrize(
+    ("extracted", "expected"),
+    [
+        ("Niklas E´en", "Niklas Eén"),  # the accent before its letter, as TeX draws it
+        ("S¨orensson", "Sörensson"),  # S has no diaeresis form: the letter after it
+        ("Hàn Thê´ Thành", "Hàn Thế Thành"),  # after the letter it belongs to, when the next one is a space
+        ("Barlas O˘guz", "Barlas Oğuz"),
+        ("Marius Pas¸ca", "Marius Paşca"),  # a cedilla is drawn after its letter
+        ("Baudiˇs and ˇSediv`y", "Baudiš and Šedivỳ"),
+        ("eﬃcient speciﬁed", "efficient specified"),
+        ("run `echo` or `ls`", "run `echo` or `ls`"),  # backticks are not accents outside a word
+        ("X´ + u", "X \u0301 + u"),  # no letter takes it (a mis-mapped β): NFKC's spacing form
+    ],
+)
+def test_normalise_text(extracted: str, expected: str) -> None:
+    assert normalise_text(extracted) == expected

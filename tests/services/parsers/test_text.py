@@ -21,6 +21,17 @@ def test_markdown_title_is_the_first_h1_outside_code_fences() -> None:
     assert parse_file(b"# Heading in a txt", "plain.txt").title is None, "only Markdown files take a title"
 
 
+def test_a_title_is_the_heading_as_read_without_its_markup() -> None:
+    assert parse_file(b"# The _Black_ code style\n\ntext", "black.md").title == "The Black code style"
+    assert (
+        parse_file(b"# `struct` **packing** [docs](https://x.org) usr\\_05\n", "s.md").title
+        == "struct packing docs usr_05"
+    )
+    assert parse_file(b"# my_var_name\n", "v.md").title == "my_var_name", "underscores inside a word are not emphasis"
+    html = b"<html><body><h1>The <em>Black</em> code style</h1><p>Black formats code.</p></body></html>"
+    assert parse_file(html, "black.html").title == "The Black code style"
+
+
 def test_invalid_utf8_bytes_are_replaced() -> None:
     parsed = parse_file(b"valid text \xff\xfe here and more valid text to keep the ratio low", "bad.txt")
     assert "\ufffd" in parsed.text and "valid text" in parsed.text

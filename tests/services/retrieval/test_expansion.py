@@ -1,7 +1,9 @@
 from __future__ import annotations
 
-from carrag.services.models import ScoredChunk, StoredChunk
+from carrag.services.chunking import chunk_document
+from carrag.services.models import ParsedDocument, ScoredChunk, StoredChunk
 from carrag.services.retrieval.expansion import build_passages, stitch, windows_in_hand
+from carrag.services.vocabulary import ChunkingStrategy
 
 TEXT = "".join(f"Sentence number {i:02d} of the document. " for i in range(40))
 
@@ -22,6 +24,17 @@ def test_stitch_drops_shared_overlap() -> None:
 def test_stitch_handles_gaps_and_contained_chunks() -> None:
     assert stitch([chunk(0, 0, 100), chunk(1, 102, 200)]) == TEXT[0:100] + "\n" + TEXT[102:200]
     assert stitch([chunk(0, 0, 200), chunk(1, 50, 150)]) == TEXT[0:200]
+
+
+def test_stitch_keeps_a_repeated_table_header_once() -> None:
+    table = "| Model | kg |\n| --- | --- |\n" + "".join(f"| T{n} | {n} |\n" for n in range(20))
+    document = ParsedDocument(text=table, filename="t.md", source_type="text")
+    chunks = chunk_document(document, ChunkingStrategy.RECURSIVE, 80, 20)
+    assert sum(c.text.startswith("| Model | kg |") for c in chunks) == len(chunks) > 2
+    stored = [StoredChunk("d", c.chunk_index, c.text, c.char_start, c.char_end, "t.md", "t.md", []) for c in chunks]
+    assert stitch(stored) == table.strip()
+    assert stitch(stored[1:]).startswith("| Model | kg |\n| --- | --- |\n| T"), "a passage starting in it keeps it"
+    assert stitch(stored[1:]).count("| Model |") == 1
 
 
 def test_adjacent_winners_share_one_passage() -> None:

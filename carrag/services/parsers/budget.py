@@ -1,0 +1,55 @@
+"""What a parser may read of one document: the limits, and the error that names the one exceeded.
+
+Each limit is checked on what is actually read — bytes inflated from an archive, pixels of an image
+from its header before it is decoded, cells, elements and attributes, MIME nesting — never on what a
+file declares about itself. Exceeding one is a 413 (too much) or 400 (malformed) naming the setting,
+so no hostile file can hold an ingest slot or take the process's memory. The defaults keep one
+ingest well inside 300 MB of memory above an idle server (docs/security.md, "Parser budgets").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from carrag.services.errors import PayloadTooLarge
+
+if TYPE_CHECKING:
+    from carrag.services.settings import Settings
+
+
+@dataclass(frozen=True, slots=True)
+class ParseBudget:
+    max_pdf_pages: int = 5000  # MAX_PDF_PAGES (also the pages of a TIFF)
+    ocr_max_page_pixels: int = 20_000_000  # OCR_MAX_PAGE_PIXELS: a page is rendered at a lower DPI to fit
+    max_image_pixels: int = 50_000_000  # MAX_IMAGE_PIXELS
+    max_archive_bytes: int = 256 * 1024 * 1024  # MAX_ARCHIVE_BYTES, inflated
+    max_archive_members: int = 10_000  # MAX_ARCHIVE_MEMBERS
+    max_markup_bytes: int = 16 * 1024 * 1024  # MAX_MARKUP_BYTES, the XML of an archive parsed into trees
+    max_sheet_cells: int = 2_000_000  # MAX_SHEET_CELLS
+    max_html_elements: int = 200_000  # MAX_HTML_ELEMENTS
+    max_html_attributes: int = 1_000  # MAX_HTML_ATTRIBUTES, on one element
+    max_email_nesting: int = 10  # MAX_EMAIL_NESTING
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ParseBudget:
+        return cls(
+            max_pdf_pages=settings.max_pdf_pages,
+            ocr_max_page_pixels=settings.ocr_max_page_pixels,
+            max_image_pixels=settings.max_image_pixels,
+            max_archive_bytes=settings.max_archive_bytes,
+            max_archive_members=settings.max_archive_members,
+            max_markup_bytes=settings.max_markup_bytes,
+            max_sheet_cells=settings.max_sheet_cells,
+            max_html_elements=settings.max_html_elements,
+            max_html_attributes=settings.max_html_attributes,
+            max_email_nesting=settings.max_email_nesting,
+        )
+
+
+DEFAULT_BUDGET = ParseBudget()
+
+
+def too_large(filename: str, what: str, limit: int, setting: str) -> PayloadTooLarge:
+    """413: ``<filename> <what>; the limit is <limit> (<SETTING>).``"""
+    return PayloadTooLarge(f"{filename} {what}; the limit is {limit:,} ({setting}).")
