@@ -10,11 +10,10 @@ by document, and write its weights.
 2. Every unit of the retrieved passages gets its features (`features.read_passages`, the code the
    service runs) and a label: it holds an accepted answer, in a passage holding the evidence.
 3. Folds by document (a question's first document; every question of a document in the same fold):
-   the unit model's L2 strength, then the request model on the out-of-fold unit probabilities, then
-   the refusal threshold (most questions right, a refusal costing as much as a wrong answer) and the
-   companion threshold (most answers right while at least ``MIN_CITATION_VALIDITY`` of the
-   citations stay valid) are chosen on out-of-fold predictions only. The printed scores are those
-   out-of-fold figures; the written model is then fitted on every question.
+   the unit model's L2 strength, then the request model (target: the extractive answer is right) on
+   the out-of-fold unit probabilities, then the refusal threshold (most questions right, a refusal
+   costing as much as a wrong answer) are chosen on out-of-fold predictions only. The printed scores
+   are those out-of-fold figures; the written model is then fitted on every question.
 
 Logistic regression is fitted here by Newton's method in numpy (a few lines; no new dependency).
 ``--cache`` keeps the retrieved passages, so a second fit skips ingestion and search.
@@ -25,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -43,9 +43,11 @@ QUESTIONS = Path(__file__).resolve().parent / "questions" / "answers_dev.jsonl"
 ROOT = Path("../shared/data")  # beside the checkout, as `carrag eval-answers` reads it
 FOLDS = 5
 STRENGTHS = (0.3, 1.0, 3.0, 10.0, 30.0)
-MIN_CITATION_VALIDITY = 0.95
+EMPTY = Logistic((), np.zeros(0), np.ones(0), np.zeros(0), 0.0)
 THRESHOLDS = tuple(round(0.02 * step, 2) for step in range(1, 50))
-COMPANIONS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.01)
+# A unit of the best unit's passage joins it in the answer when the model finds it at least half as
+# likely to be the answer (a fixed reading of the probabilities, not a tuned value).
+COMPANION = 0.5
 
 
 # --- retrieval -------------------------------------------------------------------------------------
@@ -154,6 +156,57 @@ def fit_logistic(rows: Sequence[dict[str, float]], y: np.ndarray, names: Sequenc
     return Logistic(tuple(names), mean, scale, w[:-1], float(w[-1]))
 
 
+def fit_choice(
+    requests: Sequence[tuple[Sequence[dict[str, float]], np.ndarray]], names: Sequence[str], strength: float
+) -> Logistic:
+    """L2-regularised conditional logit ("which of these units answers"): per request, the softmax of the
+    units' scores is fitted to put its mass on the units that hold an answer. Requests without such a
+    unit teach nothing about the choice and are left out. Newton's method on the standardised features,
+    with a halving line search (the Hessian of several answering units per request is not convex)."""
+    kept = [(rows, y) for rows, y in requests if y.any()]
+    x_all = np.asarray([[row.get(name, 0.0) for name in names] for rows, _ in kept for row in rows], dtype=np.float64)
+    mean = x_all.mean(axis=0)
+    scale = x_all.std(axis=0)
+    scale[scale == 0] = 1.0
+    groups, start = [], 0
+    for rows, y in kept:
+        groups.append(((x_all[start : start + len(rows)] - mean) / scale, y.astype(bool)))
+        start += len(rows)
+    penalty = 1.0 / strength
+    w = np.zeros(len(names))
+
+    def loss(weights: np.ndarray) -> float:
+        total = 0.5 * penalty * float(weights @ weights)
+        for z, y in groups:
+            scores = z @ weights
+            top = scores.max()
+            total += math.log(np.exp(scores - top).sum()) - math.log(np.exp(scores[y] - top).sum())
+        return total
+
+    current = loss(w)
+    for _ in range(50):
+        gradient = penalty * w
+        hessian = penalty * np.eye(len(names))
+        for z, y in groups:
+            scores = z @ w
+            p = np.exp(scores - scores.max())
+            p /= p.sum()
+            chosen = np.exp(scores[y] - scores[y].max())
+            chosen /= chosen.sum()
+            mean_z = z.T @ p
+            gradient += mean_z - z[y].T @ chosen
+            hessian += (z * p[:, None]).T @ z - np.outer(mean_z, mean_z)
+        step = np.linalg.solve(hessian, gradient)
+        size = 1.0
+        while size > 1e-4 and loss(w - size * step) > current:
+            size /= 2
+        w = w - size * step
+        previous, current = current, loss(w)
+        if previous - current < 1e-8:
+            break
+    return Logistic(tuple(names), mean, scale, w, 0.0)
+
+
 def folds(examples: Sequence[Example], count: int = FOLDS) -> list[int]:
     """A fold per example, by document group, groups spread so the folds hold about as many questions."""
     sizes: dict[int, int] = {}
@@ -176,16 +229,30 @@ def log_loss(p: np.ndarray, y: np.ndarray) -> float:
 def out_of_fold_units(
     examples: Sequence[Example], fold_of: Sequence[int], names: Sequence[str], strength: float
 ) -> list[np.ndarray]:
+    """Each question's unit probabilities from the unit model fitted on the other folds."""
     predictions: list[np.ndarray] = [np.zeros(len(e.reading.candidates)) for e in examples]
     for fold in sorted(set(fold_of)):
-        train = [e for e, f in zip(examples, fold_of, strict=True) if f != fold]
-        rows = [c.features for e in train for c in e.reading.candidates]
-        y = np.concatenate([e.labels for e in train]).astype(np.float64)
-        model = fit_logistic(rows, y, names, strength)
+        train = [
+            ([c.features for c in e.reading.candidates], e.labels)
+            for e, f in zip(examples, fold_of, strict=True)
+            if f != fold
+        ]
+        model = AnswerModel(fit_choice(train, names, strength), EMPTY, 0.5, COMPANION)
         for index, (example, f) in enumerate(zip(examples, fold_of, strict=True)):
             if f == fold:
-                predictions[index] = model.probabilities([c.features for c in example.reading.candidates])
+                model.rank(example.reading)
+                predictions[index] = np.asarray([c.probability for c in example.reading.candidates])
     return predictions
+
+
+def choice_loss(examples: Sequence[Example], predictions: Sequence[np.ndarray]) -> float:
+    """Mean -log of the probability mass put on the answering units, over questions that have one."""
+    losses = [
+        -math.log(max(float(p[e.labels].sum()), 1e-9))
+        for e, p in zip(examples, predictions, strict=True)
+        if e.labels.any()
+    ]
+    return sum(losses) / len(losses)
 
 
 def ranked_with(example: Example, probabilities: np.ndarray) -> list[Candidate]:
@@ -197,11 +264,12 @@ def ranked_with(example: Example, probabilities: np.ndarray) -> list[Candidate]:
 def request_rows(
     examples: Sequence[Example], unit_probabilities: Sequence[np.ndarray]
 ) -> tuple[list[dict[str, float]], np.ndarray]:
+    """Per question, the request model's features and its target: the extractive answer is right."""
     rows, targets = [], []
     for example, probabilities in zip(examples, unit_probabilities, strict=True):
         ranked = ranked_with(example, probabilities)
         rows.append(ranked_request_features(example.reading, ranked))
-        targets.append(float(bool(ranked) and bool(example.labels[example.reading.candidates.index(ranked[0])])))
+        targets.append(float(answer_outcome(example, ranked, True).correct))
     return rows, np.asarray(targets)
 
 
@@ -228,7 +296,9 @@ class Outcome:
     valid_citations: int
 
 
-def answer_outcome(example: Example, ranked: Sequence[Candidate], answered: bool, companion: float) -> Outcome:
+def answer_outcome(
+    example: Example, ranked: Sequence[Candidate], answered: bool, companion: float = COMPANION
+) -> Outcome:
     """What answering with the best unit (and its companions) scores, as `carrag eval-answers` scores it."""
     from carrag.services.answers.extractive import chosen_units
 
@@ -301,22 +371,10 @@ def score(
     return scores
 
 
-def choose_decisions(
-    examples: Sequence[Example], ranked: Sequence[list[Candidate]], confidence: np.ndarray
-) -> tuple[float, float]:
-    """The companion threshold (most correct answers with citations valid) and then the refusal threshold
-    (most questions right: correct answers plus refused unanswerable ones)."""
-    always = np.ones(len(examples))
-    best_companion, best_correct = COMPANIONS[-1], -1
-    for companion in COMPANIONS:
-        scores = score(examples, ranked, always, 0.5, companion)
-        valid = scores.valid_citations / scores.citations if scores.citations else 1.0
-        if valid >= MIN_CITATION_VALIDITY and scores.correct > best_correct:
-            best_companion, best_correct = companion, scores.correct
-    best_threshold = max(
-        THRESHOLDS, key=lambda t: (score(examples, ranked, confidence, t, best_companion).utility, -abs(t - 0.5))
-    )
-    return best_threshold, best_companion
+def choose_threshold(examples: Sequence[Example], ranked: Sequence[list[Candidate]], confidence: np.ndarray) -> float:
+    """The refusal threshold that gets most questions right (correct answers plus refused unanswerable
+    questions: a refusal costs as much as a wrong answer); among equals, the one nearest 0.5."""
+    return max(THRESHOLDS, key=lambda t: (score(examples, ranked, confidence, t, COMPANION).utility, -abs(t - 0.5)))
 
 
 # --- the command -----------------------------------------------------------------------------------
@@ -340,7 +398,7 @@ def fit(examples: list[Example], out: Path | None) -> dict[str, Any]:
     best = None
     for strength in STRENGTHS:
         oof = out_of_fold_units(examples, fold_of, names, strength)
-        loss = log_loss(np.concatenate(oof), labels)
+        loss = choice_loss(examples, oof)
         top1 = sum(bool(e.labels[int(np.argmax(p))]) for e, p in zip(examples, oof, strict=True) if len(p))
         print(
             f"  unit model C={strength}: out-of-fold log loss {loss:.4f}, best unit holds the answer {top1}/{reachable}"
@@ -349,6 +407,7 @@ def fit(examples: list[Example], out: Path | None) -> dict[str, Any]:
             best = (loss, strength, oof)
     assert best is not None
     _, unit_strength, oof = best
+    ranked = [ranked_with(e, p) for e, p in zip(examples, oof, strict=True)]
     rows, targets = request_rows(examples, oof)
     request_names = sorted({name for row in rows for name in row})
     request_best = None
@@ -360,15 +419,15 @@ def fit(examples: list[Example], out: Path | None) -> dict[str, Any]:
     assert request_best is not None
     _, request_strength, confidence = request_best
     ranked = [ranked_with(e, p) for e, p in zip(examples, oof, strict=True)]
-    threshold, companion = choose_decisions(examples, ranked, confidence)
-    cross_validated = score(examples, ranked, confidence, threshold, companion)
+    threshold = choose_threshold(examples, ranked, confidence)
+    cross_validated = score(examples, ranked, confidence, threshold, COMPANION)
     print(f"request model C={request_strength}: out-of-fold log loss {request_best[0]:.4f}")
-    print(f"refusal threshold {threshold}, companion threshold {companion} (chosen on out-of-fold predictions)")
+    print(f"refusal threshold {threshold} (chosen on out-of-fold predictions); companions at p >= {COMPANION}")
     print(f"cross-validated by document: {cross_validated.line()}")
     by_kind: dict[str, list[int]] = {}
     for example, candidates, p in zip(examples, ranked, confidence, strict=True):
         if example.question.answerable:
-            outcome = answer_outcome(example, candidates, bool(p >= threshold), companion)
+            outcome = answer_outcome(example, candidates, bool(p >= threshold))
             tally = by_kind.setdefault(example.question.kind, [0, 0])
             tally[0] += outcome.correct
             tally[1] += 1
@@ -377,25 +436,14 @@ def fit(examples: list[Example], out: Path | None) -> dict[str, Any]:
     unit_model = fit_logistic(
         [c.features for e in examples for c in e.reading.candidates], labels, names, unit_strength
     )
-    final = AnswerModel(unit_model, unit_model, threshold, companion)
-    full_ranked = [final.rank(e.reading) for e in examples]
-    rows = [ranked_request_features(e.reading, r) for e, r in zip(examples, full_ranked, strict=True)]
-    targets = np.asarray(
-        [
-            float(bool(r) and bool(e.labels[e.reading.candidates.index(r[0])]))
-            for e, r in zip(examples, full_ranked, strict=True)
-        ]
-    )
-    # the request model is fitted on out-of-fold unit probabilities: at query time the unit model meets
-    # questions it was not fitted on, and its probabilities on its own training questions are too sure
-    oof_rows, oof_targets = request_rows(examples, oof)
-    request_model = fit_logistic(oof_rows, oof_targets, request_names, request_strength)
-    del rows, targets
+    # The request model is fitted on out-of-fold unit probabilities: at query time the unit model meets
+    # questions it was not fitted on, and its probabilities on its own training questions are too sure.
+    request_model = fit_logistic(rows, targets, request_names, request_strength)
     document = {
         "unit": _logistic_json(unit_model),
         "request": _logistic_json(request_model),
         "threshold": threshold,
-        "companion": companion,
+        "companion": COMPANION,
         "fitted_on": {
             "questions": len(examples),
             "answerable": answerable,

@@ -1,9 +1,10 @@
-"""The extractive answer: the unit the model finds most likely to answer, and the units it finds as
-likely (``AnswerModel.companion``), each quoted as plain text and followed by its ``[Source n]``.
+"""The extractive answer: the unit the model finds most likely to answer, and the units of the same
+passage it finds at least half as likely (``AnswerModel.companion``), each quoted as plain text and
+followed by its ``[Source n]``.
 
 A table row is quoted with its column names, a list item with its lead-in, a definition with its
 term, a command with its description (``Unit.display``). Units of one passage keep their document
-order; from several passages they are grouped by source, best source first. A unit inside another
+order. A unit inside another
 chosen one (an item of a chosen list) is not quoted twice, and a lead-in ending with a colon is quoted
 with what it announces.
 """
@@ -35,24 +36,24 @@ def _overlaps(candidate: Candidate, chosen: Sequence[Candidate]) -> bool:
 
 
 def announced(best: Candidate, ranked: Sequence[Candidate]) -> Candidate:
-    """A lead-in ("install it with pip:") is quoted with what it announces: the unit read with it as its
-    label (the whole list, else the code block, else the first item)."""
+    """A lead-in ("install it with pip:", "as follows:") is quoted with what it announces: the most probable
+    of the units read with it as their label (a list, a code block, a table row)."""
     if not best.unit.text.endswith(":"):
         return best
-    following = [c for c in ranked if c.source == best.source and c.unit.label == best.unit.display]
-    order = {"list": 0, "code": 1}
-    return min(following, key=lambda c: (order.get(c.unit.kind, 2), c.unit.start), default=best)
+    return next((c for c in ranked if c.source == best.source and c.unit.label == best.unit.display), best)
 
 
 def chosen_units(ranked: Sequence[Candidate], companion: float, limit: int = MAX_UNITS) -> list[Candidate]:
-    """The best unit and the next ones at least ``companion`` likely, not repeating what is chosen."""
+    """The best unit, and the units of its passage the model finds at least ``companion`` times as likely
+    to be the answer, not repeating what is chosen."""
     if not ranked:
         return []
-    chosen = [announced(ranked[0], ranked)]
+    best = announced(ranked[0], ranked)
+    chosen = [best]
     for candidate in ranked[1:]:
-        if len(chosen) >= limit or candidate.probability < companion:
+        if len(chosen) >= limit or candidate.probability < companion * ranked[0].probability:
             break
-        if not _overlaps(candidate, chosen):
+        if candidate.source == best.source and not _overlaps(candidate, chosen):
             chosen.append(candidate)
     return chosen
 

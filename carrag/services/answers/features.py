@@ -56,6 +56,7 @@ class Candidate:
     features: dict[str, float]
     vector: np.ndarray | None = None
     probability: float = 0.0
+    score: float = 0.0
 
 
 @dataclass(slots=True)
@@ -169,7 +170,23 @@ async def read_passages(
             position=position / max(per_source[source] - 1, 1),
         )
         candidates.append(Candidate(source, unit, features, vectors[index]))
+    _add_neighbours(candidates)
     return Reading(question, list(passages), candidates, request_features(question, passages, candidates))
+
+
+def _add_neighbours(candidates: Sequence[Candidate]) -> None:
+    """How well the units before and after a unit match the question: a short value ("VARCHAR(10)", a name)
+    follows or precedes the label that matches ("Founder Chairman", a column description)."""
+    for index, candidate in enumerate(candidates):
+        before = candidates[index - 1] if index > 0 and candidates[index - 1].source == candidate.source else None
+        after = (
+            candidates[index + 1]
+            if index + 1 < len(candidates) and candidates[index + 1].source == candidate.source
+            else None
+        )
+        for name, neighbour in (("previous", before), ("next", after)):
+            candidate.features[f"{name}_cosine"] = neighbour.features["cosine"] if neighbour else 0.0
+            candidate.features[f"{name}_coverage"] = neighbour.features["coverage"] if neighbour else 0.0
 
 
 def unit_features(
@@ -206,6 +223,7 @@ def unit_features(
         "length": math.log1p(words),
         "short": float(words <= 3),
         "title_line": float(unit.kind == "sentence" and text[-1:].isalnum() and words <= 8),
+        "lead_in": float(unit.text.endswith(":")),
         "contents_entry": float(unit.is_contents_entry),
         "has_number": float(new_numbers),
         "has_code": float(code),
@@ -238,12 +256,17 @@ def _rare_coverage(question_terms: Sequence[str], found: set[str], weights: dict
 
 
 def request_features(question: str, passages: Sequence[Passage], candidates: Sequence[Candidate]) -> dict[str, float]:
-    """What the refusal reads besides the best units' probabilities (the model adds those)."""
-    missing = missing_key_terms(question, [text for passage in passages for text in (passage.text, passage.title)])
+    """What the refusal reads besides the best units' probabilities (the model adds those): whether the
+    question names something no passage mentions, the share of its terms no passage holds, the best cosine."""
+    texts = [text for passage in passages for text in (passage.text, passage.title)]
+    missing = missing_key_terms(question, texts)
+    asked_terms = set(terms(question))
+    present = set(terms("\n".join(texts)))
     cosines = sorted((candidate.features["cosine"] for candidate in candidates), reverse=True)
     coverage = max((candidate.features["coverage"] for candidate in candidates), default=0.0)
     return {
         "key_terms_missing": float(bool(missing)),
+        "absent_terms": len(asked_terms - present) / len(asked_terms) if asked_terms else 0.0,
         "best_cosine": cosines[0] if cosines else 0.0,
         "best_coverage": coverage,
         **asked(question).flags(),

@@ -49,14 +49,15 @@ def test_companions_join_only_when_the_model_finds_them_as_likely() -> None:
     assert extract_answer(ranked, companion=0.95).text == "Second fact about the filter. [Source 1]"
 
 
-def test_units_of_several_passages_are_grouped_best_source_first() -> None:
+def test_companions_come_from_the_best_units_passage() -> None:
     ranked = by_hand(
         (0, "Weaker sentence in passage number one.", 0.80),
         (1, "Best sentence in source two.", 0.90),
-        (2, "Best sentence in source two.", 0.85),  # the same text in another passage is quoted once
+        (1, "Another sentence of source two.", 0.85),
     )
     answer = extract_answer(ranked, companion=0.5)
-    assert answer.text == "Best sentence in source two. [Source 2] Weaker sentence in passage number one. [Source 1]"
+    assert answer.text == "Best sentence in source two. [Source 2] Another sentence of source two. [Source 2]"
+    assert set(answer.highlights) == {1}
 
 
 def test_an_item_of_a_chosen_list_is_not_quoted_twice() -> None:
