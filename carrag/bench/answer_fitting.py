@@ -511,9 +511,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     found = load_or_retrieve(questions, args.root, args.cache / "passages.json" if args.cache else None)
 
     async def readings() -> list[Example]:
-        from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
+        from carrag.services.container import build_embedding_backend
+        from carrag.services.settings import Settings
 
-        embedder = StoredEmbeddings(LocalOnnxEmbedder(), args.cache / "embeddings.npz" if args.cache else None)
+        backend = build_embedding_backend(Settings())  # the configured embedder, as the service uses it
+        embedder = StoredEmbeddings(backend, args.cache / "embeddings.npz" if args.cache else None)
         examples = await build_examples(questions, found, embedder)
         embedder.save()
         return examples

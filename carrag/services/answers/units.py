@@ -22,29 +22,34 @@ span in the passage, for highlights.
 
 from __future__ import annotations
 
-import csv
-import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-MAX_UNIT_CHARS = 400  # longer logical lines are cut at ``;``/``,``/spaces
+from carrag.services.answers.prose import (
+    Line,
+    first_sentence,
+    is_prose,
+    joined,
+    lines_of,
+    logical_lines,
+    looks_like_code,
+    plain,
+    sentences,
+    unwrap,
+)
+from carrag.services.answers.tables import TABLE_SEPARATOR, align, cells, column_name, is_csv_line, is_table_line
+
 MAX_LIST_CHARS = 700  # a whole list is a unit only up to this length
 MAX_CODE_LINES = 12
-_ABBREVIATIONS = {"e.g", "i.e", "etc", "fig", "no", "vs", "mr", "mrs", "dr", "st", "approx", "cf", "al", "inc", "ltd"}
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _UNDERLINE = re.compile(r"^\s*([=\-~^*#+`])\1{2,}\s*$")  # reST section underline, a rule
 _ITEM = re.compile(r"^(\s*)(?:[-*+•▪◦‣–]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+(?=\S)")
 _MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _MEMBER = re.compile(r'^\s*"([^"\n]{1,80})"\s*:\s*(.+?)\s*,?\s*$')  # a JSON member on one line
 _DESCRIPTION = re.compile(r"^\s*:\s+(\S.*)$")  # "term" / ":   description" (HTML <dl> as Markdown)
 _SAME_LINE_PAIR = re.compile(r"^(\s*)(\S[^\t]{0,40}?)(?:\t+| {3,})(\S.*)$")
-_CODE = re.compile(
-    r"\\[A-Za-z@]{2,}|(?<![\w-])--?[A-Za-z][\w-]*|\b\w+\([^)]*\)|<-|[{}$]|::|=>|==|^\s*[>$%]\s|^\s*[:@]\w"
-)
-_SENTENCE_END = re.compile(r"[.!?…](?:[\"')\]]*)(?=\s+[\"'(\[]?[A-Z0-9•\-*#`])")
 _DOT_LEADERS = re.compile(r"(?:\.\s?){5,}")  # a table-of-contents entry: "Introduction . . . . 3"
 
 
@@ -87,104 +92,8 @@ class Unit:
 
 # --- plain text ------------------------------------------------------------------------------------
 
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^)]*\))*(?:\s+\"[^\"]*\")?\)")
-_ROLE = re.compile(r"\{[\w:.-]+\}`([^`]*)`|:[\w:.-]+:`~?([^`]*)`")  # MyST {func}`x`, reST :class:`~a.B`
-_EMPHASIS = re.compile(
-    r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1|(?<![\w*])\*(?=\S)([^*\n]+?)(?<=\S)\*(?!\w)|(?<!\w)_(?=\S)([^_\n]+?)(?<=\S)_(?!\w)"
-)
-_CODE_SPAN = re.compile(r"(`+)\s?(.+?)\s?\1")
-_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
-_ROLE_TARGET = re.compile(r"\s*<[^<>\s]+>$")  # ":ref:`text <target>`"
 
-
-def plain(text: str) -> str:
-    """Markdown/reST inline markup removed, white space collapsed: what an answer quotes."""
-    text = _IMAGE.sub(lambda m: m.group(1), text)
-    text = _LINK.sub(lambda m: m.group(1), text)
-    text = _ROLE.sub(lambda m: _ROLE_TARGET.sub("", m.group(1) if m.group(1) is not None else m.group(2)), text)
-    text = _CODE_SPAN.sub(lambda m: m.group(2), text)
-    for _ in range(2):  # nested emphasis: ***x***
-        text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(3) or m.group(4) or "", text)
-    text = _ESCAPE.sub(r"\1", text)
-    return " ".join(text.replace("\u00ad", "").replace("¶", "").split())
-
-
-# --- lines -----------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Line:
-    start: int
-    end: int
-    raw: str
-
-    @property
-    def text(self) -> str:
-        return self.raw.strip()
-
-    @property
-    def indent(self) -> int:
-        expanded = self.raw.expandtabs(8)
-        return len(expanded) - len(expanded.lstrip())
-
-    @property
-    def blank(self) -> bool:
-        return not self.raw.strip()
-
-    @property
-    def text_start(self) -> int:
-        return self.start + len(self.raw) - len(self.raw.lstrip())
-
-
-def _lines(text: str) -> list[_Line]:
-    lines, position = [], 0
-    for raw in text.split("\n"):
-        lines.append(_Line(position, position + len(raw), raw))
-        position += len(raw) + 1
-    return lines
-
-
-def looks_like_code(line: str) -> bool:
-    """A line of code or a command rather than prose: a prompt (``$ ``, ``> ``), or code tokens (``\\cmd``,
-    ``--opt``, ``f(x)``, ``<-``, braces) in a line that is mostly not words."""
-    stripped = plain(line)
-    if not stripped:
-        return False
-    if re.match(r"^[>$%] ", stripped):
-        return True
-    if _CODE.search(stripped) is None:
-        return False
-    tokens = stripped.split()
-    words = sum(bool(re.fullmatch(r"[A-Za-z][a-z]+[,.;:]?", token)) for token in tokens)
-    return len(tokens) <= 4 or words < 0.6 * len(tokens)
-
-
-def _is_prose(line: str) -> bool:
-    """A line of running text: mostly words, not code."""
-    tokens = line.split()
-    words = sum(bool(re.fullmatch(r"[(\"']?[A-Za-z][a-z'’-]*[,.;:)\"']*", token)) for token in tokens)
-    return len(tokens) >= 5 and words >= 0.7 * len(tokens) and not looks_like_code(line)
-
-
-def _is_table_line(line: str) -> bool:
-    stripped = line.strip()
-    return stripped.startswith("|") and stripped.count("|") >= 2
-
-
-_FIELD_COMMA = re.compile(r"(?<!\d),|,(?!\d)")
-
-
-def _is_csv_line(line: str) -> bool:
-    """Short comma-separated fields with no sentence inside (a csv/xlsx row)."""
-    stripped = line.strip()
-    fields = _FIELD_COMMA.split(stripped)
-    if len(fields) < 3 or ". " in stripped:
-        return False
-    return sum(len(field) for field in fields) / len(fields) <= 40
-
-
-def _heading_of(lines: Sequence[_Line], index: int) -> str | None:
+def _heading_of(lines: Sequence[Line], index: int) -> str | None:
     """The heading text when line ``index`` is one: ``# Title``, or a reST title over its underline."""
     line = lines[index]
     match = _MD_HEADING.match(line.raw)
@@ -199,7 +108,7 @@ def _heading_of(lines: Sequence[_Line], index: int) -> str | None:
         and not line.blank
         and _UNDERLINE.match(following.raw)
         and len(following.text) >= len(line.text) * 0.8
-        and not _is_table_line(line.raw)
+        and not is_table_line(line.raw)
     ):
         return plain(line.text)
     return None
@@ -211,7 +120,7 @@ def _heading_of(lines: Sequence[_Line], index: int) -> str | None:
 @dataclass(slots=True)
 class _Reader:
     text: str
-    lines: list[_Line]
+    lines: list[Line]
     units: list[Unit] = field(default_factory=list)
     heading: str = ""
 
@@ -230,7 +139,7 @@ class _Reader:
     def read(self, first: int, last: int, label: str = "") -> None:
         """Units of lines ``first``..``last`` (exclusive); ``label`` is given to the prose inside (a definition's term)."""
         index = first
-        paragraph: list[_Line] = []
+        paragraph: list[Line] = []
 
         def flush() -> None:
             if paragraph:
@@ -257,7 +166,7 @@ class _Reader:
                 flush()
                 index = self.fenced(index, last)
                 continue
-            if _is_table_line(line.raw) or (_is_csv_line(line.raw) and self._csv_neighbour(index, last)):
+            if is_table_line(line.raw) or (is_csv_line(line.raw) and self._csv_neighbour(index, last)):
                 flush()
                 index = self.table(index, last)
                 continue
@@ -295,11 +204,11 @@ class _Reader:
 
     def _csv_neighbour(self, index: int, last: int) -> bool:
         return any(
-            first <= other < last and not self.lines[other].blank and _is_csv_line(self.lines[other].raw)
+            first <= other < last and not self.lines[other].blank and is_csv_line(self.lines[other].raw)
             for other, first in ((index - 1, 0), (index + 1, 0))
         )
 
-    def _starts_definition(self, index: int, last: int, paragraph: list[_Line]) -> bool:
+    def _starts_definition(self, index: int, last: int, paragraph: list[Line]) -> bool:
         """A term line (short, no sentence end) directly followed by more indented lines: a man page option,
         a reST definition list."""
         line = self.lines[index]
@@ -325,7 +234,7 @@ class _Reader:
         while end < last and not _FENCE.match(self.lines[end].raw):
             end += 1
         body = [line for line in self.lines[index + 1 : end] if not line.blank]
-        if sum(_is_prose(line.text) for line in body) * 2 > len(body):
+        if sum(is_prose(line.text) for line in body) * 2 > len(body):
             self.read(index + 1, end)
         elif body:
             code = "\n".join(line.raw.rstrip() for line in self.lines[index + 1 : end][:MAX_CODE_LINES])
@@ -346,31 +255,33 @@ class _Reader:
 
     def table(self, index: int, last: int) -> int:
         title = self.units[-1].text if self.units and self.units[-1].kind == "sentence" else self.heading
-        markdown = _is_table_line(self.lines[index].raw)
+        markdown = is_table_line(self.lines[index].raw)
         end = index
         while (
             end < last
             and not self.lines[end].blank
             and (
-                _is_table_line(self.lines[end].raw)
+                is_table_line(self.lines[end].raw)
                 if markdown
-                else _is_csv_line(self.lines[end].raw) or (end > index and "," in self.lines[end].text)
+                else is_csv_line(self.lines[end].raw) or (end > index and "," in self.lines[end].text)
             )
         ):
             end += 1
-        rows = [line for line in self.lines[index:end] if not _TABLE_SEPARATOR.match(line.raw)]
-        separated = end - index > 1 and _TABLE_SEPARATOR.match(self.lines[index + 1].raw) is not None
+        rows = [line for line in self.lines[index:end] if not TABLE_SEPARATOR.match(line.raw)]
+        separated = end - index > 1 and TABLE_SEPARATOR.match(self.lines[index + 1].raw) is not None
         # a first row without digits over rows with them names the columns (a table without a ``|---|`` line)
         first_has_digit = any(char.isdigit() for char in rows[0].text)
         later_digits = any(char.isdigit() for row in rows[1:] for char in row.text)
         has_header = separated or (not first_has_digit and len(rows) > 1 and (later_digits or not markdown))
-        names = tuple(_name(cell) for cell in _cells(rows[0].raw)) if has_header else ()
+        names = tuple(column_name(cell) for cell in cells(rows[0].raw)) if has_header else ()
         body = rows[1:] if has_header else rows
-        read = [[plain(cell) for cell in _cells(row.raw)] for row in body]
+        read = [[plain(cell) for cell in cells(row.raw)] for row in body]
         # a short markdown row comes from merged cells; a short csv row lacks its trailing fields
-        aligned = _align(names, read) if markdown else read
-        for line, cells in zip(body, aligned, strict=True):
-            pairs = tuple((names[i] if i < len(names) else "", value) for i, value in enumerate(cells) if value.strip())
+        aligned = align(names, read) if markdown else read
+        for line, row_cells in zip(body, aligned, strict=True):
+            pairs = tuple(
+                (names[i] if i < len(names) else "", value) for i, value in enumerate(row_cells) if value.strip()
+            )
             self.units.append(Unit("row", line.start, line.end, plain(line.text), plain(title), self.heading, pairs))
         return end
 
@@ -393,7 +304,7 @@ class _Reader:
             if marker and line.indent == base:
                 spans.append((end, end + 1))
             elif spans and (line.indent > base or not _ITEM.match(line.raw)):
-                if line.indent <= base and (_is_table_line(line.raw) or _heading_of(self.lines, end) is not None):
+                if line.indent <= base and (is_table_line(line.raw) or _heading_of(self.lines, end) is not None):
                     break
                 spans[-1] = (spans[-1][0], end + 1)  # a continuation (wrapped item, nested list)
             else:
@@ -402,7 +313,7 @@ class _Reader:
         texts = []
         for first, stop in spans:
             lines = [line for line in self.lines[first:stop] if not line.blank]
-            body = _joined(lines)
+            body = joined(lines)
             body = _ITEM.sub("", body, count=1)
             texts.append(plain(body))
             self.add("item", lines[0].start, lines[-1].end, body, lead)
@@ -431,11 +342,11 @@ class _Reader:
             )
         return max(end, index + 1)
 
-    def described(self, term: _Line, index: int, last: int) -> int:
+    def described(self, term: Line, index: int, last: int) -> int:
         """``term`` / ``:   description`` (more indented lines continue it): each description's sentences
         with the term."""
         end = index
-        descriptions: list[list[_Line]] = []
+        descriptions: list[list[Line]] = []
         while end < last:
             line = self.lines[end]
             if _DESCRIPTION.match(line.raw):
@@ -448,8 +359,8 @@ class _Reader:
         for lines in descriptions:
             first = lines[0]
             marker = len(first.raw) - len(first.raw.lstrip(" \t:"))
-            for start, stop in _sentences(self.text, first.start + marker, lines[-1].end):
-                self.add("definition", start, stop, _unwrap(self.text[start:stop]), term.text)
+            for start, stop in sentences(self.text, first.start + marker, lines[-1].end):
+                self.add("definition", start, stop, unwrap(self.text[start:stop]), term.text)
         return max(end, index + 1)
 
     def definition(self, index: int, last: int) -> int:
@@ -477,12 +388,12 @@ class _Reader:
         while end < last and not self.lines[end].blank and self.lines[end].indent > line.indent + len(pair.group(2)):
             end += 1
         description = " ".join([pair.group(3), *(other.text for other in self.lines[index + 1 : end])])
-        self.add("command", line.start, self.lines[end - 1].end, _first_sentence(description), pair.group(2).strip())
+        self.add("command", line.start, self.lines[end - 1].end, first_sentence(description), pair.group(2).strip())
         return end
 
     # -- prose --------------------------------------------------------------------------------------
 
-    def paragraph(self, lines: list[_Line], label: str) -> None:
+    def paragraph(self, lines: list[Line], label: str) -> None:
         kind = "definition" if label else "sentence"
         fields = _form_fields(lines)
         if fields is not None:
@@ -499,13 +410,13 @@ class _Reader:
                     )
                 )
             return
-        for group in _logical_lines(lines):
+        for group in logical_lines(lines):
             if len(group) == 1 and self._command_pair(group[0]):
                 continue
-            for start, end in _sentences(self.text, group[0].text_start, group[-1].end):
-                self.add(kind, start, end, _unwrap(self.text[start:end]), label)
+            for start, end in sentences(self.text, group[0].text_start, group[-1].end):
+                self.add(kind, start, end, unwrap(self.text[start:end]), label)
 
-    def _command_pair(self, line: _Line) -> bool:
+    def _command_pair(self, line: Line) -> bool:
         """A description line whose command is the line right before (a reference card): joined to it."""
         previous = self.units[-1] if self.units else None
         if previous is None or previous.kind != "sentence" or previous.label or looks_like_code(line.text):
@@ -520,10 +431,10 @@ class _Reader:
 _FIELD_MARKER = re.compile(r"\(?(?:\d{1,3}|[A-Za-z]|[ivxIVX]{1,4})[.)]?|[•*-]")  # "3", "b)", "iv." alone on a line
 
 
-def _form_fields(lines: list[_Line]) -> list[tuple[_Line, _Line]] | None:
+def _form_fields(lines: list[Line]) -> list[tuple[Line, Line]] | None:
     """A form read as lines: a paragraph of a short label and its value ("Server" / "Quack Quackling"), or
     several such pairs each after a field marker alone on its line ("2" / "Server" / "Quack Quackling")."""
-    groups: list[list[_Line]] = [[]]
+    groups: list[list[Line]] = [[]]
     numbered = _FIELD_MARKER.fullmatch(lines[0].text) is not None
     for line in lines:
         if numbered and _FIELD_MARKER.fullmatch(line.text):
@@ -543,147 +454,15 @@ def _form_fields(lines: list[_Line]) -> list[tuple[_Line, _Line]] | None:
     return [(name, value) for name, value in groups]
 
 
-def _logical_lines(lines: list[_Line]) -> list[list[_Line]]:
-    """Lines joined where a sentence wraps; a line stands alone when it ends with a colon, is code, or is a
-    short title line before a capitalised one (and not as long as its neighbours, as wrapped prose is)."""
-    groups: list[list[_Line]] = []
-    for index, line in enumerate(lines):
-        if groups and not _ends_logical_line(lines, index - 1):
-            groups[-1].append(line)
-        else:
-            groups.append([line])
-    return groups
-
-
-def _ends_logical_line(lines: list[_Line], index: int) -> bool:
-    current, following = lines[index].text, lines[index + 1].text
-    if current.endswith(":") or looks_like_code(current) or looks_like_code(following):
-        return True
-    if current[-1] in "?!" or (current[-1] == "." and following[:1].isupper()):
-        return True
-    return bool(current[-1] not in ".,;:-–—(" and following[:1].isupper() and not _wrapped(lines, index))
-
-
-def _wrapped(lines: list[_Line], index: int) -> bool:
-    """Whether line ``index`` is prose wrapped at the paragraph's width: long, and about as long as its
-    longer neighbour."""
-    length = len(lines[index].text)
-    neighbours = [len(lines[i].text) for i in (index - 1, index + 1) if 0 <= i < len(lines)]
-    widest = max(neighbours, default=0)
-    return length >= 50 and widest >= 50 and length >= 0.85 * widest
-
-
-def _joined(lines: Sequence[_Line]) -> str:
-    return _unwrap("\n".join(line.raw for line in lines))
-
-
-def _unwrap(text: str) -> str:
-    """Wrapped text as one line: a word hyphenated at the line end (‐ U+2010, soft hyphen) joined."""
-    text = re.sub(r"[\u2010\u00ad]\n\s*", "", text)
-    return " ".join(text.split())
-
-
-def _sentences(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Sentence spans between ``start`` and ``end`` (one logical line); long ones cut."""
-    cuts = [start]
-    for match in _SENTENCE_END.finditer(text, start, end):
-        position = match.start()
-        if text[position] == "." and _abbreviation(text, position):
-            continue
-        if (
-            text[position] == "."
-            and position > 0
-            and text[position - 1].isdigit()
-            and text[match.end() :].lstrip()[:1].isdigit()
-        ):
-            continue  # "1. 2"
-        cuts.append(match.end())
-    cuts.append(end)
-    spans = []
-    for first, last in itertools.pairwise(cuts):
-        piece = text[first:last]
-        lead = len(piece) - len(piece.lstrip())
-        trail = len(piece) - len(piece.rstrip())
-        if last - trail - first - lead >= 3:
-            spans.extend(_cut_long(text, first + lead, last - trail))
-    return spans
-
-
-def _abbreviation(text: str, end: int) -> bool:
-    word = re.search(r"([A-Za-z.]+)$", text[max(0, end - 8) : end])
-    return word is not None and word.group(1).lower().rstrip(".") in _ABBREVIATIONS
-
-
-def _cut_long(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    pieces = []
-    while end - start > MAX_UNIT_CHARS:
-        window = text[start : start + MAX_UNIT_CHARS]
-        cut = max(window.rfind("; "), window.rfind("\n"), window.rfind(", "))
-        if cut < MAX_UNIT_CHARS // 3:
-            cut = window.rfind(" ")
-        if cut <= 0:
-            cut = MAX_UNIT_CHARS
-        pieces.append((start, start + cut + 1))
-        start += cut + 1
-        while start < end and text[start].isspace():
-            start += 1
-    pieces.append((start, end))
-    return pieces
-
-
-def _first_sentence(text: str) -> str:
-    match = _SENTENCE_END.search(text)
-    return text[: match.end()] if match else text
-
-
 def _dedent(code: str) -> str:
     lines = code.expandtabs(8).split("\n")
     margin = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
     return "\n".join(line[margin:] for line in lines)
 
 
-def _name(cell: str) -> str:
-    """A column name as a row's display reads it ("" for a placeholder such as ``-``)."""
-    name = plain(cell)
-    return name if any(char.isalnum() for char in name) else ""
-
-
-def _cells(row: str) -> list[str]:
-    row = row.strip()
-    if row.startswith("|"):
-        inner = row[1:-1] if row.endswith("|") and len(row) > 1 else row[1:]
-        return [cell.strip() for cell in re.split(r"(?<!\\)\|", inner)]
-    return [cell.strip().strip('"') for cell in next(csv.reader([row]), [])]
-
-
-def _align(names: Sequence[str], rows: Sequence[list[str]]) -> list[list[str]]:
-    """Rows as ``len(names)`` cells. A row shorter than the header comes from merged cells: a data row
-    is aligned right and the cells it lacks are carried down from the row above; a short row followed
-    by longer rows is a group label over the leading columns."""
-    width = len(names)
-    if not width:
-        return [list(row) for row in rows]
-    filled = [""] * width
-    aligned = []
-    for index, row in enumerate(rows):
-        if len(row) >= width:
-            cells = list(row[:width])
-        else:
-            longer = next((len(later) for later in rows[index + 1 :] if len(later) > len(row)), None)
-            if longer is not None and longer < width:
-                start = max(width - longer - len(row), 0)
-                cells = filled[:start] + list(row) + [""] * (width - start - len(row))
-            else:
-                start = width - len(row)
-                cells = filled[:start] + list(row)
-        filled = cells + [""] * (width - len(cells))
-        aligned.append(cells)
-    return aligned
-
-
 def read_units(passage: str, section: str = "") -> list[Unit]:
     """The units of one passage, in order. ``section``: the heading path of the chunk (the heading of
     units above the passage's first heading)."""
-    reader = _Reader(passage, _lines(passage), heading=plain(section.split(" > ")[-1]) if section else "")
+    reader = _Reader(passage, lines_of(passage), heading=plain(section.split(" > ")[-1]) if section else "")
     reader.read(0, len(reader.lines))
     return reader.units
