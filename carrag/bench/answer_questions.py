@@ -1,11 +1,15 @@
 """The question files of `carrag eval-answers`: JSON Lines, one question per line.
 
-Each line: ``id``, ``documents`` (paths relative to the document root, default ``../shared/data/corpus``),
+Each line: ``id``, ``documents`` (paths relative to the document root, default ``../shared/data``),
 ``question``, optional ``history`` ([{role, content}], earlier turns of the conversation), ``answerable``,
 ``accepted`` (acceptable answer strings; an entry that is a list needs all its parts, for list answers),
 ``evidence`` (strings a correct citation's source must contain), ``kind`` (factoid, number, list, table,
-yesno, followup, unanswerable ...). Answerable questions need at least one accepted answer and one
-evidence string; unanswerable ones have neither.
+yesno, definition, command, followup, topic_change, unanswerable ...). Answerable questions need at least
+one accepted answer and one evidence string; unanswerable ones have neither.
+
+Two files, split by document (never by question): ``answers_dev.jsonl`` (the development part: the
+answer model is fitted and tuned on it) and ``answers_validation.jsonl`` (other documents, measured
+only). Both are always reported.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any
 
 from carrag.services.errors import InvalidInput
 
-DEFAULT_QUESTIONS = Path(__file__).resolve().parent / "questions" / "corpus_dev.jsonl"
+QUESTION_DIR = Path(__file__).resolve().parent / "questions"
+PARTS = {"dev": QUESTION_DIR / "answers_dev.jsonl", "validation": QUESTION_DIR / "answers_validation.jsonl"}
+DEFAULT_QUESTIONS = PARTS["dev"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -266,6 +266,11 @@ class ModeSummary:
     def refusal_rate(self) -> float:
         return self.refused_unanswerable / self.unanswerable if self.unanswerable else 0.0
 
+    @property
+    def false_refusal_rate(self) -> float:
+        """The share of answerable questions refused ("the documents don't say")."""
+        return self.refused_answerable / self.answerable if self.answerable else 0.0
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
@@ -282,6 +287,7 @@ class ModeSummary:
             "refused_unanswerable": self.refused_unanswerable,
             "unanswerable": self.unanswerable,
             "refused_answerable": self.refused_answerable,
+            "false_refusal_rate": round(self.false_refusal_rate, 4),
             "answers_with_invented_numbers": self.answers_with_invented_numbers,
             "answers": self.answers,
             "answers_with_unsupported_sentences": self.answers_with_unsupported_sentences,

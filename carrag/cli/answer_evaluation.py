@@ -1,6 +1,8 @@
-"""What `carrag eval-answers` prints: progress bars, then one row of scores per answer mode.
+"""What `carrag eval-answers` prints: progress bars, then per question set one row of scores per answer
+mode and the accuracy of each kind of question.
 
-The work lives in `carrag/bench/answer_runner.py` and `carrag/bench/answer_scoring.py`.
+The work lives in `carrag/bench/answer_runner.py` and `carrag/bench/answer_scoring.py`; the question
+sets (development and validation, split by document) in `carrag/bench/answer_questions.py`.
 """
 
 from __future__ import annotations
@@ -9,22 +11,23 @@ import asyncio
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from carrag.bench.answer_questions import load_questions
+from carrag.bench.answer_questions import PARTS, Question, load_questions
 from carrag.bench.answer_runner import AnswerEvalReport, answer_eval_settings, evaluate_answers, parse_answer_modes
 from carrag.cli.evaluation import RichEvalProgress, _fail, _progress, _quiet_logs, console
 from carrag.services.container import build_container
-from carrag.services.errors import CarragError
+from carrag.services.errors import CarragError, InvalidInput
 from carrag.services.settings import Settings
 
 
-def answers_table(report: AnswerEvalReport) -> Table:
+def answers_table(report: AnswerEvalReport, name: str) -> Table:
     table = Table(
-        title=f"{report.question_file}: {report.questions} questions over {report.documents} documents "
+        title=f"{name} ({report.question_file}): {report.questions} questions over {report.documents} documents "
         f"({report.chunks} chunks); LLM {report.settings.get('llm')}"
     )
     for column in (
@@ -33,7 +36,7 @@ def answers_table(report: AnswerEvalReport) -> Table:
         "citation validity",
         "cited answers",
         "refused unanswerable",
-        "refused answerable",
+        "answerable refused",
         "invented numbers",
         "cut off",
         "median s",
@@ -48,7 +51,7 @@ def answers_table(report: AnswerEvalReport) -> Table:
             f"{summary.citation_validity:.2f} ({summary.valid_citations}/{summary.citations})",
             f"{summary.cited_answers}/{summary.answered}",
             f"{summary.refusal_rate:.2f} ({summary.refused_unanswerable}/{summary.unanswerable})",
-            str(summary.refused_answerable),
+            f"{summary.false_refusal_rate:.2f} ({summary.refused_answerable}/{summary.answerable})",
             f"{summary.answers_with_invented_numbers}/{summary.answers}",
             str(summary.truncated),
             f"{summary.median_seconds:.2f}",
@@ -58,25 +61,43 @@ def answers_table(report: AnswerEvalReport) -> Table:
     return table
 
 
-def write_json(report: AnswerEvalReport, path: Path) -> None:
+def write_json(reports: dict[str, AnswerEvalReport], path: Path) -> None:
     """Written after every answer too, so a run stopped early keeps its numbers (``complete: false``)."""
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(report.as_dict(), indent=2, ensure_ascii=False) + "\n")
+    document: dict[str, Any] = {name: report.as_dict() for name, report in reports.items()}
+    if len(document) == 1:
+        document = next(iter(document.values()))
+    partial.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
     partial.replace(path)
 
 
+def question_sets(part: str, questions_path: Path | None) -> dict[str, tuple[Path, list[Question]]]:
+    if questions_path is not None:
+        return {questions_path.stem: (questions_path, load_questions(questions_path))}
+    if part not in (*PARTS, "all"):
+        raise InvalidInput(f"Unknown part {part!r}; choose from {', '.join(PARTS)} or all.")
+    names = list(PARTS) if part == "all" else [part]
+    return {name: (PARTS[name], load_questions(PARTS[name])) for name in names}
+
+
 def run_eval_answers_command(
-    questions_path: Path, modes_text: str, root: Path, top_k: int | None, json_out: Path | None
+    part: str, questions_path: Path | None, modes_text: str, root: Path, top_k: int | None, json_out: Path | None
 ) -> None:
     _quiet_logs()
     try:
-        questions = load_questions(questions_path)
+        sets = question_sets(part, questions_path)
         modes = parse_answer_modes(modes_text)
     except CarragError as exc:
         raise _fail(exc.message) from exc
+    reports: dict[str, AnswerEvalReport] = {}
 
-    async def run(store_path: Path) -> AnswerEvalReport:
+    async def run(name: str, path: Path, questions: list[Question], store_path: Path) -> AnswerEvalReport:
         container = await build_container(answer_eval_settings(Settings(), store_path))
+
+        def checkpoint(report: AnswerEvalReport) -> None:
+            if json_out is not None:
+                write_json(reports | {name: report}, json_out)
+
         try:
             with _progress() as progress:
                 return await evaluate_answers(
@@ -84,32 +105,39 @@ def run_eval_answers_command(
                     questions,
                     root,
                     modes,
-                    question_file=str(questions_path),
+                    question_file=str(path),
                     top_k=top_k,
                     progress=RichEvalProgress(progress),
-                    checkpoint=(lambda report: write_json(report, json_out)) if json_out else None,
+                    checkpoint=checkpoint,
                 )
         finally:
             await container.aclose()
 
     try:
-        with tempfile.TemporaryDirectory(prefix="carrag-eval-answers-") as directory:
-            report = asyncio.run(run(Path(directory) / "answers.db"))
+        for name, (path, questions) in sets.items():
+            with tempfile.TemporaryDirectory(prefix="carrag-eval-answers-") as directory:
+                reports[name] = asyncio.run(run(name, path, questions, Path(directory) / "answers.db"))
     except CarragError as exc:
         raise _fail(exc.message) from exc
-    console.print(answers_table(report))
-    for summary in report.summaries:
-        kinds = ", ".join(f"{kind} {correct}/{asked}" for kind, (correct, asked) in summary.by_kind.items())
-        console.print(f"{summary.mode}: correct by kind: {escape(kinds)}")
-    errors = sum(summary.errors for summary in report.summaries)
+    for name, report in reports.items():
+        console.print(answers_table(report, name))
+        for summary in report.summaries:
+            kinds = ", ".join(
+                f"{kind} {correct}/{asked} ({correct / asked:.2f})"
+                for kind, (correct, asked) in summary.by_kind.items()
+            )
+            console.print(f"{name} {summary.mode}: correct by kind: {escape(kinds)}")
+    errors = sum(summary.errors for report in reports.values() for summary in report.summaries)
     if errors:
         console.print(f"[red]{errors} requests failed[/red] (counted as wrong answers; see --json).")
+    settings = next(iter(reports.values())).settings if reports else {}
     console.print(
         "Accuracy: an accepted answer appears in the answer. Citation validity: [Source n] cites a listed source "
-        f"containing the evidence. Ingest {report.ingest_seconds:.0f} s; settings {escape(str(report.settings))}."
+        "containing the evidence. Answerable refused: the false-refusal rate. "
+        f"Ingest {sum(r.ingest_seconds for r in reports.values()):.0f} s; settings {escape(str(settings))}."
     )
     if json_out is not None:
-        write_json(report, json_out)
+        write_json(reports, json_out)
         console.print(f"Wrote {json_out}.")
-    if not report.summaries:
+    if not any(report.summaries for report in reports.values()):
         raise typer.Exit(1)

@@ -162,25 +162,33 @@ def evaluate_retrieval(
 
 @app.command("eval-answers")
 def evaluate_answers(
+    part: Annotated[
+        str,
+        typer.Option(
+            "--part",
+            help="Question set: dev (carrag/bench/questions/answers_dev.jsonl), validation (answers_validation.jsonl, "
+            "other documents) or all (each in its own store, reported apart).",
+        ),
+    ] = "all",
     questions: Annotated[
-        Path, typer.Option("--questions", help="Question file (JSON Lines, carrag/bench/questions/corpus_dev.jsonl).")
-    ],
+        Path | None, typer.Option("--questions", help="Another question file (JSON Lines) instead of --part.")
+    ] = None,
     mode: Annotated[
         str, typer.Option("--mode", help="Answer mode: generate, extract, auto, a comma-separated list, or all.")
     ] = "all",
     documents: Annotated[
-        Path, typer.Option("--documents", help="Directory the question file's document paths are relative to.")
-    ] = SHARED_DATA / "corpus",
+        Path, typer.Option("--documents", help="Directory the question files' document paths are relative to.")
+    ] = SHARED_DATA,
     top_k: Annotated[int | None, typer.Option("--top-k", min=1, max=100, help="Passages per question.")] = None,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the scores and every answer as JSON to this file.")
     ] = None,
 ) -> None:
-    """Ingest the documents a question file lists into a fresh store, ask every question in each answer
-    mode, and print answerable accuracy, citation validity, refusals, invented numbers and latency."""
+    """Ingest the documents a question set lists into a fresh store, ask every question in each answer
+    mode, and print answerable accuracy (per kind), citation validity, refusals, invented numbers and latency."""
     from carrag.cli.answer_evaluation import run_eval_answers_command
 
-    run_eval_answers_command(questions, mode, documents, top_k, json_out)
+    run_eval_answers_command(part, questions, mode, documents, top_k, json_out)
 
 
 @app.command("bench")

@@ -2,8 +2,8 @@
 
 `stream_answer` yields the events that `/query/stream` sends as Server-Sent Events: ``sources``
 first, then ``token`` deltas, then ``done`` (or ``error`` if generation fails mid-stream). The
-``done`` event carries the final ``answer`` (citations fixed, loops cut, or the extractive fallback
-of ``auto``) and how it was made and checked.
+``done`` event carries the `Answer`: the final text (citations fixed, loops cut, or the extractive
+fallback of ``auto``) and how it was made and checked; ``answer`` returns the same record.
 
 What a token may carry: only ``generate`` (the caller asked for the model's raw text) streams the
 model's deltas as they come, each flagged ``draft``; ``done.answer`` then replaces them, and its
@@ -13,9 +13,10 @@ the extractive fallback) as one token, so unverified model text never reaches th
 
 The steps, each in its own module under ``carrag/services/answers/``:
 
-1. ``conversation``: a follow-up question is retrieved together with the previous user turn;
-2. ``scoring``: every sentence of the passages is scored against the question;
-3. ``refusal``: when no sentence is relevant enough, "the documents don't say" (no LLM);
+1. ``conversation``: a follow-up that leans on the history is retrieved with the previous user turn;
+2. ``features`` + ``model``: every answer unit of the passages (``units``) gets the probability that
+   it answers, and the request the probability that the best one does;
+3. below the fitted threshold (or the request's ``min_relevance``): "the documents don't say" (no LLM);
 4. ``modes``: extract (``extractive``) or generate from the fitted context (``context``), with the
    ``loops`` detector watching the stream;
 5. ``scaffolding`` strips the prompt layout a small model echoes ("Question: …"), then ``grounding``
@@ -34,100 +35,64 @@ from typing import Any, Literal
 from carrag.services.admission import AdmissionGate
 from carrag.services.answers.context import FittedSource, fit_context
 from carrag.services.answers.conversation import retrieval_query
+from carrag.services.answers.evidence import missing_key_terms
 from carrag.services.answers.extractive import extract_answer
+from carrag.services.answers.features import Candidate, Passage, Reading, read_passages
 from carrag.services.answers.grounding import Grounding, check_grounding
 from carrag.services.answers.loops import LoopDetector
-from carrag.services.answers.modes import AnswerMode, effective_mode
-from carrag.services.answers.refusal import judge_relevance, no_answer_text
+from carrag.services.answers.model import load_model
+from carrag.services.answers.modes import AnswerMode, ProducedBy, effective_mode
 from carrag.services.answers.scaffolding import strip_prompt_echo
-from carrag.services.answers.scoring import ScoredPassages, score_passages
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.llms.base import LLM
 from carrag.services.models import ChatMessage
 from carrag.services.prompt import PromptSource, build_messages
 from carrag.services.requests import AnswerQuery
-from carrag.services.retrieval.search import SearchHit, SearchOutcome, SearchService
+from carrag.services.retrieval.search import SearchHit, SearchService
 from carrag.services.settings import Settings
 from carrag.services.telemetry import NullTelemetry, Telemetry
 
 CHARS_PER_TOKEN = 4  # prompt tokens are estimated; the adapters stream one token per delta
+NO_ANSWER_TEXT = "The documents do not contain the answer to this question."
+# The stages an answer adds to its search's timings.
+GENERATION_STAGES = ("select", "generate", "first_token", "check")
 
 
 @dataclass(slots=True)
-class AnswerSummary:
-    """The ``done`` event: how the answer was made and checked. ``model`` is None when no LLM wrote
-    the answer; ``answer`` is the final text (it replaces the streamed tokens); ``highlights`` has
-    one list of {start, end} per source."""
+class Answer:
+    """One answer, as ``/query`` returns it and the ``done`` event carries it. ``model`` is None when no
+    LLM wrote it; ``highlights`` has one list of {start, end} per source; ``relevance`` is the answer
+    model's confidence that the quoted text answers (compared with ``min_relevance``)."""
 
-    model: str | None
-    duration_ms: float
-    timings_ms: dict[str, float]
-    reranked: bool
-    rerank_note: str | None
-    empty_index: bool
-    answer: str = ""
-    answer_mode: str = "generate"
-    requested_mode: str = "generate"
+    answer: str
+    sources: list[SearchHit]
+    requested_mode: AnswerMode
+    answer_mode: ProducedBy = "none"
+    model: str | None = None
+    duration_ms: float = 0.0
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    reranked: bool = False
+    rerank_note: str | None = None
+    empty_index: bool = False
+    degraded: str | None = None  # the search was lexical only, and why (`SearchOutcome.degraded`)
     fallback_reason: str | None = None
     answerable: bool = True
     finish_reason: str = "stop"
     grounding: dict[str, Any] | None = None
     highlights: list[list[dict[str, int]]] = field(default_factory=list)
-    usage: dict[str, int] | None = None
+    usage: dict[str, int] = field(default_factory=lambda: _usage(0, 0))
     relevance: float | None = None
-    degraded: str | None = None  # the search was lexical only, and why (`SearchOutcome.degraded`)
 
 
 @dataclass(slots=True)
 class AnswerEvent:
     """``sources``: list[SearchHit]; ``token``: str (checked text) or {"text", "draft": True} (a raw
-    model delta in ``generate`` mode, not checked yet); ``done``: AnswerSummary; ``error``: str (why
+    model delta in ``generate`` mode, not checked yet); ``done``: Answer; ``error``: str (why
     generation stopped after the stream began)."""
 
     kind: Literal["sources", "token", "done", "error"]
     data: Any
-
-
-@dataclass(slots=True)
-class Answer:
-    answer: str
-    sources: list[SearchHit]
-    model: str | None
-    duration_ms: float
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    reranked: bool = False
-    rerank_note: str | None = None
-    answer_mode: str = "generate"
-    requested_mode: str = "generate"
-    fallback_reason: str | None = None
-    answerable: bool = True
-    finish_reason: str = "stop"
-    grounding: dict[str, Any] | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    relevance: float | None = None
-    degraded: str | None = None  # the search was lexical only, and why (`SearchOutcome.degraded`)
-
-
-@dataclass(slots=True)
-class _Outcome:
-    """What the answer step decided; becomes the ``done`` event."""
-
-    answer: str
-    answer_mode: str
-    requested_mode: str
-    model: str | None = None
-    fallback_reason: str | None = None
-    answerable: bool = True
-    finish_reason: str = "stop"
-    grounding: Grounding | None = None
-    highlights: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
-    usage: dict[str, int] = field(default_factory=lambda: _usage(0, 0))
-    relevance: float | None = None
-
-
-# The stages an answer adds to its search's timings.
-GENERATION_STAGES = ("select", "generate", "first_token", "check")
 
 
 class AnswerService:
@@ -136,6 +101,7 @@ class AnswerService:
         self.telemetry = telemetry or NullTelemetry()
         self.search = search
         self.llm = llm
+        self.model = load_model()
         # Admission before any work: a slow generator (the local LLM runs one answer at a time)
         # gets a short queue, and the rest a 429 at once rather than an error after LLM_TIMEOUT.
         self.generation = AdmissionGate(
@@ -149,101 +115,90 @@ class AnswerService:
     def embedder(self) -> EmbeddingService:
         return self.search.embedder
 
-    def requested_mode(self, request: AnswerQuery) -> AnswerMode:
-        return request.answer_mode or self.settings.resolved_answer_mode
-
     async def stream_answer(self, request: AnswerQuery) -> AsyncGenerator[AnswerEvent, None]:
         """Errors before the first event raise (the route answers with an HTTP error; Overloaded
         when the generation queue is full); errors after it become an ``error`` event. Extractive
         requests never wait for the generation queue."""
-        mode, _ = effective_mode(self.requested_mode(request), self.llm.provider)
+        requested = request.answer_mode or self.settings.resolved_answer_mode
+        mode, reason = effective_mode(requested, self.llm.provider)
         admission = self.generation.admit() if mode != "extract" else contextlib.nullcontext()
-        async with admission, contextlib.aclosing(self._stream_answer(request)) as events:
+        async with admission, contextlib.aclosing(self._stream_answer(request, requested, mode, reason)) as events:
             async for event in events:
                 yield event
 
-    async def _stream_answer(self, request: AnswerQuery) -> AsyncGenerator[AnswerEvent, None]:
+    async def _stream_answer(
+        self, request: AnswerQuery, requested: AnswerMode, mode: AnswerMode, reason: str | None
+    ) -> AsyncGenerator[AnswerEvent, None]:
         started = time.perf_counter()
-        # A follow-up question is searched with what the conversation was about.
         query = retrieval_query(request.question, request.history)
         outcome = await self.search.search(replace(request.search, question=query))
         yield AnswerEvent("sources", outcome.hits)
-        timings = dict(outcome.timings_ms)
-        requested = self.requested_mode(request)
+        answer = Answer(
+            "",
+            outcome.hits,
+            requested,
+            timings_ms=dict(outcome.timings_ms),
+            reranked=outcome.reranked,
+            rerank_note=outcome.rerank_note,
+            empty_index=outcome.empty_index,
+            degraded=outcome.degraded,
+        )
         if not outcome.hits:
-            yield AnswerEvent("token", outcome.message or "")
-            result = _Outcome(outcome.message or "", "none", requested, answerable=False, finish_reason="no_answer")
-            yield AnswerEvent("done", self._done(started, timings, outcome, result))
+            self._refuse(answer, outcome.message or "", None)
+            yield AnswerEvent("token", answer.answer)
+            yield AnswerEvent("done", self._done(started, answer))
             return
 
         step = time.perf_counter()
-        passages = [hit.text for hit in outcome.hits]
         try:
-            scored = await score_passages(query, passages, self.embedder, question=request.question)
+            reading = await read_passages(request.question, passages_of(outcome.hits), self.embedder, query=query)
         except CarragError as exc:
             yield AnswerEvent("error", exc.message)
             return
-        timings["select"] = _ms(step)
-        min_relevance = self.settings.answer_min_relevance if request.min_relevance is None else request.min_relevance
-        relevance = judge_relevance(
-            scored,
-            min_relevance=min_relevance,
-            rerank_scores=[hit.rerank_score for hit in outcome.hits] if outcome.reranked else (),
-            min_rerank_score=self.settings.answer_min_rerank_score,
-            question=request.question,
-            passages=passages,
-            sources=_sources(outcome.hits),
-            min_focus=self.settings.answer_min_focus,
-        )
-        if not relevance.answerable:
-            text = no_answer_text(len(outcome.hits))
-            yield AnswerEvent("token", text)
-            timings["generate"] = 0.0
-            result = _Outcome(
-                text,
-                "none",
-                requested,
-                answerable=False,
-                finish_reason="no_answer",
-                fallback_reason=relevance.explain(min_relevance),
-            )
-            result.relevance = relevance.relevance
-            yield AnswerEvent("done", self._done(started, timings, outcome, result))
+        ranked = self.model.rank(reading)
+        confidence = self.model.confidence(reading, ranked)
+        answer.timings_ms["select"] = _ms(step)
+        answer.relevance = round(confidence, 4)
+        threshold = self.min_confidence(request)
+        if confidence < threshold:
+            self._refuse(answer, no_answer_text(len(outcome.hits)), _refusal_reason(reading, confidence, threshold))
+            yield AnswerEvent("token", answer.answer)
+            yield AnswerEvent("done", self._done(started, answer))
             return
 
-        mode, reason = effective_mode(requested, self.llm.provider)
+        answer.fallback_reason = reason
         if mode == "extract":
-            result = self._extract(scored, requested, reason, request.question, _sources(outcome.hits))
-            result.relevance = relevance.relevance
-            yield AnswerEvent("token", result.answer)
-            timings["generate"] = 0.0
-            yield AnswerEvent("done", self._done(started, timings, outcome, result))
+            self._extract(answer, ranked, reason)
+            yield AnswerEvent("token", answer.answer)
+            yield AnswerEvent("done", self._done(started, answer))
             return
 
-        generated: _Outcome | None = None
-        async for event in self._generate(request, outcome, scored, timings, requested, mode):
-            if isinstance(event, _Outcome):
-                generated = event
-            else:
-                yield event
-                if event.kind == "error":
-                    return
-        assert generated is not None
-        generated.relevance = relevance.relevance
+        async for event in self._generate(request, answer, reading, ranked, mode):
+            yield event
+            if event.kind == "error":
+                return
         if mode != "generate":  # auto streamed nothing: its checked answer (or the fallback) goes out now
-            yield AnswerEvent("token", generated.answer)
-        yield AnswerEvent("done", self._done(started, timings, outcome, generated))
+            yield AnswerEvent("token", answer.answer)
+        yield AnswerEvent("done", self._done(started, answer))
 
-    def _extract(
-        self,
-        scored: ScoredPassages,
-        requested: str,
-        reason: str | None,
-        question: str | None = None,
-        sources: Sequence[tuple[str, str]] = (),
-    ) -> _Outcome:
-        extracted = extract_answer(scored, question=question, min_focus=self.settings.answer_min_focus, sources=sources)
-        return _Outcome(extracted.text, "extract", requested, fallback_reason=reason, highlights=extracted.highlights)
+    def min_confidence(self, request: AnswerQuery) -> float:
+        """The request's ``min_relevance``, else ANSWER_MIN_RELEVANCE, else the threshold fitted with the model."""
+        for value in (request.min_relevance, self.settings.answer_min_relevance):
+            if value is not None:
+                return value
+        return self.model.threshold
+
+    def _refuse(self, answer: Answer, text: str, reason: str | None) -> None:
+        answer.answer, answer.answer_mode, answer.answerable = text, "none", False
+        answer.finish_reason, answer.fallback_reason = "no_answer", reason
+        answer.timings_ms.setdefault("generate", 0.0)
+
+    def _extract(self, answer: Answer, ranked: Sequence[Candidate], reason: str | None) -> None:
+        extracted = extract_answer(ranked, self.model.companion)
+        answer.answer, answer.answer_mode, answer.fallback_reason = extracted.text, "extract", reason
+        answer.model, answer.grounding, answer.finish_reason = None, None, "stop"
+        answer.highlights = _highlights(extracted.highlights, len(answer.sources))
+        answer.timings_ms.setdefault("generate", 0.0)
 
     def _messages(self, request: AnswerQuery, fitted: Sequence[FittedSource]) -> list[ChatMessage]:
         system = self.settings.system_prompt
@@ -262,19 +217,13 @@ class AnswerService:
         )
 
     async def _generate(
-        self,
-        request: AnswerQuery,
-        outcome: SearchOutcome,
-        scored: ScoredPassages,
-        timings: dict[str, float],
-        requested: str,
-        mode: AnswerMode,
-    ) -> AsyncIterator[AnswerEvent | _Outcome]:
+        self, request: AnswerQuery, answer: Answer, reading: Reading, ranked: Sequence[Candidate], mode: AnswerMode
+    ) -> AsyncIterator[AnswerEvent]:
+        """Generate into ``answer`` (or, for ``auto``, fall back to the extractive one); yields the stream's
+        events (draft tokens of ``generate``, an ``error``)."""
+        timings = answer.timings_ms
         fitted = fit_context(
-            scored,
-            [hit.text for hit in outcome.hits],
-            [hit.chunk.filename for hit in outcome.hits],
-            self.settings.resolved_max_context_chars,
+            reading, [hit.chunk.filename for hit in answer.sources], self.settings.resolved_max_context_chars
         )
         messages = self._messages(request, fitted)
         max_tokens = min(request.max_tokens or self.settings.llm_max_tokens, self.settings.llm_max_tokens)
@@ -297,28 +246,24 @@ class AnswerService:
                         if looping:
                             break  # closing the stream stops the generation
         except (TimeoutError, CarragError) as exc:
-            detail = (
-                f"generation exceeded {self.settings.llm_timeout:.0f}s (LLM_TIMEOUT)"
-                if isinstance(exc, TimeoutError)
-                else str(exc.message)
-            )
             timings["generate"] = _ms(generation_started)
             # The extractive answer needs no LLM: a model too slow for LLM_TIMEOUT (an overloaded machine) is no
             # reason to fail an auto request. A failing LLM (model not found, server down) stays an error the
             # operator sees.
-            if mode == "auto" and isinstance(exc, TimeoutError):
-                yield self._extract(
-                    scored, requested, f"generation failed: {detail}", request.question, _sources(outcome.hits)
-                )
+            if isinstance(exc, TimeoutError):
+                detail = f"generation exceeded {self.settings.llm_timeout:.0f}s (LLM_TIMEOUT)"
+                if mode == "auto":
+                    self._extract(answer, ranked, f"generation failed: {detail}")
+                    return
+                yield AnswerEvent("error", {"detail": detail})
                 return
-            yield AnswerEvent("error", {"detail": detail} if isinstance(exc, TimeoutError) else exc.message)
+            yield AnswerEvent("error", exc.message)
             return
         timings["generate"] = _ms(generation_started)
         if first_token_ms is not None:
             timings["first_token"] = first_token_ms
         finish = "loop" if detector.loop_start is not None else ("length" if deltas >= max_tokens else "stop")
-        prompt_tokens = sum(len(m.content) for m in messages) // CHARS_PER_TOKEN
-        usage = _usage(prompt_tokens, deltas)
+        usage = _usage(sum(len(m.content) for m in messages) // CHARS_PER_TOKEN, deltas)
 
         step = time.perf_counter()
         try:
@@ -334,84 +279,48 @@ class AnswerService:
             return
         timings["check"] = _ms(step)
         problem = _not_trustworthy(grounding, finish)
+        answer.usage = usage
         if mode == "auto" and problem is not None:
-            fallback = self._extract(
-                scored, requested, f"generated answer {problem}", request.question, _sources(outcome.hits)
-            )
-            fallback.usage = usage
-            yield fallback
+            self._extract(answer, ranked, f"generated answer {problem}")
             return
-        yield _Outcome(
-            grounding.answer,
-            "generate",
-            requested,
-            model=self.llm.model,
-            finish_reason=finish,
-            grounding=grounding,
-            highlights=grounding.highlights(),
-            usage=usage,
-        )
+        answer.answer, answer.answer_mode, answer.model = grounding.answer, "generate", self.llm.model
+        answer.finish_reason, answer.grounding = finish, grounding.as_dict()
+        answer.highlights = _highlights(grounding.highlights(), len(answer.sources))
 
-    def _done(
-        self, started: float, timings: dict[str, float], outcome: SearchOutcome, result: _Outcome
-    ) -> AnswerSummary:
-        # The search stages in ``timings`` were reported by SearchService; these are the answer's own.
+    def _done(self, started: float, answer: Answer) -> Answer:
+        # The search stages in ``timings_ms`` were reported by SearchService; these are the answer's own.
+        timings = answer.timings_ms
         self.telemetry.stages("query", {stage: timings[stage] for stage in GENERATION_STAGES if stage in timings})
-        highlights = [
-            [{"start": start, "end": end} for start, end in result.highlights.get(position, [])]
-            for position in range(len(outcome.hits))
-        ]
-        return AnswerSummary(
-            model=result.model,
-            duration_ms=_ms(started),
-            timings_ms=timings,
-            reranked=outcome.reranked,
-            rerank_note=outcome.rerank_note,
-            empty_index=outcome.empty_index,
-            answer=result.answer,
-            answer_mode=result.answer_mode,
-            requested_mode=result.requested_mode,
-            fallback_reason=result.fallback_reason,
-            answerable=result.answerable,
-            finish_reason=result.finish_reason,
-            grounding=result.grounding.as_dict() if result.grounding is not None else None,
-            highlights=highlights,
-            usage=result.usage,
-            relevance=result.relevance,
-            degraded=outcome.degraded,
-        )
+        answer.duration_ms = _ms(started)
+        if not answer.highlights:
+            answer.highlights = [[] for _ in answer.sources]
+        return answer
 
     async def answer(self, request: AnswerQuery) -> Answer:
-        sources: list[SearchHit] = []
-        done: AnswerSummary | None = None
+        done: Answer | None = None
         async for event in self.stream_answer(request):
-            if event.kind == "sources":
-                sources = event.data
-            elif event.kind == "error":
+            if event.kind == "error":
                 raise DependencyUnavailable("llm", event.data)
-            elif event.kind == "done":
+            if event.kind == "done":
                 done = event.data
         assert done is not None, "a stream that raised no error ends with its done event"
-        for hit, highlights in zip(sources, done.highlights, strict=False):
+        for hit, highlights in zip(done.sources, done.highlights, strict=False):
             hit.highlights = highlights
-        return Answer(
-            answer=done.answer,
-            sources=sources,
-            model=done.model,
-            duration_ms=done.duration_ms,
-            timings_ms=done.timings_ms,
-            reranked=done.reranked,
-            rerank_note=done.rerank_note,
-            answer_mode=done.answer_mode,
-            requested_mode=done.requested_mode,
-            fallback_reason=done.fallback_reason,
-            answerable=done.answerable,
-            finish_reason=done.finish_reason,
-            grounding=done.grounding,
-            usage=done.usage or {},
-            relevance=done.relevance,
-            degraded=done.degraded,
-        )
+        return done
+
+
+def no_answer_text(source_count: int) -> str:
+    if not source_count:
+        return NO_ANSWER_TEXT
+    if source_count == 1:
+        return f"{NO_ANSWER_TEXT} The closest passage is listed as a source."
+    return f"{NO_ANSWER_TEXT} The {source_count} closest passages are listed as sources."
+
+
+def _refusal_reason(reading: Reading, confidence: float, threshold: float) -> str:
+    missing = missing_key_terms(reading.question, [text for p in reading.passages for text in (p.text, p.title)])
+    said = f"no passage mentions {', '.join(missing)}; " if missing else ""
+    return f"{said}no passage text is likely to answer (confidence {confidence:.2f} < {threshold:.2f})"
 
 
 def _not_trustworthy(grounding: Grounding, finish: str) -> str | None:
@@ -423,6 +332,10 @@ def _not_trustworthy(grounding: Grounding, finish: str) -> str | None:
         unsupported = len(grounding.unsupported)
         return f"not grounded: {unsupported} of {len(grounding.sentences)} sentences unsupported"
     return None
+
+
+def _highlights(spans: dict[int, list[tuple[int, int]]], count: int) -> list[list[dict[str, int]]]:
+    return [[{"start": start, "end": end} for start, end in spans.get(position, [])] for position in range(count)]
 
 
 def _usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
@@ -437,7 +350,23 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 2)
 
 
-def _sources(hits: Sequence[SearchHit]) -> list[tuple[str, str]]:
-    """Each source as the answer checks read it: what names it (its document's title and source id,
-    a file name) and its passage."""
-    return [(f"{hit.chunk.title or ''} {hit.chunk.source_id}".strip(), hit.text) for hit in hits]
+def passages_of(hits: Sequence[SearchHit]) -> list[Passage]:
+    """The hits as the answer step reads them: the passage, what names its document, where the winning
+    chunk lies in it, and how it was retrieved."""
+    best = max((hit.rrf_score or hit.score for hit in hits), default=0.0) or 1.0
+    passages = []
+    for rank, hit in enumerate(hits):
+        start = hit.text.find(hit.chunk.text)
+        passages.append(
+            Passage(
+                text=hit.text,
+                title=f"{hit.chunk.title or ''} {hit.chunk.source_id}".strip(),
+                section=hit.chunk.section or "",
+                matched=(start, start + len(hit.chunk.text)) if start >= 0 else None,
+                rank=rank,
+                fusion=(hit.rrf_score or hit.score) / best,
+                lexical=hit.bm25_rank is not None,
+                semantic=hit.knn_rank is not None,
+            )
+        )
+    return passages

@@ -79,58 +79,40 @@ loaded any more, searches are lexical (BM25) only and ingests are refused (409) 
 ## Answer modes and thresholds
 
 How an answer is made and checked lives in `carrag/services/answers/` (see
-[architecture.md](architecture.md)). `ANSWER_MODE` chooses who writes it: `extract` (the best
-sentences of the retrieved passages, each cited; no LLM), `generate` (the LLM, with a grounding
-check reported in `grounding`) or `auto` (generate, then fall back to `extract` when the check
-finds an unsupported sentence, a loop or nothing, saying why in `fallback_reason`). Unset, the
+[architecture.md](architecture.md)). `ANSWER_MODE` chooses who writes it: `extract` (the most
+probable answer units of the retrieved passages, each cited; no LLM), `generate` (the LLM, with a
+grounding check reported in `grounding`) or `auto` (generate, then fall back to `extract` when the
+check finds an unsupported sentence, a loop or nothing, saying why in `fallback_reason`). Unset, the
 default follows the LLM:
 
-- **embedded SmolLM2-135M (`LLM=local`): `extract`.** On the 73-question development set
-  (`carrag/bench/questions/corpus_dev.jsonl`, `carrag eval-answers --mode extract`), extract
-  answered 45 of 60 answerable questions correctly with 98 % valid citations (92/94), no invented
-  number, in a median 0.64 s (load 21–24 on 2 cores). Generation with SmolLM2 scored 0.33
-  accuracy and 0.11 citation validity at a median 7.9 s in the issue's held-out run; with `auto` on
-  the README's two example questions, one generated answer failed the check (2 of 2 sentences
-  unsupported) and fell back, and the answers took 92 s and 10 s (load 29). A 135M model rarely
-  writes a grounded answer and costs seconds for it, so the default does not ask it.
+- **embedded SmolLM2-135M (`LLM=local`): `extract`.** A 135M model rarely writes a grounded, cited
+  answer and costs seconds for it (every mode's accuracy and latency:
+  [benchmarks.md](benchmarks.md#answer-quality-development-and-validation)), so the default does not ask it.
 - **Ollama and OpenAI-compatible servers: `auto`.** A capable model writes better prose than a
   quote, and the check catches what it invents (tested on recorded Ollama answers); the fallback
   keeps a wrong generation from reaching the user.
 - **`LLM=none`**: `extract` (every mode answers extractively).
 
-`ANSWER_MIN_RELEVANCE` decides "the documents don't say": the best sentence of the retrieved
-passages is scored against the question (0.55 × the embedder's cosine + 0.45 × the share of the
-question's terms it contains, rarer terms weighing more); below the threshold, or when the question
-names a number, year, code or capitalised name that no passage mentions, the answer says the
-documents do not contain it, lists the closest passages, and no LLM runs. The default,
-0.42, was measured on two sets with the embedded MiniLM embedder: the development set
-(answerable vs. unanswerable questions over the same documents; answerable relevance q1 0.58,
-unanswerable median 0.46, "capital of Mongolia" 0.40) and SciFact (40 claims whose abstract is
-ingested among 240 vs. 20 off-topic questions; claims median 0.48, off-topic maximum 0.39). 0.42 is
-above the off-topic maximum of both; a higher value (0.48–0.50 refuses one more trap of the
-development set) would refuse over half of SciFact's answerable claims. The key-term rule took
-refusals of unanswerable development questions from 6/13 to 9/13 at equal accuracy. Command: `python -m carrag.bench.answer_calibration --questions
-carrag/bench/questions/corpus_dev.jsonl --scifact ../shared/data/scifact-dev`. Another embedder
-(`EMBEDDER=ollama`) has another cosine scale: recalibrate with the same command. A request can
-override it with `min_relevance` (0 never refuses).
+"The documents don't say" is decided by the answer model (`carrag/services/answers/model.py`, weights
+in `answer_model.json`), not by hand-set thresholds: every answer unit of the retrieved passages (a
+sentence, a table row with its column names, a list item with its lead-in, a definition, a command) is
+scored from features such as the embedder's cosine to the question, rarity-weighted term overlap,
+whether it holds the kind of answer asked for (a number, a date, a name, code) and its passage's
+retrieval rank; a second model gives the probability that the best unit answers, from those scores and
+whether the question names something no passage mentions. Below `ANSWER_MIN_RELEVANCE` — by default
+the threshold fitted with the model, chosen by cross-validation so that a refusal costs as much as a
+wrong answer — the answer says the documents do not contain it, lists the closest passages, and no
+LLM runs. A request can override it with `min_relevance` (0 never refuses); the response's
+`relevance` is the probability it was compared with. The model is fitted on the development
+questions and cross-validated by document with one command, which prints the cross-validated scores
+and writes the weights:
 
-A relevant passage is not yet an answer (`carrag/services/answers/focus.py`): one of the five
-strongest sentences must also hold the kind of answer asked for (a number the question does not
-already contain for "how many", "what year", "what score/profit/version ..."; a name for "who"),
-every number, year or code the question names (in the sentence, its table's title and column names,
-or the document title; a table row must also hold the names), no empty cell under the column asked
-about, and at least `ANSWER_MIN_FOCUS` of the question's own terms (weighted by rarity). The sentence's
-own passage must name at least one of the names the question asks about, and the rest must be in
-what was retrieved of the same document (a name only another document mentions — "February" in a
-book retrieved next to a memo about January 23 — does not make the memo's sentence an answer); a
-"what/which" answer must say something the question does not ("- Germany" does not answer "which
-regions are listed under Germany?"); a row of an index table (one with a Page column) answers only
-questions about that table's own columns; for a follow-up, a sentence counts as a paraphrase of the
-question only by its closeness to the follow-up as asked, so the previous question's answer is not
-given again. Otherwise the documents don't say. Measured on the development set and, unseen while tuning, the held-out set
-(`carrag/bench/questions/corpus_heldout.jsonl`, other documents): 0.3 took refusals of unanswerable
-questions from 9/13 to 11/13 (dev) and 5/12 to 8/12 (held-out) while accuracy rose (docs/benchmarks.md);
-0.4 refused one more trap per set but cost 5 dev answers.
+```bash
+python -m carrag.bench.answer_fitting --cache /tmp/answer-fit   # --cache: a second fit skips ingestion
+```
+
+Another embedder (`EMBEDDER=ollama`, `openai`) has another cosine scale: refit with the same command
+(set the embedder in the environment) before relying on its refusals.
 """
 
 

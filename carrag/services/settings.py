@@ -312,26 +312,13 @@ class Settings(BaseSettings):
         "no LLM) or `auto` (generate, check grounding, fall back to extract). Default: `extract` for the "
         "local LLM and LLM=none, `auto` for Ollama and OpenAI-compatible servers (docs/configuration.md).",
     )
-    answer_min_relevance: float = Field(
-        0.42,
+    answer_min_relevance: float | None = Field(
+        None,
         ge=0,
         le=1,
-        description="Best sentence relevance (embedder cosine mixed with rare-term overlap) below which the "
-        'answer is "the documents don\'t say" and no LLM runs. 0 never refuses.',
-    )
-    answer_min_focus: float = Field(
-        0.3,
-        ge=0,
-        le=1,
-        description="Share of the question's own terms (weighted by rarity) that one of the strongest sentences "
-        "must cover, with the kind of answer asked for (a number for how many/what year, a name for who); "
-        'else the answer is "the documents don\'t say". 0 checks only the kind of answer.',
-    )
-    answer_min_rerank_score: float = Field(
-        0.5,
-        ge=0,
-        le=1,
-        description="A top rerank score at least this high makes a question answerable (when reranked).",
+        description="Least confidence (0–1: the answer model's probability that the best passage text answers the "
+        'question) for an answer; below it the answer is "the documents don\'t say" and no LLM runs. Default: the '
+        "threshold fitted with the model (carrag/services/answers/answer_model.json). 0 never refuses.",
     )
     answer_min_support: float = Field(
         0.55,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from carrag.api.schemas.jobs import JobOut
 from carrag.api.schemas.query import SearchResponse, Source, StreamDone, StreamError, StreamToken, stream_payload
-from carrag.services.answering import AnswerSummary
+from carrag.services.answering import Answer
 from carrag.services.ingestion import IngestResult
 from carrag.services.jobs import Job
 from carrag.services.models import StoredChunk
@@ -49,7 +49,7 @@ def test_a_job_reads_progress_result_and_timestamps() -> None:
 
 
 def test_stream_payloads_from_the_service_and_from_json_agree() -> None:
-    summary = AnswerSummary("llm", 12.0, {"generate": 10.0}, reranked=False, rerank_note=None, empty_index=False)
+    summary = Answer("Hello", [], "generate", model="llm", duration_ms=12.0, timings_ms={"generate": 10.0})
     for kind, data, wire in [
         ("token", "Hello", StreamToken),
         ("done", summary, StreamDone),

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from carrag.bench.answer_questions import DEFAULT_QUESTIONS, documents_of, load_questions
+from carrag.bench.answer_questions import PARTS, documents_of, load_questions
 from carrag.bench.answer_runner import parse_answer_modes
 from carrag.bench.answer_scoring import contains_phrase, normalise
 from carrag.services.errors import InvalidInput
@@ -64,55 +64,37 @@ def test_answer_modes() -> None:
         parse_answer_modes("extract,magic")
 
 
-def test_the_development_set_is_complete() -> None:
-    questions = load_questions(DEFAULT_QUESTIONS)
-    kinds = {question.kind for question in questions}
-    assert len(questions) >= 50
-    assert sum(not question.answerable for question in questions) >= 10
-    assert {"factoid", "number", "list", "table", "yesno", "followup"} <= kinds
-    assert all(question.history for question in questions if question.kind == "followup")
-    formats = {Path(document).suffix for document in documents_of(questions)}
-    assert {".pdf", ".html", ".md", ".docx", ".xlsx", ".txt"} <= formats
+def test_the_development_and_validation_sets_are_complete_and_split_by_document() -> None:
+    development, validation = (load_questions(PARTS[name]) for name in ("dev", "validation"))
+    for questions in (development, validation):
+        kinds = {question.kind for question in questions}
+        assert len(questions) >= 150
+        assert sum(not question.answerable for question in questions) >= 30
+        assert {"factoid", "number", "list", "table", "yesno", "followup", "topic_change"} <= kinds
+        assert all(question.history for question in questions if question.kind in ("followup", "topic_change"))
+        formats = {Path(document).suffix for document in documents_of(questions)}
+        assert {".pdf", ".html", ".md", ".docx", ".txt"} <= formats
+    # A validation question may name a development document beside its own (a distractor); a development
+    # question never names a validation document.
+    validation_documents = {d for q in validation for d in q.documents} - {d for q in development for d in q.documents}
+    assert len(validation_documents) >= len({d for q in development for d in q.documents}) / 2
+    assert all(any(d in validation_documents for d in q.documents) for q in validation)
 
 
-HELD_OUT = DEFAULT_QUESTIONS.with_name("corpus_heldout.jsonl")
-HELD_OUT_2 = DEFAULT_QUESTIONS.with_name("corpus_heldout2.jsonl")
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "corpus"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
-def test_the_held_out_set_is_complete_and_uses_other_documents() -> None:
-    questions = load_questions(HELD_OUT)
-    assert len(questions) >= 40
-    assert sum(not question.answerable for question in questions) >= 10
-    assert {"factoid", "number", "list", "table", "yesno", "followup"} <= {question.kind for question in questions}
-    assert not set(documents_of(questions)) & set(documents_of(load_questions(DEFAULT_QUESTIONS)))
-    formats = {Path(document).suffix for document in documents_of(questions)}
-    assert {".pdf", ".html", ".md", ".docx", ".xlsx", ".txt"} <= formats
-
-
-def test_the_second_held_out_set_is_complete_and_uses_documents_the_other_sets_do_not() -> None:
-    questions = load_questions(HELD_OUT_2)
-    assert len(questions) >= 35
-    assert sum(not question.answerable for question in questions) >= 10
-    assert {"factoid", "number", "list", "table", "yesno", "followup"} <= {question.kind for question in questions}
-    assert all(question.history for question in questions if question.kind == "followup")
-    others = documents_of(load_questions(DEFAULT_QUESTIONS)) + documents_of(load_questions(HELD_OUT))
-    # ideas-page.html has one held-out question; the questions here ask other facts of it.
-    assert set(documents_of(questions)) & set(others) == {"html/unstructured/ideas-page.html"}
-
-
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not next to this checkout")
-@pytest.mark.parametrize(
-    "questions_file", [DEFAULT_QUESTIONS, HELD_OUT, HELD_OUT_2], ids=["dev", "held-out", "held-out-2"]
-)
-def test_gold_answers_and_evidence_occur_in_the_parsed_documents(questions_file: Path) -> None:
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED.is_dir(), reason="the shared data is not next to this checkout")
+@pytest.mark.parametrize("part", list(PARTS))
+def test_gold_answers_and_evidence_occur_in_the_parsed_documents(part: str) -> None:
     """Every evidence string and at least one accepted answer (yes/no aside) is in the text Carrag's parsers produce."""
     texts: dict[str, str] = {}
     missing = []
-    for question in load_questions(questions_file):
+    for question in load_questions(PARTS[part]):
         for document in question.documents:
             if document not in texts:
-                texts[document] = parse_file((CORPUS / document).read_bytes(), Path(document).name).text
+                texts[document] = parse_file((SHARED / document).read_bytes(), Path(document).name).text
         text = "\n".join(texts[document] for document in question.documents)
         missing += [
             (question.id, evidence) for evidence in question.evidence if normalise(evidence) not in normalise(text)

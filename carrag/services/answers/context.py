@@ -2,8 +2,8 @@
 
 Each source gets an equal share of ``MAX_CONTEXT_CHARS`` (a short source gives what it does not
 use to the ones after it). A source that fits its share goes in whole; a longer one is cut down to
-its best sentences (by their score against the question), kept in document order and joined by
-``…`` where sentences were left out. So every listed source reaches the model and can be cited,
+its most probable answer units (the answer model's ranking), kept in document order and joined
+by ``…``. So every listed source reaches the model and can be cited,
 and a citation can only point at text the model was given (the grounding check reads the same
 text). Markdown link targets, images and page chrome (navigation, cookie and share lines) are
 stripped: they cost context and invite the model to cite them.
@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
+from carrag.services.answers.features import Candidate, Reading
 
 GAP = " … "
 HEADER_ALLOWANCE = 80  # "[Source n: filename]\n" plus the separator between sources
@@ -48,48 +48,44 @@ def clean_for_model(text: str) -> str:
 class FittedSource:
     filename: str
     text: str  # what the model sees of this source
-    sentences: list[ScoredSentence] = field(default_factory=list)  # the sentences it contains
+    units: list[Candidate] = field(default_factory=list)  # the answer units it contains
     whole: bool = True
 
 
-def fit_context(
-    scored: ScoredPassages, passages: Sequence[str], filenames: Sequence[str], max_chars: int
-) -> list[FittedSource]:
+def fit_context(reading: Reading, filenames: Sequence[str], max_chars: int) -> list[FittedSource]:
+    """``reading``'s candidates ranked (their probabilities set) by the answer model."""
     fitted: list[FittedSource] = []
     remaining = max_chars
-    for source, (passage, filename) in enumerate(zip(passages, filenames, strict=True)):
-        share = max(remaining // (len(passages) - source) - HEADER_ALLOWANCE, 0)
-        cleaned = clean_for_model(passage)
-        sentences = scored.of_source(source)
+    count = len(reading.passages)
+    for source, (passage, filename) in enumerate(zip(reading.passages, filenames, strict=True)):
+        share = max(remaining // (count - source) - HEADER_ALLOWANCE, 0)
+        cleaned = clean_for_model(passage.text)
+        units = reading.of_source(source)
         if len(cleaned) <= share:
-            fitted.append(FittedSource(filename, cleaned, sentences, whole=True))
+            fitted.append(FittedSource(filename, cleaned, units, whole=True))
         else:
-            fitted.append(_best_sentences(filename, sentences, share, scored))
+            fitted.append(_best_units(filename, units, share))
         remaining -= len(fitted[-1].text) + HEADER_ALLOWANCE
     return fitted
 
 
-def _best_sentences(filename: str, sentences: list[ScoredSentence], share: int, scored: ScoredPassages) -> FittedSource:
-    chosen: list[ScoredSentence] = []
+def _best_units(filename: str, units: list[Candidate], share: int) -> FittedSource:
+    chosen: list[Candidate] = []
     used = 0
-    for candidate in sorted(sentences, key=scored.strength, reverse=True):
-        text = clean_for_model(candidate.sentence.text)
-        cost = len(text) + len(GAP)
-        if used + cost > share:
+    for candidate in sorted(units, key=lambda c: -c.probability):
+        cost = len(candidate.unit.display) + len(GAP)
+        if used + cost > share or any(_inside(candidate, other) for other in chosen):
             continue
         chosen.append(candidate)
         used += cost
-    chosen.sort(key=lambda s: s.sentence.start)
+    chosen.sort(key=lambda c: c.unit.start)
     parts: list[str] = []
-    previous: ScoredSentence | None = None
-    for sentence in chosen:
-        if previous is not None:
-            parts.append(" " if _adjacent(previous, sentence, sentences) else GAP)
-        parts.append(clean_for_model(sentence.sentence.text))
-        previous = sentence
+    for index, candidate in enumerate(chosen):
+        if index:
+            parts.append(GAP)
+        parts.append(candidate.unit.display)
     return FittedSource(filename, "".join(parts), chosen, whole=False)
 
 
-def _adjacent(first: ScoredSentence, second: ScoredSentence, all_sentences: list[ScoredSentence]) -> bool:
-    positions = {id(s): i for i, s in enumerate(all_sentences)}
-    return positions.get(id(second), -1) - positions.get(id(first), -2) == 1
+def _inside(candidate: Candidate, other: Candidate) -> bool:
+    return candidate.unit.start < other.unit.end and candidate.unit.end > other.unit.start

@@ -18,7 +18,6 @@ from carrag.services.stop_words import ENGLISH_STOP_WORDS
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*(?:[.,][0-9]+)*")
 _NUMBER = re.compile(r"(?<![A-Za-z])\d+(?:[.,]\d+)*(?:\.\d+)?")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)*")
-_YEAR_OR_NUMBER = re.compile(r"\d")
 
 # Beyond the English function words: the words of instructions and questions about documents.
 STOP_WORDS = ENGLISH_STOP_WORDS | frozenset(
@@ -93,7 +92,7 @@ def terms(text: str) -> list[str]:
         word = re.sub(r"['’]s$", "", token.lower()).strip("'’-")
         if not word or word in STOP_WORDS:
             continue
-        if _YEAR_OR_NUMBER.search(word) and re.fullmatch(r"[\d.,]+", word):
+        if re.fullmatch(r"[\d.,]+", word) and any(char.isdigit() for char in word):
             found.append(normalise_number(word))
         elif len(word) > 1:
             found.append(stem(word))

@@ -1,11 +1,12 @@
-"""The extractive answer: the best one to three sentences (or table rows) of the retrieved
-passages, each followed by its ``[Source n]`` citation, and the offsets of what was quoted.
+"""The extractive answer: the unit the model finds most likely to answer, and the units of the same
+passage it finds at least half as likely (``AnswerModel.companion``), each quoted as plain text and
+followed by its ``[Source n]``.
 
-The best sentence by ``ScoredPassages.strength`` wins (its score, discounted for sentences that
-only echo the question: headings, header rows, title lines); up to two more join it when they are
-close to it (``COMPANION_RATIO``). A sentence ending in a colon brings the one it announces; one answering "who" with "she" the
-sentence before it, which names her. Sentences from one passage keep their document order; from several passages
-they are grouped by source, best source first.
+A table row is quoted with its column names, a list item with its lead-in, a definition with its
+term, a command with its description (``Unit.display``). Units of one passage keep their document
+order. A unit inside another
+chosen one (an item of a chosen list) is not quoted twice, and a lead-in ending with a colon is quoted
+with what it announces.
 """
 
 from __future__ import annotations
@@ -14,87 +15,59 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from carrag.services.answers.context import clean_for_model
-from carrag.services.answers.focus import answering_sentence, names_by_antecedent, new_names, ranked_candidates
-from carrag.services.answers.question_types import expects_person
-from carrag.services.answers.scoring import ScoredPassages, ScoredSentence
+from carrag.services.answers.features import Candidate
 
-MAX_SENTENCES = 3
-COMPANION_RATIO = 0.85
+MAX_UNITS = 3
 
 
 @dataclass(slots=True)
 class ExtractiveAnswer:
     text: str
-    chosen: list[ScoredSentence]
+    chosen: list[Candidate]
     highlights: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # 0-based source → offsets
 
 
-def extract_answer(
-    scored: ScoredPassages,
-    max_sentences: int = MAX_SENTENCES,
-    *,
-    question: str | None = None,
-    min_focus: float = 0.0,
-    sources: Sequence[tuple[str, str]] = (),
-) -> ExtractiveAnswer:
-    """With ``question`` (as asked), the answer leads with the sentence that answers it (``focus``),
-    and a sentence of another passage joins only when it answers it too."""
-    strength = scored.strength
-    ranked = ranked_candidates(scored)
+def _overlaps(candidate: Candidate, chosen: Sequence[Candidate]) -> bool:
+    unit = candidate.unit
+    return any(
+        other.source == candidate.source and unit.start < other.unit.end and unit.end > other.unit.start
+        for other in chosen
+    ) or any(other.unit.display.lower() == unit.display.lower() for other in chosen)
+
+
+def announced(best: Candidate, ranked: Sequence[Candidate]) -> Candidate:
+    """A lead-in ("install it with pip:", "as follows:") is quoted with what it announces: the most probable
+    of the units read with it as their label (a list, a code block, a table row)."""
+    if not best.unit.text.endswith(":"):
+        return best
+    return next((c for c in ranked if c.source == best.source and c.unit.label == best.unit.display), best)
+
+
+def chosen_units(ranked: Sequence[Candidate], companion: float, limit: int = MAX_UNITS) -> list[Candidate]:
+    """The best unit, and the units of its passage the model finds at least ``companion`` times as likely
+    to be the answer, not repeating what is chosen."""
     if not ranked:
-        return ExtractiveAnswer("", [])
-    best = ranked[0]
-    if question is not None:
-        best = answering_sentence(question, scored, ranked, min_focus, sources) or best
+        return []
+    best = announced(ranked[0], ranked)
     chosen = [best]
-    seen_texts = {best.sentence.text.lower()}
-    for candidate in ranked:
-        if len(chosen) >= max_sentences or strength(candidate) < COMPANION_RATIO * strength(best):
+    for candidate in ranked[1:]:
+        if len(chosen) >= limit or candidate.probability < companion * ranked[0].probability:
             break
-        if candidate.sentence.text.lower() in seen_texts:
-            continue  # the same sentence in two passages (or the best itself)
-        if (
-            question is not None
-            and candidate.source != best.source
-            and not answering_sentence(question, scored, [candidate], min_focus, sources)
-        ):
-            continue  # another passage's sentence that does not answer would cite a source without the answer
-        chosen.append(candidate)
-        seen_texts.add(candidate.sentence.text.lower())
-    chosen = _with_continuations(scored, chosen)
-    if question is not None and _names_by_antecedent_only(question, best):
-        # "she greeted ...": the sentence before says who she is
-        before = next((s for s in scored.of_source(best.source) if s.sentence == best.antecedent), None)
-        if before is not None and all(before is not s for s in chosen):
-            chosen.append(before)
-    source_order = list(dict.fromkeys(s.source for s in chosen))
-    ordered = sorted(chosen, key=lambda s: (source_order.index(s.source), s.sentence.start))
-    separator = "\n" if any(s.sentence.is_table_row for s in ordered) else " "
-    text = separator.join(f"{clean_for_model(s.display)} [Source {s.source + 1}]" for s in ordered)
+        if candidate.source == best.source and not _overlaps(candidate, chosen):
+            chosen.append(candidate)
+    return chosen
+
+
+def extract_answer(ranked: Sequence[Candidate], companion: float) -> ExtractiveAnswer:
+    chosen = chosen_units(ranked, companion)
+    if not chosen:
+        return ExtractiveAnswer("", [])
+    source_order = list(dict.fromkeys(candidate.source for candidate in chosen))
+    ordered = sorted(chosen, key=lambda c: (source_order.index(c.source), c.unit.start))
+    block = any("\n" in c.unit.display or c.unit.kind in ("row", "record", "list") for c in ordered)
+    separator = "\n" if block and len(ordered) > 1 else " "
+    text = separator.join(f"{candidate.unit.display} [Source {candidate.source + 1}]" for candidate in ordered)
     highlights: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for sentence in ordered:
-        highlights[sentence.source].append((sentence.sentence.start, sentence.sentence.end))
+    for candidate in ordered:
+        highlights[candidate.source].append((candidate.unit.start, candidate.unit.end))
     return ExtractiveAnswer(text, ordered, dict(highlights))
-
-
-def _names_by_antecedent_only(question: str, sentence: ScoredSentence) -> bool:
-    return (
-        expects_person(question)
-        and not new_names(question, sentence.sentence.text)
-        and names_by_antecedent(question, sentence)
-    )
-
-
-def _with_continuations(scored: ScoredPassages, chosen: list[ScoredSentence]) -> list[ScoredSentence]:
-    """A sentence that ends with a colon announces the next one (a command, a list): take it too."""
-    extended = list(chosen)
-    for sentence in chosen:
-        if not sentence.sentence.text.endswith(":"):
-            continue
-        following = [s for s in scored.of_source(sentence.source) if s.sentence.start >= sentence.sentence.end]
-        if following:
-            nearest = min(following, key=lambda s: s.sentence.start)
-            if all(nearest is not s for s in extended):
-                extended.append(nearest)
-    return extended

@@ -10,8 +10,10 @@ the model was given, and do its citations point at them?
    over a passage. A sentence that adds more than ``MAX_UNCOVERED_TERMS`` content terms found in no
    such window (and more than ``MAX_UNCOVERED_SHARE`` of its terms) is unsupported however similar
    it reads: "the FL-500S, a motor car fuel filter modified to fit the engine" embeds close to "the
-   oil filter is the FL-500S", and only its words show the invention. Numbers found in no source
-   (nor the question) make the sentence unsupported; names found in none lower its support.
+   oil filter is the FL-500S", and only its words show the invention. A value found in no source
+   (nor the question) with the same sign, magnitude and unit makes the sentence unsupported
+   (``values``: "1 to 32768" is not in "-32768 to +32767", "512 KB" not in "512 MB"); names found
+   in none lower its support.
 3. A supported sentence without a citation gets the citation of its best source; a sentence whose
    citations point only at sources that do not support it, while another source does, has them
    replaced (reported as removed and added).
@@ -30,8 +32,9 @@ import numpy as np
 
 from carrag.services.answers.context import FittedSource
 from carrag.services.answers.evidence import names, numbers, terms
-from carrag.services.answers.scoring import ScoredSentence
-from carrag.services.answers.sentences import split_sentences
+from carrag.services.answers.features import Candidate
+from carrag.services.answers.units import read_units
+from carrag.services.answers.values import Value, unsupported_values
 from carrag.services.embedders.service import EmbeddingService
 
 COSINE_WEIGHT = 0.5
@@ -57,9 +60,10 @@ class CheckedSentence:
     source: int | None  # 1-based
     supported: bool
     checked: bool = True
-    evidence: list[ScoredSentence] = field(default_factory=list)
+    evidence: list[Candidate] = field(default_factory=list)
     per_source: list[float] = field(default_factory=list)  # support from each source, in source order
     unfound_terms: list[str] = field(default_factory=list)  # terms of it the best source's windows lack
+    unfound_values: list[Value] = field(default_factory=list)  # values (sign, number, unit) no source holds
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -101,7 +105,7 @@ class Grounding:
             if sentence.supported:
                 for evidence in sentence.evidence:
                     spans = found.setdefault(evidence.source, [])
-                    span = (evidence.sentence.start, evidence.sentence.end)
+                    span = (evidence.unit.start, evidence.unit.end)
                     if span not in spans:
                         spans.append(span)
         return {source: sorted(spans) for source, spans in found.items()}
@@ -142,7 +146,7 @@ def without_citations(text: str) -> str:
 
 def _sentence_spans(text: str) -> list[tuple[int, int]]:
     """Sentence spans of the answer; citations that open a sentence belong to the one before."""
-    spans = [(s.start, s.end) for s in split_sentences(text)]
+    spans = sorted({(unit.start, unit.end) for unit in read_units(text) if unit.kind != "list"})
     merged: list[tuple[int, int]] = []
     for start, end in spans:
         leading = _LEADING_CITATIONS.match(text[start:end])
@@ -172,9 +176,8 @@ async def check_grounding(
     vectors = await _embed(embedder, contents)
     windows = [_windows(source) for source in sources]
     question_terms = set(terms(question)) | numbers(question, spelled=True)
-    source_text = " \n ".join(source.text for source in sources).lower()
-    known_numbers = numbers(source_text, spelled=True) | numbers(question, spelled=True)
-    known_text = source_text + " " + question.lower()
+    source_text = " \n ".join(source.text for source in sources)
+    (source_text + " " + question).lower()
 
     pieces: list[str] = []
     checked: list[CheckedSentence] = []
@@ -189,7 +192,7 @@ async def check_grounding(
         else:
             cited = [n for n in dict.fromkeys(cited_sources(sentence_text)) if 1 <= n <= len(sources)]
             result = _check(
-                content, sentence_terms, vector, sources, windows, question_terms, known_numbers, known_text, cited
+                content, sentence_terms, vector, sources, windows, question_terms, source_text + "\n" + question, cited
             )
             result.supported = result.supported and result.support >= min_support
             sentence_text, swapped_out, swapped_in = _fix_citations(sentence_text, result, sources, vector, min_support)
@@ -216,7 +219,7 @@ async def _embed(embedder: EmbeddingService, texts: list[str]) -> list[np.ndarra
 def _windows(source: FittedSource) -> list[set[str]]:
     """The term sets of each run of ``WINDOW_SENTENCES`` neighbouring sentences of what the model saw
     of ``source`` (numbers also as their spelled-out forms: "thirty" supports "30")."""
-    per_sentence = [set(s.terms) | numbers(s.readable, spelled=True) for s in source.sentences]
+    per_sentence = [set(terms(c.unit.readable)) | numbers(c.unit.readable, spelled=True) for c in source.units]
     if not per_sentence:
         return [set(terms(source.text)) | numbers(source.text, spelled=True)]
     count = max(len(per_sentence) - WINDOW_SENTENCES + 1, 1)
@@ -237,13 +240,13 @@ def _source_support(
     source: FittedSource,
     windows: list[set[str]],
     question_terms: set[str],
-) -> tuple[float, ScoredSentence | None, set[str]]:
+) -> tuple[float, Candidate | None, set[str]]:
     unique = set(sentence_terms)
     uncovered = uncovered_terms(sentence_terms, windows, question_terms)
     lexical = 1 - len(uncovered) / len(unique) if unique else 0.0
     best_cosine, best_sentence = 0.0, None
     if vector is not None:
-        for candidate in source.sentences:
+        for candidate in source.units:
             if candidate.vector is None:
                 continue
             cosine = float(candidate.vector @ vector)
@@ -265,7 +268,6 @@ def _check(
     sources: Sequence[FittedSource],
     windows: list[list[set[str]]],
     question_terms: set[str],
-    known_numbers: set[str],
     known_text: str,
     cited: Sequence[int] = (),
 ) -> CheckedSentence:
@@ -273,8 +275,8 @@ def _check(
         _source_support(sentence_terms, vector, source, source_windows, question_terms)
         for source, source_windows in zip(sources, windows, strict=True)
     ]
-    invented_numbers = numbers(content) - known_numbers
-    invented_names = [name for name in names(content) if name not in known_text]
+    invented_values = unsupported_values(content, known_text)
+    invented_names = [name for name in names(content) if name not in known_text.lower()]
     penalty = NAME_PENALTY ** len(invented_names)
     if not supports:
         return CheckedSentence(content, 0, 0, 0.0, None, False)
@@ -291,7 +293,7 @@ def _check(
                 per_source[number - 1] = max(per_source[number - 1], supports[number - 1][0])
     support *= penalty
     unfound = adds_unfound_terms(uncovered, sentence_terms)
-    if invented_numbers or unfound:
+    if invented_values or unfound:
         support *= 0.5
     evidence = [best_sentence] if best_sentence is not None else []
     return CheckedSentence(
@@ -300,11 +302,12 @@ def _check(
         0,
         min(max(support, 0.0), 1.0),
         best + 1,
-        not invented_numbers and not unfound,
+        not invented_values and not unfound,
         True,
         evidence,
         per_source,
         sorted(uncovered),
+        invented_values,
     )
 
 

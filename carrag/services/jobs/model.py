@@ -28,7 +28,9 @@ def _now() -> datetime:
 
 @dataclass(slots=True)
 class Progress:
-    done: int = 0  # chunks embedded so far (while parsing: pages read by OCR, counted as each starts; a sync: sources done)
+    done: int = (
+        0  # chunks embedded so far (while parsing: pages read by OCR, counted as each starts; a sync: sources done)
+    )
     total: int = 0  # chunks to embed, 0 until embedding starts (while parsing: pages to OCR; a sync: sources known)
 
 

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from carrag.services.answers.evidence import terms
-from carrag.services.answers.extractive import extract_answer
-from carrag.services.answers.scoring import ScoredPassages, ScoredSentence, score_passages
-from carrag.services.answers.sentences import Sentence, code_spans
+from carrag.services.answers.extractive import chosen_units, extract_answer
+from carrag.services.answers.features import Candidate
+from carrag.services.answers.model import load_model
+from carrag.services.answers.units import Unit, read_units
 
 MANUAL = (
     "Engine oil service\n"
@@ -14,76 +14,63 @@ MANUAL = (
 TABLE = "## Sheet: Sizes\n\nproduct,size,colour\nrubber duck,large,yellow\nrubber duck,small,blue\nfrog,medium,green"
 
 
-async def test_the_sentence_that_answers_not_the_first_one(embedder) -> None:
-    scored = await score_passages("Which oil filter fits the EcoBoost?", [MANUAL], embedder)
-    answer = extract_answer(scored)
-    assert answer.text.startswith("The correct oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S.")
-    assert answer.text.count("[Source 1]") == len(answer.chosen)
+async def test_the_unit_that_answers_not_the_first_one(read) -> None:
+    reading = await read("Which oil filter fits the EcoBoost?", [MANUAL])
+    answer = extract_answer(load_model().rank(reading), companion=1.0)
+    assert answer.text == "The correct oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S. [Source 1]"
     (start, end) = answer.highlights[0][0]
     assert MANUAL[start:end] == "The correct oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S."
 
 
-async def test_table_rows_are_answers_and_cite_their_source(embedder) -> None:
-    scored = await score_passages("What colour is the small rubber duck?", [MANUAL, TABLE], embedder)
-    answer = extract_answer(scored)
-    assert "product: rubber duck; size: small; colour: blue [Source 2]" in answer.text.split("\n")
-    assert all(sentence.source == 1 for sentence in answer.chosen)
+async def test_a_table_row_is_quoted_with_its_column_names(read) -> None:
+    reading = await read("What colour is the small rubber duck?", [MANUAL, TABLE])
+    answer = extract_answer(load_model().rank(reading), companion=1.0)
+    assert answer.text == "product: rubber duck; size: small; colour: blue [Source 2]"
     start, end = answer.highlights[1][0]
     assert TABLE[start:end] == "rubber duck,small,blue", "the highlight is the row itself"
 
 
-def scored_by_hand(scores: list[tuple[int, str, float]]) -> ScoredPassages:
-    """(source, sentence text, cosine) in text order; every sentence shares no term with the question."""
-    sentences, offset = [], 0
-    for source, text, cosine in scores:
-        sentence = Sentence(offset, offset + len(text), text)
-        sentences.append(ScoredSentence(source, sentence, terms(text), cosine, 0.0))
+def by_hand(*units: tuple[int, str, float]) -> list[Candidate]:
+    """(source, text, probability), most probable first: candidates made without a model."""
+    candidates, offset = [], 0
+    for source, text, probability in units:
+        candidates.append(Candidate(source, Unit("sentence", offset, offset + len(text), text), {}, None, probability))
         offset += len(text) + 1
-    return ScoredPassages("question", ["question"], sentences, {})
+    return sorted(candidates, key=lambda c: -c.probability)
 
 
-def test_sentences_of_one_passage_keep_document_order() -> None:
-    scored = scored_by_hand(
-        [
-            (0, "First fact about the engine oil.", 0.80),
-            (0, "Second fact about the oil filter.", 0.90),
-            (0, "Unrelated remark about seats.", 0.10),
-        ]
+def test_companions_join_only_when_the_model_finds_them_as_likely() -> None:
+    ranked = by_hand(
+        (0, "First fact about the engine oil.", 0.8), (0, "Second fact about the filter.", 0.9), (0, "Seats.", 0.1)
     )
-    answer = extract_answer(scored)
-    assert answer.text == "First fact about the engine oil. [Source 1] Second fact about the oil filter. [Source 1]"
-    assert answer.highlights == {0: [(0, 32), (33, 66)]}
+    answer = extract_answer(ranked, companion=0.5)
+    assert answer.text == "First fact about the engine oil. [Source 1] Second fact about the filter. [Source 1]"
+    assert answer.highlights == {0: [(0, 32), (33, 62)]}, "one passage keeps its document order"
+    assert extract_answer(ranked, companion=0.95).text == "Second fact about the filter. [Source 1]"
 
 
-def test_sentences_of_several_passages_are_grouped_best_source_first() -> None:
-    scored = scored_by_hand(
-        [
-            (0, "Weaker sentence in passage number one.", 0.80),
-            (1, "Best sentence in source two.", 0.90),
-            (1, "Same sentence repeated here.", 0.10),
-            (2, "Best sentence in source two.", 0.90),
-        ]
+def test_companions_come_from_the_best_units_passage() -> None:
+    ranked = by_hand(
+        (0, "Weaker sentence in passage number one.", 0.80),
+        (1, "Best sentence in source two.", 0.90),
+        (1, "Another sentence of source two.", 0.85),
     )
-    answer = extract_answer(scored)
-    assert answer.text == "Best sentence in source two. [Source 2] Weaker sentence in passage number one. [Source 1]"
+    answer = extract_answer(ranked, companion=0.5)
+    assert answer.text == "Best sentence in source two. [Source 2] Another sentence of source two. [Source 2]"
+    assert set(answer.highlights) == {1}
 
 
-async def test_nothing_to_extract_from(embedder) -> None:
-    scored = await score_passages("anything", [], embedder)
-    assert extract_answer(scored).text == ""
+def test_an_item_of_a_chosen_list_is_not_quoted_twice() -> None:
+    units = read_units("The nut comes in two types:\n\n- all-metal\n- fiber lock")
+    whole = next(unit for unit in units if unit.kind == "list")
+    item = next(unit for unit in units if unit.kind == "item")
+    ranked = [Candidate(0, whole, {}, None, 0.9), Candidate(0, item, {}, None, 0.8)]
+    assert chosen_units(ranked, companion=0.5) == ranked[:1]
+    assert extract_answer(ranked, 0.5).text == "The nut comes in two types: all-metal; fiber lock [Source 1]"
 
 
-def test_a_sentence_ending_in_a_colon_brings_what_it_announces() -> None:
-    scored = scored_by_hand(
-        [
-            (0, "To install the package with pip, run:", 0.9),
-            (0, "pip install docling", 0.1),
-            (0, "Unrelated remark about licensing terms.", 0.1),
-        ]
-    )
-    assert (
-        extract_answer(scored).text == "To install the package with pip, run: [Source 1] pip install docling [Source 1]"
-    )
+def test_nothing_to_extract_from() -> None:
+    assert extract_answer([], companion=0.5).text == ""
 
 
 # The README's own case: Carrag's docs repeat the example question inside curl examples.
@@ -96,36 +83,16 @@ DOCS_WITH_EXAMPLE = (
 )
 
 
-async def test_code_that_repeats_the_question_is_not_an_answer(embedder) -> None:
-    scored = await score_passages("Which oil filter fits the EcoBoost?", [DOCS_WITH_EXAMPLE, MANUAL], embedder)
-    answer = extract_answer(scored)
+async def test_code_that_repeats_the_question_is_not_the_answer(read) -> None:
+    reading = await read("Which oil filter fits the EcoBoost?", [DOCS_WITH_EXAMPLE, MANUAL])
+    answer = extract_answer(load_model().rank(reading), companion=1.0)
     assert answer.text.startswith("The correct oil filter for the 3.5L EcoBoost engine is the Motorcraft FL-500S.")
-    assert "curl" not in answer.text and all(sentence.source == 1 for sentence in answer.chosen)
+    assert "curl" not in answer.text
 
 
-def test_code_spans_cover_fenced_blocks_and_a_block_begun_in_the_previous_chunk() -> None:
-    text = 'echo "tail of a block"\n```\nProse between.\n```python\nprint(1)\n```\nMore prose.'
-    spans = code_spans(text)
-    assert [text[a:b] for a, b in spans] == ['echo "tail of a block"\n```', "```python\nprint(1)\n```"]
-    assert code_spans("No code here.") == []
-    assert code_spans("Prose.\n```bash\nls") == [(7, len("Prose.\n```bash\nls"))], "an unclosed block runs to the end"
-
-
-async def test_code_announced_by_a_sentence_is_part_of_the_answer(embedder) -> None:
+async def test_code_is_quoted_with_the_line_announcing_it(read) -> None:
     install = "## Installation\n\nTo use Carrag, install it from your package manager, e.g. pip:\n\n```bash\npip install carrag\n```\n"
-    answer = extract_answer(await score_passages("How do I install Carrag with pip?", [install], embedder))
-    assert answer.text.startswith("To use Carrag, install it from your package manager, e.g. pip: [Source 1]")
+    reading = await read("How do I install Carrag with pip?", [install])
+    answer = extract_answer(load_model().rank(reading), companion=1.0)
     assert "pip install carrag" in answer.text
-
-
-async def test_a_who_answer_saying_she_brings_the_sentence_that_names_her(embedder) -> None:
-    question = "Who greeted Prince Vasili Kuragin at her reception?"
-    book = (
-        "It was in July, 1805, and the speaker was the well-known Anna Pavlovna Scherer, maid of honor. "
-        "With these words she greeted Prince Vasili Kuragin, who was the first to arrive at her reception. "
-        "The prince answered in French."
-    )
-    scored = await score_passages(question, [book], embedder)
-    answer = extract_answer(scored, question=question, min_focus=0.3)
-    assert answer.text.startswith("It was in July, 1805, and the speaker was the well-known Anna Pavlovna Scherer")
-    assert "she greeted Prince Vasili Kuragin" in answer.text
+    assert answer.text.startswith("To use Carrag, install it from your package manager, e.g. pip:")

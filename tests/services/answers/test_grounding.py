@@ -171,3 +171,44 @@ async def test_terms_scattered_over_a_passage_do_not_support_a_claim(embedder, f
     answer = "The warranty covers rust on the frame, the floor mats, the tailgate and the radio [Source 1]."
     grounding = await check_grounding(answer, sources, embedder, question=question, min_support=MIN_SUPPORT)
     assert grounding.unsupported == [0], grounding.as_dict()
+
+
+NUMERIC_TYPES = (
+    "Numeric types\n\n| Name | Storage size | Range |\n|---|---|---|\n"
+    "| smallint | 2 bytes | -32768 to +32767 |\n| integer | 4 bytes | -2147483648 to +2147483647 |"
+)
+
+
+async def test_a_range_with_the_wrong_sign_is_unsupported(embedder, fitted_sources) -> None:
+    """The issue's case: "1 to 32768" was marked supported by a source saying "-32768 to +32767"."""
+    question = "What is the range of the smallint type?"
+    sources = await fitted_sources(question, [NUMERIC_TYPES])
+    wrong = await check_grounding(
+        "The range of the smallint type is 1 to 32768 [Source 1].",
+        sources,
+        embedder,
+        question=question,
+        min_support=MIN_SUPPORT,
+    )
+    assert not wrong.grounded and wrong.sentences[0].unfound_values
+    right = await check_grounding(
+        "The smallint type ranges from -32768 to +32767 [Source 1].",
+        sources,
+        embedder,
+        question=question,
+        min_support=MIN_SUPPORT,
+    )
+    assert right.grounded, right.as_dict()
+
+
+async def test_a_value_in_another_unit_is_unsupported(embedder, fitted_sources) -> None:
+    question = "How much storage does an integer take?"
+    sources = await fitted_sources(question, [NUMERIC_TYPES])
+    wrong = await check_grounding(
+        "An integer takes 4 kilobytes [Source 1].", sources, embedder, question=question, min_support=MIN_SUPPORT
+    )
+    assert not wrong.grounded
+    right = await check_grounding(
+        "An integer takes 4 bytes [Source 1].", sources, embedder, question=question, min_support=MIN_SUPPORT
+    )
+    assert right.grounded, right.as_dict()

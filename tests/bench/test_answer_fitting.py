@@ -1,0 +1,52 @@
+"""The fitting of the answer model: logistic regression, folds by document, the committed weights."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from carrag.bench.answer_fitting import Example, fit_logistic, folds
+from carrag.bench.answer_questions import Question
+from carrag.services.answers.features import Passage, Reading, read_passages
+from carrag.services.answers.model import MODEL_FILE, load_model, ranked_request_features
+from carrag.services.embedders.service import EmbeddingService
+
+
+def test_logistic_regression_finds_the_separating_feature() -> None:
+    rng = np.random.default_rng(7)
+    signal, noise = rng.normal(size=400), rng.normal(size=400)
+    rows = [{"signal": float(s), "noise": float(n)} for s, n in zip(signal, noise, strict=True)]
+    y = (signal + 0.3 * rng.normal(size=400) > 0).astype(float)
+    model = fit_logistic(rows, y, ["signal", "noise"], strength=1.0)
+    assert abs(model.weights[0]) > 5 * abs(model.weights[1])
+    predicted = model.probabilities(rows) > 0.5
+    assert (predicted == y.astype(bool)).mean() > 0.85
+
+
+def example(document: str, index: int) -> Example:
+    question = Question(f"q{index}", (document,), "Q?", False, "unanswerable")
+    return Example(question, Reading("Q?", [], []), np.zeros(0, dtype=bool), group=hash(document) % 1000)
+
+
+def test_every_question_of_a_document_is_in_one_fold() -> None:
+    examples = [example(f"doc{i % 7}", i) for i in range(40)]
+    fold_of = folds(examples, count=5)
+    by_document: dict[int, set[int]] = {}
+    for item, fold in zip(examples, fold_of, strict=True):
+        by_document.setdefault(item.group, set()).add(fold)
+    assert all(len(found) == 1 for found in by_document.values())
+    assert len(set(fold_of)) == 5
+
+
+async def test_the_committed_model_reads_the_features_the_service_computes(embedding_backend) -> None:
+    """The weights name exactly the features `read_passages` produces: a feature renamed or added without a
+    refit (`python -m carrag.bench.answer_fitting`) fails here."""
+    model = load_model()
+    assert MODEL_FILE.is_file() and 0 < model.threshold < 1
+    passage = "# Ports\n\nThe server listens on port 8080.\n\n| Name | Port |\n|---|---|\n| admin | 9090 |"
+    reading = await read_passages(
+        "Which port does the server listen on?", [Passage(passage)], EmbeddingService(embedding_backend)
+    )
+    assert set(model.unit.names) == set(reading.candidates[0].features)
+    ranked = model.rank(reading)
+    assert set(model.request.names) == set(ranked_request_features(reading, ranked))
+    assert abs(sum(candidate.probability for candidate in ranked) - 1) < 1e-6
