@@ -9,6 +9,7 @@ from carrag.services.chunking.markdown import find_headers
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.decoding import decode_declared
+from carrag.services.parsers.pdf_text_quality import document_vocabulary, join_hyphenated_breaks
 
 # Share of control characters (other than tab/newline/carriage return/form feed) above which a file
 # is treated as binary data with a text extension rather than text.
@@ -42,13 +43,25 @@ def looks_binary(text: str) -> bool:
 
 
 def parse_text(data: bytes, filename: str, *, charset: str | None = None) -> ParsedDocument:
-    text = decode_text(data, filename, charset)
+    text = groff_hyphens_as_ascii(decode_text(data, filename, charset))
     return ParsedDocument(
         text=text,
         filename=filename,
         source_type="text",
         metadata={"line_count": len(text.splitlines())},
     )
+
+
+def groff_hyphens_as_ascii(text: str) -> str:
+    """A manual page rendered to text (``man -P cat``) writes every hyphen as U+2010, option dashes
+    (``‐b``) and line-break hyphens (``authentica‐\\n   tion``) alike: words broken at a line end are
+    joined (unless the document writes the pair with a hyphen elsewhere), the rest become ``-`` as users
+    type them."""
+    if "\u2010" not in text:
+        return text
+    vocabulary = document_vocabulary([text.replace("\u2010", "-")])
+    joined, _ = join_hyphenated_breaks(text, vocabulary, hyphens="\u2010")
+    return joined.replace("\u2010", "-")
 
 
 def first_markdown_h1(text: str) -> str | None:
