@@ -176,6 +176,11 @@ def html_to_markdown(soup) -> str:
     return tidy_markdown(markdown)
 
 
+def html_fragment_markdown(markup: str) -> str:
+    """A fragment of HTML (a table inside a Markdown file) as Markdown, by the same converter."""
+    return html_to_markdown(_soup(markup)).strip()
+
+
 def nested_deeper_than(soup, limit: int) -> bool:
     """Whether any element lies more than ``limit`` levels down (walked without recursion)."""
     stack = [(soup, 0)]

@@ -67,10 +67,3 @@ def groff_hyphens_as_ascii(text: str) -> str:
 def first_markdown_h1(text: str) -> str | None:
     """The text of the first level-1 ATX heading (``# Title``) outside fenced code blocks."""
     return next((header.title for header in find_headers(text) if header.level == 1 and header.title), None)
-
-
-def parse_markdown(data: bytes, filename: str) -> ParsedDocument:
-    parsed = parse_text(data, filename)
-    parsed.title = first_markdown_h1(parsed.text)
-    parsed.metadata |= {"markup": "markdown", "title": parsed.title}
-    return parsed

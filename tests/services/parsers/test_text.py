@@ -83,3 +83,17 @@ def test_a_manual_page_rendered_to_text_has_its_line_break_hyphens_joined_and_as
     assert "A run-time check" in text, "the document writes run-time with a hyphen: the break keeps it"
     assert "\u2010" not in text
     assert parse_text(b"a plain -\nlist stays as written", "notes.txt").text == "a plain -\nlist stays as written"
+
+
+def test_html_tables_in_a_markdown_file_are_read_as_markdown_rows_but_code_fences_are_kept() -> None:
+    markdown = (
+        "# Models\n\nThe stages:\n\n"
+        "<table>\n  <tr><th>Stage</th><th>Model</th></tr>\n"
+        "  <tr><td><strong>Layout</strong></td><td><code>heron</code></td></tr>\n</table>\n\n"
+        "```html\n<table><tr><td>an example</td></tr></table>\n```\n"
+    )
+    parsed = parse_file(markdown.encode(), "models.md")
+    assert "| Stage | Model |" in parsed.text and "| **Layout** | `heron` |" in parsed.text
+    assert "<tr><th>" not in parsed.text
+    assert "```html\n<table><tr><td>an example</td></tr></table>\n```" in parsed.text
+    assert parsed.title == "Models"
