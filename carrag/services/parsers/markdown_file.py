@@ -26,7 +26,9 @@ def parse_markdown(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_
 def html_tables_as_markdown(text: str, filename: str, budget: ParseBudget = DEFAULT_BUDGET) -> str:
     if "<table" not in text.lower():
         return text
-    parts, prose, fenced = [], [], None
+    parts: list[str] = []
+    prose: list[str] = []
+    fenced: str | None = None
     for line in text.splitlines(keepends=True):
         fence = _FENCE.match(line)
         if fenced is None and fence:
