@@ -47,7 +47,6 @@ from carrag.services.stores.elasticsearch.mapping import (
     chunk_source,
     embedding_property,
     index_mappings,
-    neighbours_of,
 )
 from carrag.services.stores.elasticsearch.originals import originals_index_name
 from carrag.services.stores.elasticsearch.queries import knn_request, lexical_request
@@ -162,7 +161,7 @@ class EsBenchReport:
         out.append(
             f"/search p50 {self.search_p50_ms:.1f} ms (p95 {self.search_p95_ms:.1f}); raw hybrid p50 "
             f"{self.raw_hybrid_p50_ms:.1f} ms (p95 {self.raw_hybrid_p95_ms:.1f}); ratio {self.search_ratio:.2f}× "
-            f"(first sight of each source: p50 {self.search_cold_p50_ms:.1f} ms)"
+            f"(first pass, a fresh process: p50 {self.search_cold_p50_ms:.1f} ms)"
         )
         return out
 
@@ -217,8 +216,7 @@ async def raw_bulk(
         {
             "_index": index,
             "_id": chunk_id(document.record.document_id, chunk.chunk_index),
-            # the documents the store writes, stored neighbours included (`versions.py`)
-            "_source": chunk_source(document.record, chunk, vector, neighbours_of(document.chunks, chunk)),
+            "_source": chunk_source(document.record, chunk, vector),  # the chunks the store writes
         }
         for document in documents
         for chunk, vector in zip(document.chunks, document.vectors, strict=True)
@@ -326,8 +324,7 @@ async def raw_hybrid_search(
 ) -> list[Any]:
     """The raw hybrid request `/search` is compared with, after the query is embedded: the BM25 and
     kNN searches sent at once (the store's own query bodies), fused by RRF in Python. The hits come
-    as a plain chunk read gets them (``CHUNK_SOURCE_EXCLUDES``: without the vector and without the
-    stored neighbours, which `/search` fetches for expansion and pays for itself)."""
+    as the store's legs get them (``CHUNK_SOURCE_EXCLUDES``: without the vector)."""
     lexical = lexical_request(question, depth, SearchFilters())
     knn = knn_request(vector, depth, settings.elasticsearch_num_candidates, SearchFilters())
     bm25, semantic = await asyncio.gather(
@@ -452,8 +449,7 @@ async def _bench_search(
 
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
-        # first pass: this replica meets every source for the first time (one extra search each,
-        # live_filter.py); second pass: the steady state of a replica that has seen them
+        # the first pass warms the process and the node's caches; the second is the figure
         cold, _ = await timed_pass(http)
         ours, raw = await timed_pass(http)
     result.search_cold_p50_ms = round(statistics.median(cold), 2)

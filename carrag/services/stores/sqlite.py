@@ -48,6 +48,7 @@ from carrag.services.stores.base import (
     DocumentPage,
     DocumentSort,
     SortOrder,
+    VectorHits,
     checked_vectors,
 )
 from carrag.services.stores.fts_query import fts_match_expression
@@ -222,6 +223,9 @@ class SqliteStore:
     # --- embedding identity --------------------------------------------------------------------
     async def embedding_identity(self) -> EmbeddingIdentity | None:
         return await self._read(stored_identity)
+
+    async def query_identity(self) -> EmbeddingIdentity | None:
+        return await self.embedding_identity()
 
     # --- writes --------------------------------------------------------------------------------
     async def write_document(
@@ -403,10 +407,12 @@ class SqliteStore:
             return []
         return await self._read(lexical_leg(self.indexes, query, k, self._without_redundant_collections(filters)))
 
-    async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+    async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> VectorHits:
         if k <= 0:
-            return []
-        return await self._read(vector_leg(self.indexes, vector, k, self._without_redundant_collections(filters)))
+            return VectorHits()
+        return VectorHits(
+            await self._read(vector_leg(self.indexes, vector, k, self._without_redundant_collections(filters)))
+        )
 
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
         if not centres:

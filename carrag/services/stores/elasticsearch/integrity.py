@@ -11,9 +11,8 @@ PAGE = 1000
 
 async def integrity_problems(client: AsyncElasticsearch, index: str) -> list[str]:
     """Readable lines (empty: consistent): each source record's ``chunk_count`` against its version's
-    chunks (indexes 0..n-1), chunks of no live version (a write in progress, a version retired by
-    another process less than its grace ago, `retirement.py`, or the remains of a crash that the
-    sweep has not removed yet), and chunks without a vector."""
+    chunks (indexes 0..n-1), chunks of no live version (a write in progress, a replaced version being
+    deleted, or the remains of a crash that the sweep has not removed yet), and chunks without a vector."""
     await client.indices.refresh(index=index)
     declared: dict[str, int] = {}
     after: list[Any] | None = None

@@ -4,7 +4,7 @@ The chunks of the live version are updated by id (ids are derived, no search nee
 partial update and ``refresh=wait_for``, then the source record is rewritten conditionally
 (``if_seq_no``/``if_primary_term``), the same way a flip is (`versions.py`). A conflict means the
 record changed meanwhile: it is read again, and if it now names another version the document
-being changed is gone (answered "not found"); the chunks of that replaced version are retired
+being changed is gone (answered "not found"); the chunks of that replaced version are deleted
 by the writer that replaced it.
 """
 

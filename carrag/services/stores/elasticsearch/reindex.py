@@ -72,8 +72,7 @@ async def reindex(
     await layout.create_generation(generation, with_alias=False)
     identity = await embedder.embedding_identity()
     await layout.claim_identity(identity, new)
-    # no reader searches the new index before the swap: its retired chunks may go at once
-    target = Versions(store.connection, new, refresh="false", require_alias=False, served=False)
+    target = Versions(store.connection, new, refresh="false", require_alias=False)
     report(f"re-embedding {old} into {new} with {identity.describe()}")
     await store.collections.copy_to(new)
     try:
