@@ -47,6 +47,7 @@ from carrag.services.stores.elasticsearch.mapping import (
     chunk_source,
     embedding_property,
     index_mappings,
+    neighbours_of,
 )
 from carrag.services.stores.elasticsearch.originals import originals_index_name
 from carrag.services.stores.elasticsearch.queries import knn_request, lexical_request
@@ -216,7 +217,8 @@ async def raw_bulk(
         {
             "_index": index,
             "_id": chunk_id(document.record.document_id, chunk.chunk_index),
-            "_source": chunk_source(document.record, chunk, vector),  # the chunks the store writes
+            # the chunks the store writes, stored neighbours included
+            "_source": chunk_source(document.record, chunk, vector, neighbours_of(document.chunks, chunk)),
         }
         for document in documents
         for chunk, vector in zip(document.chunks, document.vectors, strict=True)
@@ -324,7 +326,8 @@ async def raw_hybrid_search(
 ) -> list[Any]:
     """The raw hybrid request `/search` is compared with, after the query is embedded: the BM25 and
     kNN searches sent at once (the store's own query bodies), fused by RRF in Python. The hits come
-    as the store's legs get them (``CHUNK_SOURCE_EXCLUDES``: without the vector)."""
+    as a plain chunk read gets them (``CHUNK_SOURCE_EXCLUDES``: without the vector and without the
+    stored neighbours, which `/search` fetches for expansion and pays for itself)."""
     lexical = lexical_request(question, depth, SearchFilters())
     knn = knn_request(vector, depth, settings.elasticsearch_num_candidates, SearchFilters())
     bm25, semantic = await asyncio.gather(

@@ -106,6 +106,10 @@ class StoredChunk:
 class ScoredChunk:
     chunk: StoredChunk
     score: float
+    # Chunks within ``neighbour_radius`` of this one that the store read along with the hit (any order,
+    # this one not included); None: not read, neighbour expansion asks the store (`Store.get_windows`).
+    neighbour_radius: int | None = None
+    neighbours: tuple[StoredChunk, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

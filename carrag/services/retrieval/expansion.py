@@ -7,10 +7,10 @@ once in the merged text instead of twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from carrag.services.models import StoredChunk
+from carrag.services.models import ScoredChunk, StoredChunk
 
 
 @dataclass(slots=True)
@@ -44,6 +44,22 @@ def stitch(chunks: Sequence[StoredChunk]) -> str:
             parts.append("\n" + chunk.text)  # the gap between them was whitespace only
         covered_until = chunk.char_end
     return "".join(parts)
+
+
+def windows_in_hand(
+    winners: Sequence[StoredChunk], found: Mapping[tuple[str, int], ScoredChunk], radius: int
+) -> tuple[list[StoredChunk], list[tuple[str, int]]]:
+    """The neighbours the store returned with the winners' hits (`ScoredChunk.neighbours`), and the
+    winners still to be asked for (`Store.get_windows`): those that came without a window this wide."""
+    neighbours: list[StoredChunk] = []
+    missing: list[tuple[str, int]] = []
+    for winner in winners:
+        hit = found.get(winner.key)
+        if hit is None or hit.neighbour_radius is None or hit.neighbour_radius < radius:
+            missing.append(winner.key)
+            continue
+        neighbours.extend(n for n in hit.neighbours if abs(n.chunk_index - winner.chunk_index) <= radius)
+    return neighbours, missing
 
 
 def build_passages(winners: Sequence[StoredChunk], neighbours: Sequence[StoredChunk], radius: int) -> list[Passage]:

@@ -26,7 +26,7 @@ from carrag.services.models import DEFAULT_COLLECTION, ScoredChunk, SearchFilter
 from carrag.services.requests import SearchQuery
 from carrag.services.rerankers.base import Reranker
 from carrag.services.retrieval.distinct import distinct_by_text
-from carrag.services.retrieval.expansion import build_passages
+from carrag.services.retrieval.expansion import build_passages, windows_in_hand
 from carrag.services.retrieval.fusion import FusedItem, reciprocal_rank_fusion
 from carrag.services.retrieval.one_version import one_version_per_source
 from carrag.services.settings import Settings
@@ -183,7 +183,7 @@ class SearchService:
 
         if expand and self.settings.neighbour_window > 0:
             step = time.perf_counter()
-            hits = distinct_by_text(await self._expand(hits), lambda hit: hit.text)
+            hits = distinct_by_text(await self._expand(hits, chunks), lambda hit: hit.text)
             timings["expand"] = elapsed_ms(step)
         for rank, ranked in enumerate(hits, start=1):
             ranked.rank = rank
@@ -232,10 +232,13 @@ class SearchService:
         hits.sort(key=lambda hit: hit.rerank_score or 0.0, reverse=True)
         return True, None
 
-    async def _expand(self, hits: list[SearchHit]) -> list[SearchHit]:
+    async def _expand(self, hits: list[SearchHit], found: dict[tuple[str, int], ScoredChunk]) -> list[SearchHit]:
+        """Each winner's window: the one its hit came with (Elasticsearch), else one batched read."""
         radius = self.settings.neighbour_window
         winners = [hit.chunk for hit in hits]
-        neighbours = await self.store.get_windows([winner.key for winner in winners], radius)
+        neighbours, missing = windows_in_hand(winners, found, radius)
+        if missing:
+            neighbours += await self.store.get_windows(missing, radius)
         expanded: list[SearchHit] = []
         for passage in build_passages(winners, neighbours, radius):
             best = hits[passage.winners[0]]

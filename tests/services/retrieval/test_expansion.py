@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from carrag.services.models import StoredChunk
-from carrag.services.retrieval.expansion import build_passages, stitch
+from carrag.services.models import ScoredChunk, StoredChunk
+from carrag.services.retrieval.expansion import build_passages, stitch, windows_in_hand
 
 TEXT = "".join(f"Sentence number {i:02d} of the document. " for i in range(40))
 
@@ -68,3 +68,17 @@ def test_no_chunk_lands_in_two_passages_when_merges_chain() -> None:
     assert len(indexes) == len(set(indexes)), f"a chunk repeats across passages: {sorted(indexes)}"
     assert [(p.first_index, p.last_index) for p in passages] == [(9, 21)]
     assert passages[0].winners == [0, 1, 2, 3, 4]
+
+
+def test_windows_read_with_the_hits_are_used_and_the_rest_asked_for() -> None:
+    found = {
+        CHUNKS[2].key: ScoredChunk(
+            CHUNKS[2], 1.0, neighbour_radius=2, neighbours=tuple(CHUNKS[i] for i in (0, 1, 3, 4))
+        ),
+        CHUNKS[5].key: ScoredChunk(CHUNKS[5], 0.9),  # read without neighbours
+        CHUNKS[7].key: ScoredChunk(CHUNKS[7], 0.8, neighbour_radius=0),  # a window too narrow
+    }
+    winners = [CHUNKS[2], CHUNKS[5], CHUNKS[7], chunk(0, 0, 10, document_id="elsewhere")]
+    neighbours, missing = windows_in_hand(winners, found, radius=1)
+    assert [c.key for c in neighbours] == [CHUNKS[1].key, CHUNKS[3].key], "only the chunks within the radius asked"
+    assert missing == [CHUNKS[5].key, CHUNKS[7].key, ("elsewhere", 0)]

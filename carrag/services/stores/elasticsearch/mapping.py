@@ -14,15 +14,22 @@ Four kinds of documents share one index (``doc_kind``):
 - ``collection``: one per collection name (`collections.py`), id ``collection-<name>``, holding the
   collection's stable id. The ``default`` collection has none: it always exists.
 
+A chunk also stores its *neighbours* (not indexed): the chunk fields of the chunks of its version
+within ``STORED_NEIGHBOURS`` on each side, so a search hit carries its expansion window. A version's
+chunks never change, so they are what reading the version's window returns; chunks written before
+the field are expanded by reading their windows (`Store.get_windows`).
+
 Every kind carries ``collection_id``; a document written before collections has none and belongs to
 ``default`` (`collection_clause`). An index written by an earlier Carrag may also hold an ``epoch``
-document and chunks with stored ``neighbours``: nothing reads them any more.
+document, which nothing reads any more.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -62,9 +69,12 @@ BASE_PROPERTIES: dict[str, Any] = {
     "metadata_pairs": {"type": "keyword"},  # chunks and source records: `key=value` of the user metadata
     "collection_id": {"type": "keyword"},
     "collection_name": {"type": "keyword"},  # collection records
+    # chunks: {"radius": r, "chunks": [the chunk fields of each chunk within r of it]} (`chunk_source`)
+    "neighbours": {"type": "object", "enabled": False},
 }
-# a chunk as every read gets it: without its vector (and the neighbours an earlier Carrag stored)
-CHUNK_SOURCE_EXCLUDES = ["embedding", "neighbours"]
+STORED_NEIGHBOURS = 1  # chunks on each side stored in each chunk
+CHUNK_SOURCE_EXCLUDES = ["embedding", "neighbours"]  # a chunk read as itself
+SEARCH_SOURCE_EXCLUDES = ["embedding"]  # a chunk read by a search leg: with its neighbours
 
 
 def index_settings(shards: int, replicas: int, refresh_interval: str) -> dict[str, Any]:
@@ -171,7 +181,21 @@ def version_record(document: DocumentRecord, chunk_count: int, written_at: str) 
     }
 
 
-def chunk_source(document: DocumentRecord, chunk: Chunk, vector: np.ndarray) -> dict[str, Any]:
+def chunk_source(
+    document: DocumentRecord, chunk: Chunk, vector: np.ndarray, neighbours: Sequence[Chunk] = ()
+) -> dict[str, Any]:
+    """A chunk's JSON; ``neighbours``: its version's chunks within ``STORED_NEIGHBOURS`` (`neighbours_of`)."""
+    entries = [
+        {
+            "chunk_index": n.chunk_index,
+            "content": n.text,
+            "char_start": n.char_start,
+            "char_end": n.char_end,
+            "pages": list(n.pages),
+            "section": n.section,
+        }
+        for n in neighbours
+    ]
     return {
         "doc_kind": "chunk",
         "document_id": document.document_id,
@@ -192,7 +216,40 @@ def chunk_source(document: DocumentRecord, chunk: Chunk, vector: np.ndarray) -> 
         "created_at": document.created_at,
         "metadata_pairs": metadata_pairs(document.user_metadata),
         "collection_id": document.collection_id,
+        "neighbours": {"radius": STORED_NEIGHBOURS, "chunks": entries},
     }
+
+
+def neighbours_of(chunks: Sequence[Chunk], chunk: Chunk) -> list[Chunk]:
+    """The chunks of ``chunks`` (one version's) within ``STORED_NEIGHBOURS`` of ``chunk``, itself left out."""
+    centre = chunk.chunk_index
+    in_order = 0 <= centre < len(chunks) and chunks[centre].chunk_index == centre  # the usual 0..n-1
+    nearby = chunks[max(centre - STORED_NEIGHBOURS, 0) : centre + STORED_NEIGHBOURS + 1] if in_order else chunks
+    return sorted(
+        (other for other in nearby if 0 < abs(other.chunk_index - centre) <= STORED_NEIGHBOURS),
+        key=lambda other: other.chunk_index,
+    )
+
+
+def stored_neighbours(source: dict[str, Any], chunk: StoredChunk) -> tuple[StoredChunk, ...] | None:
+    """The neighbours a chunk's JSON stores (``chunk``: the chunk itself, read from it), as the chunks
+    themselves read back; None when it stores none (written before the field)."""
+    stored = source.get("neighbours")
+    if not isinstance(stored, dict):
+        return None
+    return tuple(
+        dataclasses.replace(
+            chunk,
+            chunk_index=entry["chunk_index"],
+            text=entry["content"],
+            char_start=entry["char_start"],
+            char_end=entry["char_end"],
+            tags=list(chunk.tags),
+            pages=list(entry.get("pages") or []),
+            section=entry.get("section"),
+        )
+        for entry in stored.get("chunks") or []
+    )
 
 
 def to_chunk(source: dict[str, Any]) -> StoredChunk:

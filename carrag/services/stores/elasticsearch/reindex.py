@@ -28,6 +28,7 @@ import numpy as np
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.ingestion import embedding_input
 from carrag.services.models import Chunk, DocumentRecord, ParsedDocument
+from carrag.services.stores.elasticsearch.connection import every_hit
 from carrag.services.stores.elasticsearch.layout import generation_name, generation_of
 from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, document_key, to_document
 from carrag.services.stores.elasticsearch.store import ElasticsearchStore
@@ -35,7 +36,6 @@ from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
 
 logger = logging.getLogger(__name__)
 
-PAGE = 500
 Report = Callable[[str], None]
 Progress = Callable[[int, int], None]  # documents copied, documents to copy
 
@@ -104,22 +104,14 @@ async def reindex(
 async def _source_records(store: ElasticsearchStore, index: str) -> list[tuple[DocumentRecord, int]]:
     """Every source record of ``index`` (refreshed state) with its sequence number."""
     await store.client.indices.refresh(index=index)
-    records: list[tuple[DocumentRecord, int]] = []
-    after: list[Any] | None = None
-    while True:
-        response = await store.client.search(
-            index=index,
-            query={"term": {"doc_kind": "document"}},
-            sort=[{"source_id": "asc"}],
-            size=PAGE,
-            seq_no_primary_term=True,
-            search_after=after or None,
-        )
-        hits = response["hits"]["hits"]
-        records += [(to_document(hit["_source"]), hit["_seq_no"]) for hit in hits]
-        if len(hits) < PAGE:
-            return records
-        after = hits[-1]["sort"]
+    pages = every_hit(
+        store.client,
+        index,
+        query={"term": {"doc_kind": "document"}},
+        sort=[{"source_id": "asc"}],
+        seq_no_primary_term=True,
+    )
+    return [(to_document(hit["_source"]), hit["_seq_no"]) async for hit in pages]
 
 
 async def _copy_sources(

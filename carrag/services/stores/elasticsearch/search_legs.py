@@ -1,6 +1,6 @@
-"""The two search legs (BM25 and kNN), each filtered to live versions (`live_filter.py`), the kNN
-leg saying which model its hits' vectors are of (`served_identity.py`); and the neighbour windows of
-the winners, read by id."""
+"""The two search legs (BM25 and kNN), each filtered to live versions (`live_filter.py`), every hit
+carrying the neighbours its chunk stores (`mapping.py`), the kNN leg saying which model its hits'
+vectors are of (`served_identity.py`); and the windows of chunks that store none, read by id."""
 
 from __future__ import annotations
 
@@ -15,7 +15,13 @@ from carrag.services.models import EmbeddingIdentity, ScoredChunk, SearchFilters
 from carrag.services.stores.base import VectorHits
 from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.live_filter import Hit, Search, live_hits
-from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, to_chunk
+from carrag.services.stores.elasticsearch.mapping import (
+    CHUNK_SOURCE_EXCLUDES,
+    SEARCH_SOURCE_EXCLUDES,
+    STORED_NEIGHBOURS,
+    stored_neighbours,
+    to_chunk,
+)
 from carrag.services.stores.elasticsearch.reads import IndexReads
 from carrag.services.stores.elasticsearch.served_identity import ServedIdentity
 from carrag.services.stores.elasticsearch.versions import Versions
@@ -45,7 +51,7 @@ class SearchLegs:
             request = queries.lexical_request(query, size, filters, legacy=legacy, exclude=exclude)
             return await self._hits("searching (BM25)", request) if request is not None else []
 
-        return [ScoredChunk(to_chunk(hit["_source"]), float(hit["_score"])) for hit in await self._live(search, k)]
+        return [_scored(hit, float(hit["_score"])) for hit in await self._live(search, k)]
 
     async def vector(self, vector: np.ndarray, k: int, filters: SearchFilters) -> VectorHits:
         if k <= 0:
@@ -69,9 +75,7 @@ class SearchLegs:
                 "reading the embedding model", lambda: self.served.of_index(indices.pop()), None
             )
         # Elasticsearch scores cosine as (1 + cos) / 2; report the cosine itself, like SQLite.
-        return VectorHits(
-            [ScoredChunk(to_chunk(hit["_source"]), 2.0 * float(hit["_score"]) - 1.0) for hit in found], model
-        )
+        return VectorHits([_scored(hit, 2.0 * float(hit["_score"]) - 1.0) for hit in found], model)
 
     async def windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
         """One real-time multi-get of the neighbours' ids (derived from document id and index).
@@ -104,7 +108,7 @@ class SearchLegs:
         return [chunk for chunk in chunks if chunk.key in requested]
 
     async def _hits(self, action: str, request: dict[str, Any]) -> list[Hit]:
-        response = await self.reads.search(action, **request, source_excludes=CHUNK_SOURCE_EXCLUDES)
+        response = await self.reads.search(action, **request, source_excludes=SEARCH_SOURCE_EXCLUDES)
         hits: list[Hit] = response["hits"]["hits"]
         return hits
 
@@ -114,3 +118,11 @@ class SearchLegs:
             return await self.reads.guarded("checking which versions are live", lambda: read(keys), {})
 
         return await live_hits(search, live_versions, k)
+
+
+def _scored(hit: Hit, score: float) -> ScoredChunk:
+    chunk = to_chunk(hit["_source"])
+    neighbours = stored_neighbours(hit["_source"], chunk)
+    if neighbours is None:  # written before chunks stored them: expanded by `windows`
+        return ScoredChunk(chunk, score)
+    return ScoredChunk(chunk, score, STORED_NEIGHBOURS, neighbours)

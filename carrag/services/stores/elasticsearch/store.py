@@ -76,7 +76,6 @@ class ElasticsearchStore:
         batch_chunks: int = 2000,
         batches_in_flight: int = 4,
     ) -> None:
-        self.url = url
         self.index = index  # the alias
         self.connection = Connection(url, api_key=api_key, username=username, password=password, timeout=timeout)
         self.layout = IndexLayout(
@@ -154,15 +153,11 @@ class ElasticsearchStore:
             count = await self.count_chunks()
         except DependencyUnavailable as exc:
             return ComponentHealth("store", "unavailable", self.backend, None, exc.message)
-        detail = (
-            f"{self.connection.display_url} index {self.index} ({count} chunks, "
-            f"Elasticsearch {self.layout.server_version})"
+        server = f"Elasticsearch {self.layout.server_version}"
+        detail = "; ".join(
+            [f"{self.connection.display_url} index {self.index} ({count} chunks, {server})", *self.layout.warnings]
         )
-        if self.layout.warnings:
-            return ComponentHealth(
-                "store", "degraded", self.backend, None, f"{detail}; {'; '.join(self.layout.warnings)}"
-            )
-        return ComponentHealth("store", "ok", self.backend, None, detail)
+        return ComponentHealth("store", "degraded" if self.layout.warnings else "ok", self.backend, None, detail)
 
     # --- writes --------------------------------------------------------------------------------
     async def write_document(
@@ -336,18 +331,7 @@ class ElasticsearchStore:
 
     async def check_integrity(self) -> list[str]:
         """Everything that would make the store inconsistent, as readable lines (empty: consistent)."""
-
-        async def check() -> list[str]:
-            problems = await integrity_problems(self.connection.client, self.index)
-            hits, _ = await self.reads.walk(
-                "checking integrity",
-                {"term": {"doc_kind": "document"}},
-                [{"source_id": "asc"}],
-                source_includes=["document_id"],
-            )
-            live = {hit["_source"]["document_id"] for hit in hits}
-            return problems + await self.originals.problems(live)
-
+        check = lambda: integrity_problems(self.connection.client, self.index, self.originals)  # noqa: E731
         return await self.reads.guarded("checking integrity", check, [])
 
     # --- collections ---------------------------------------------------------------------------

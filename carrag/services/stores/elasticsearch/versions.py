@@ -35,15 +35,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from elasticsearch import ApiError, NotFoundError
+from elasticsearch import NotFoundError
 
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.ids import chunk_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, OriginalFile
-from carrag.services.stores.elasticsearch.connection import BulkItem, Connection, api_status, bulk_failure
+from carrag.services.stores.elasticsearch.connection import (
+    BulkItem,
+    Connection,
+    bulk_failure,
+    failures_by_owner,
+)
 from carrag.services.stores.elasticsearch.mapping import (
     chunk_source,
     document_key,
+    neighbours_of,
     record_key,
     source_record,
     source_record_id,
@@ -59,6 +65,7 @@ logger = logging.getLogger(__name__)
 BULK_MAX_OPS = 1000  # chunks per bulk request; a larger write is split into requests sent together
 FLIP_UNKNOWN = 0  # a flip's bulk status when the request failed: it may or may not have been applied
 FLIP_ATTEMPTS = 50  # conflicting flips retried (each retry means another process flipped meanwhile)
+Operation = tuple[dict[str, Any], dict[str, Any] | None]  # a bulk action line and its source
 
 
 @dataclass(slots=True, frozen=True)
@@ -112,7 +119,7 @@ class Versions:
     async def _write_versions(self, items: list[PendingWrite], outcomes: list[Any]) -> list[int]:
         """Step 1; returns the positions of the items whose versions were written whole."""
         written_at = datetime.now(UTC).isoformat()
-        operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        operations: list[Operation] = []
         owners: list[int] = []
         for position, item in enumerate(items):
             document = item.document
@@ -120,7 +127,7 @@ class Versions:
                 operations.append(
                     (
                         {"index": {"_id": chunk_id(document.document_id, chunk.chunk_index)}},
-                        chunk_source(document, chunk, vector),
+                        chunk_source(document, chunk, vector, neighbours_of(item.chunks, chunk)),
                     )
                 )
                 owners.append(position)
@@ -139,10 +146,7 @@ class Versions:
                 outcomes[position] = exc
             await self._roll_back([items[p] for p in range(len(items))])
             return []
-        failures: dict[int, list[BulkItem]] = {}
-        for owner, result in zip(owners, results, strict=True):
-            if not result.ok:
-                failures.setdefault(owner, []).append(result)
+        failures = failures_by_owner(owners, results)
         for position, failed in failures.items():
             item = items[position]
             outcomes[position] = bulk_failure(
@@ -170,14 +174,15 @@ class Versions:
         return [p for p in written if p not in failed]
 
     async def _bulk_in_parts(
-        self, operations: list[tuple[dict[str, Any], dict[str, Any] | None]], action: str
+        self, operations: list[Operation], action: str, refresh: str | bool | None = None
     ) -> list[BulkItem]:
+        """``operations`` in requests of ``BULK_MAX_OPS``, sent together; ``refresh``: the writes' own."""
+        refresh = self.refresh if refresh is None else refresh
         parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
+        bulk = self.connection.bulk
         answers = await asyncio.gather(
             *(
-                self.connection.bulk(
-                    part, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias
-                )
+                bulk(part, index=self.alias, action=action, refresh=refresh, require_alias=self.require_alias)
                 for part in parts
             )
         )
@@ -206,7 +211,7 @@ class Versions:
                 else:
                     this_round[source] = position
             states = await self._states_or_fail(items, this_round, outcomes, conflicted)
-            operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+            operations: list[Operation] = []
             flipping: list[tuple[int, SourceState | None]] = []
             for source, position in this_round.items():
                 if isinstance(outcomes[position], BaseException):
@@ -220,7 +225,7 @@ class Versions:
                     line = {"index": {**target, "if_seq_no": state.seq_no, "if_primary_term": state.primary_term}}
                 operations.append((line, source_record(item.document, len(item.chunks))))
                 flipping.append((position, state))
-            results = await self._flip_bulk(operations, [items[p] for p, _ in flipping], flipping, outcomes)
+            results = await self._flip_bulk(operations, flipping, outcomes)
             retry = []
             for (position, state), result in zip(flipping, results, strict=True):
                 item = items[position]
@@ -262,22 +267,12 @@ class Versions:
             return {}
 
     async def _flip_bulk(
-        self,
-        operations: list[tuple[dict[str, Any], dict[str, Any] | None]],
-        flipping_items: list[PendingWrite],
-        flipping: list[tuple[int, SourceState | None]],
-        outcomes: list[Any],
+        self, operations: list[Operation], flipping: list[tuple[int, SourceState | None]], outcomes: list[Any]
     ) -> list[BulkItem]:
         if not operations:
             return []
         try:
-            return await self.connection.bulk(
-                operations,
-                index=self.alias,
-                action="publishing documents",
-                refresh=self.refresh,
-                require_alias=self.require_alias,
-            )
+            return await self._bulk_in_parts(operations, "publishing documents")
         except CarragError as exc:
             # The flips may or may not have happened; an unflipped version is swept later, a flipped
             # one is live. Report the failure either way (the client retries; a retry is idempotent).
@@ -314,21 +309,11 @@ class Versions:
         return self.originals is None or await self.originals.delete(document_ids)
 
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
+        """Delete by id; what fails is logged and left to the sweep."""
         if not ids:
             return
-        operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
-            ({"delete": {"_id": doc_id}}, None) for doc_id in ids
-        ]
         try:
-            results: list[BulkItem] = []
-            for low in range(0, len(operations), BULK_MAX_OPS):
-                results += await self.connection.bulk(
-                    operations[low : low + BULK_MAX_OPS],
-                    index=self.alias,
-                    action=action,
-                    refresh=refresh,
-                    require_alias=self.require_alias,
-                )
+            results = await self._bulk_in_parts([({"delete": {"_id": i}}, None) for i in ids], action, refresh)
         except CarragError as exc:
             logger.warning(
                 "deletes left to the sweep", extra={"action": action, "ids": len(ids), "reason": exc.message}
@@ -349,23 +334,19 @@ class Versions:
             state = await self.source_state(key)
             if state is None or state.document.document_id != document_id:
                 return False
-            try:
-                with self.connection.errors("deleting a document", self.alias):
-                    await self.connection.writer.delete(
-                        index=self.alias,
-                        id=source_record_id(key),
-                        if_seq_no=state.seq_no,
-                        if_primary_term=state.primary_term,
-                        refresh=self.refresh,
-                    )
-            except ApiError as exc:  # raised as-is: errors() maps only what it knows
-                if api_status(exc) in (404, 409):
-                    continue  # changed meanwhile: look again
-                raise
-            except CarragError as exc:
-                if isinstance(exc.__cause__, ApiError) and api_status(exc.__cause__) in (404, 409):
-                    continue
-                raise
+            deleted = await self.connection.conditionally(
+                "deleting a document",
+                self.alias,
+                self.connection.writer.delete(
+                    index=self.alias,
+                    id=source_record_id(key),
+                    if_seq_no=state.seq_no,
+                    if_primary_term=state.primary_term,
+                    refresh=self.refresh,
+                ),
+            )
+            if deleted is None:
+                continue  # changed meanwhile: look again
             ids = version_ids(document_id, state.document.chunk_count)
             if not await self._delete_originals([document_id]):
                 ids.remove(version_record_id(document_id))  # left for the sweep, which removes the original
