@@ -60,9 +60,6 @@ class IndexLayout:
         self.replicas = replicas
         self.refresh_interval = refresh_interval
         self.ready = False
-        # chunks written before collections carry no collection_id; while any may exist, a search of
-        # `default` must take them too (`collection_clause`), which costs Elasticsearch an `exists` scan
-        self.legacy_chunks = True
         self.server_version: str | None = None
         self.warnings: list[str] = []
         self._accepted_identity: tuple[str, EmbeddingIdentity] | None = None  # (concrete index, identity)
@@ -118,8 +115,6 @@ class IndexLayout:
             logger.info(
                 "created Elasticsearch index", extra={"index": name, "alias": self.alias if with_alias else None}
             )
-            if with_alias:
-                self.legacy_chunks = False  # new: every chunk written into it has a collection_id
         except ApiError as exc:
             if "resource_already_exists" not in api_reason(exc):
                 raise
@@ -156,19 +151,6 @@ class IndexLayout:
         if str(current.get("refresh_interval")) == "-1":
             # writes wait for a refresh (refresh=wait_for); with refreshes switched off they never would
             await indices.put_settings(index=index, settings={"index": {"refresh_interval": self.refresh_interval}})
-        self.legacy_chunks = await self._has_chunks_without_collection(index)
-
-    async def _has_chunks_without_collection(self, index: str) -> bool:
-        """Whether the index holds a chunk written before collections. Every process of this Carrag
-        writes a collection_id, so the answer cannot turn true while it runs (docs/deploy.md: the
-        processes of one index run one version)."""
-        response = await self.connection.client.count(
-            index=index,
-            query={
-                "bool": {"filter": {"term": {"doc_kind": "chunk"}}, "must_not": {"exists": {"field": "collection_id"}}}
-            },
-        )
-        return bool(response["count"])
 
     def _check_server_version(self) -> None:
         major = int((self.server_version or "0").split(".")[0] or 0)

@@ -121,11 +121,10 @@ def collection_record_id(name: str) -> str:
     return f"collection-{name}"
 
 
-def collection_clause(collection_ids: Any, *, legacy: bool = True) -> dict[str, Any]:
-    """Only records of these collections; ``default`` also takes records that carry no collection
-    (unless ``legacy`` is False: the caller knows there are none, `IndexLayout.legacy_chunks`)."""
+def collection_clause(collection_ids: Any) -> dict[str, Any]:
+    """Only records of these collections; ``default`` also takes records that carry no collection."""
     ids = list(collection_ids)
-    if DEFAULT_COLLECTION not in ids or not legacy:
+    if DEFAULT_COLLECTION not in ids:
         return {"terms": {"collection_id": ids}}
     return {
         "bool": {

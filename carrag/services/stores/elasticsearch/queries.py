@@ -83,11 +83,8 @@ def filename_clause(filename: str, is_glob: bool) -> dict[str, Any]:
     return {"regexp": {"filename_lower": {"value": pattern, "flags": "NONE"}}}
 
 
-def filter_clauses(
-    filters: SearchFilters, *, legacy: bool = True, exclude: frozenset[str] = frozenset()
-) -> list[dict[str, Any]]:
-    """``legacy``: the index may hold chunks written before collections (`collection_clause`);
-    ``exclude``: versions to leave out (found not live by an earlier attempt, `live_filter.py`)."""
+def filter_clauses(filters: SearchFilters, *, exclude: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """``exclude``: versions to leave out (found not live by an earlier attempt, `live_filter.py`)."""
     clauses: list[dict[str, Any]] = [{"term": {"doc_kind": "chunk"}}]
     if exclude:
         clauses.append({"bool": {"must_not": {"terms": {"document_id": sorted(exclude)}}}})
@@ -107,7 +104,7 @@ def filter_clauses(
         clauses.append({"terms": {"document_id": list(filters.document_ids)}})
     clauses.extend(metadata_clauses(filters))
     if filters.collection_ids:
-        clauses.append(collection_clause(filters.collection_ids, legacy=legacy))
+        clauses.append(collection_clause(filters.collection_ids))
     return clauses
 
 
@@ -138,7 +135,7 @@ def metadata_clauses(filters: SearchFilters) -> list[dict[str, Any]]:
 
 
 def lexical_request(
-    query: str, size: int, filters: SearchFilters, *, legacy: bool = True, exclude: frozenset[str] = frozenset()
+    query: str, size: int, filters: SearchFilters, *, exclude: frozenset[str] = frozenset()
 ) -> dict[str, Any] | None:
     """The BM25 leg; None when the query has no searchable words.
 
@@ -151,7 +148,7 @@ def lexical_request(
         "query": {
             "bool": {
                 "must": {"multi_match": {"query": " ".join(terms), "fields": BM25_FIELDS, "type": "most_fields"}},
-                "filter": filter_clauses(filters, legacy=legacy, exclude=exclude),
+                "filter": filter_clauses(filters, exclude=exclude),
             }
         },
         "size": min(size, MAX_RESULT_WINDOW),
@@ -164,7 +161,6 @@ def knn_request(
     num_candidates: int,
     filters: SearchFilters,
     *,
-    legacy: bool = True,
     exclude: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     k = min(k, MAX_NUM_CANDIDATES)
@@ -174,7 +170,7 @@ def knn_request(
             "query_vector": np.asarray(vector, dtype=np.float32).tolist(),
             "k": k,
             "num_candidates": min(max(num_candidates, k), MAX_NUM_CANDIDATES),
-            "filter": filter_clauses(filters, legacy=legacy, exclude=exclude),
+            "filter": filter_clauses(filters, exclude=exclude),
         },
         "size": k,
     }

@@ -91,7 +91,6 @@ async def reindex(
         await client.indices.put_settings(index=old, settings={"index.blocks.write": False})
         raise
     report(f"alias {alias} now points to {new}")
-    layout.legacy_chunks = False  # every chunk of the new index was written with its collection
     layout.forget_identity()
     store.served_identity.forget()
     deleted = plain

@@ -45,10 +45,9 @@ class SearchLegs:
     async def lexical(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         if k <= 0 or queries.lexical_request(query, k, filters) is None:
             return []
-        legacy = self.reads.layout.legacy_chunks
 
         async def search(size: int, exclude: frozenset[str]) -> list[Hit]:
-            request = queries.lexical_request(query, size, filters, legacy=legacy, exclude=exclude)
+            request = queries.lexical_request(query, size, filters, exclude=exclude)
             return await self._hits("searching (BM25)", request) if request is not None else []
 
         return [_scored(hit, float(hit["_score"])) for hit in await self._live(search, k)]
@@ -56,10 +55,9 @@ class SearchLegs:
     async def vector(self, vector: np.ndarray, k: int, filters: SearchFilters) -> VectorHits:
         if k <= 0:
             return VectorHits()
-        legacy = self.reads.layout.legacy_chunks
 
         async def search(size: int, exclude: frozenset[str]) -> list[Hit]:
-            request = queries.knn_request(vector, size, self.num_candidates, filters, legacy=legacy, exclude=exclude)
+            request = queries.knn_request(vector, size, self.num_candidates, filters, exclude=exclude)
             return await self._hits("searching (kNN)", request)
 
         try:
