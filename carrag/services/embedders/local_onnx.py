@@ -126,7 +126,7 @@ class LocalOnnxEmbedder:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         # One text (a query): `encode`, which keeps the GIL; `encode_batch` lets it go and takes it back,
         # and this thread then waits for the event loop to let go of it again, which inside /search is
-        # busy with the BM25 leg (docs/benchmarks.md, "Python CPU on the /search path").
+        # busy with the BM25 leg.
         encodings = [self._tokenizer.encode(texts[0])] if len(texts) == 1 else self._tokenizer.encode_batch(list(texts))
         # Sort by length so each run pads to similar lengths; restore the order at the end.
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))

@@ -113,8 +113,8 @@ class EmbeddingService:
             started = time.perf_counter()
             try:
                 # asyncio.timeout, not wait_for: wait_for (3.11) runs the call in a task of its own, one
-                # turn of the event loop later, so a query's embedding started behind whatever that
-                # turn ran first (in /search, sending the BM25 request: ~0.9 ms; docs/benchmarks.md)
+                # turn of the event loop later, so a query's embedding would start behind whatever that
+                # turn runs first (in /search, the BM25 leg)
                 async with asyncio.timeout(self.timeout):
                     vectors = await self.backend.embed(texts, kind)
             except (DependencyUnavailable, UpstreamError, TimeoutError) as exc:

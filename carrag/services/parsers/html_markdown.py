@@ -8,7 +8,7 @@ for the embedding), and so are citation markers such as ``[12]``. When the extra
 nothing, or nothing to drop, the whole page is converted instead, without its ``<nav>`` and
 ``<footer>``; ``metadata.extraction`` says which (``main_content`` or ``whole_page``).
 markdownify scored best against the docling reference conversions (see docs/architecture.md,
-"Formats", and docs/benchmarks.md, "HTML main content").
+"Formats", and docs/benchmarks.md, "HTML extraction").
 
 The character encoding comes from a byte-order mark or ``<meta charset>``; without either, UTF-8
 is tried, then Windows-1252, and only then statistical detection. Hidden elements (``hidden``,

@@ -169,9 +169,8 @@ class SearchService:
         if rerank is None:
             rerank = self.settings.rerank_enabled if self.settings.rerank_enabled != "auto" else self.reranker.available
         candidates = (_hit(mode, item, chunks[item.key].chunk, bm25_scores, knn_scores) for item in fused)
-        # The same passage stored twice shows once. Unreranked, only the first top_k distinct hits stay:
-        # the rest are neither built nor normalised (~0.1 ms of CPU per search; docs/benchmarks.md,
-        # "Python CPU on the /search path"); reranking scores every candidate.
+        # The same passage stored twice shows once. Unreranked, only the first top_k distinct hits stay,
+        # so the rest are neither built nor normalised; reranking scores every candidate.
         hits = distinct_by_text(candidates, lambda hit: hit.chunk.text, limit=None if rerank else top_k)
 
         reranked, note = False, None

@@ -33,8 +33,7 @@ except ImportError:  # the elasticsearch extra installs it; without it, the clie
 
 class _OrjsonFirst:
     """orjson does the client's JSON work: a search response decodes in ~19 µs instead of ~46, a
-    384-d vector encodes in ~10 µs instead of ~170 (docs/benchmarks.md, "Python CPU on the /search
-    path"). What orjson refuses to encode (a lone surrogate, an integer past 64 bits, a non-string
+    384-d vector encodes in ~10 µs instead of ~170 (docs/benchmarks.md, "Elasticsearch store"). What orjson refuses to encode (a lone surrogate, an integer past 64 bits, a non-string
     key) goes to the standard library as before, so every body that was sent is still sent, with the
     same meaning."""
 
