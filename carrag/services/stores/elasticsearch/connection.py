@@ -9,10 +9,11 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from elasticsearch import ApiError, AsyncElasticsearch, TransportError, UnsupportedProductError
+import orjson
+from elasticsearch import ApiError, AsyncElasticsearch, NotFoundError, TransportError, UnsupportedProductError
 from elasticsearch.serializer import JsonSerializer, NdjsonSerializer
 
 from carrag.services.errors import CarragError, DependencyUnavailable, UpstreamError
@@ -25,46 +26,29 @@ BULK_RETRIES = 2  # items rejected with 429 (queue full) are sent again, after a
 BULK_BACKOFF = 0.5
 
 
-try:
-    import orjson
-except ImportError:  # the elasticsearch extra installs it; without it, the client's own serializer
-    orjson = None  # type: ignore[assignment]
-
-
-class _OrjsonFirst:
-    """orjson does the client's JSON work: a search response decodes in ~19 µs instead of ~46, a
-    384-d vector encodes in ~10 µs instead of ~170 (docs/benchmarks.md, "Elasticsearch store"). What orjson refuses to encode (a lone surrogate, an integer past 64 bits, a non-string
-    key) goes to the standard library as before, so every body that was sent is still sent, with the
-    same meaning."""
-
-    if TYPE_CHECKING:  # the client serializer's own, later in the MRO (not overridden here)
-
-        def default(self, data: Any) -> Any: ...
+class OrjsonFirstSerializer(JsonSerializer):
+    """orjson does the client's JSON work (several times faster on vectors and responses); what it
+    refuses to encode (a lone surrogate, an integer past 64 bits, a non-string key) goes to the
+    standard library, so every body is still sent, with the same meaning. (The client's own
+    `OrjsonSerializer` has no such fallback and no NDJSON variant.)"""
 
     def json_dumps(self, data: Any) -> bytes:
         try:
             return orjson.dumps(data, default=self.default, option=orjson.OPT_SERIALIZE_NUMPY)
         except orjson.JSONEncodeError:
-            return super().json_dumps(data)  # type: ignore[misc]
+            return super().json_dumps(data)
 
     def json_loads(self, data: bytes) -> Any:
         return orjson.loads(data)
 
 
-class OrjsonFirstSerializer(_OrjsonFirst, JsonSerializer):
-    """Requests and responses (``application/json``)."""
-
-
-class OrjsonFirstNdjsonSerializer(_OrjsonFirst, NdjsonSerializer):
+class OrjsonFirstNdjsonSerializer(OrjsonFirstSerializer, NdjsonSerializer):
     """Bulk bodies (``application/x-ndjson``): the store's writes and ``helpers.async_bulk`` alike."""
 
 
 def client_options() -> dict[str, Any]:
-    """What every Elasticsearch client of Carrag's is made with beside its hosts and credentials: the
-    orjson serializers when orjson is installed (the bench's raw client too, so that it compares
-    like with like: its searches and its bulk writes get them as the store's do)."""
-    if orjson is None:
-        return {}
+    """The serializers of every Elasticsearch client of Carrag's (the bench's raw client too, so that
+    it compares like with like)."""
     return {
         "serializers": {
             "application/json": OrjsonFirstSerializer(),
@@ -204,6 +188,27 @@ class Connection:
             raise DependencyUnavailable(
                 "store", f"Elasticsearch at {self.display_url} is unreachable while {action}: {exc.message}"
             ) from exc
+
+    async def get(self, action: str, index: str, doc_id: str, **options: Any) -> Any | None:
+        """A document read in real time; None when it does not exist (a missing index raises `IndexMissing`)."""
+        with self.errors(action, index):
+            try:
+                return await self.client.get(index=index, id=doc_id, **options)
+            except NotFoundError as exc:
+                if "index_not_found" in str(exc.body):
+                    raise
+                return None
+
+    async def create_index(self, action: str, index: str, **body: Any) -> bool:
+        """Create ``index``; False when it exists already (another process may create it at the same time)."""
+        with self.errors(action, index):
+            try:
+                await self.client.indices.create(index=index, **body)
+            except ApiError as exc:
+                if "resource_already_exists" not in api_reason(exc):
+                    raise
+                return False
+        return True
 
     async def conditionally(self, action: str, index: str, write: Awaitable[Any]) -> Any | None:
         """A conditional write (``if_seq_no``/``if_primary_term``); None when the document changed or

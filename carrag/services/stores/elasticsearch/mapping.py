@@ -1,32 +1,17 @@
-"""What the Elasticsearch index holds: its mapping and the JSON of each kind of document in it.
+"""What the Elasticsearch index holds: its mapping, the ids and the JSON of each kind of document.
 
-Four kinds of documents share one index (``doc_kind``):
-
-- ``chunk``: one per chunk of a version: ``content`` (``english`` analyzer, BM25), ``embedding``
-  (``dense_vector``, HNSW, cosine) and the document's descriptive fields copied in, so a hit needs
-  no second lookup. Id: ``chunk_id(document_id, chunk_index)``, so a version's chunks are found by id.
-- ``version``: one per written version (``document_id``): which source it belongs to, how many
-  chunks it has and when it was written. Id: ``version-<document_id>``. It lets a version be
-  found by id in real time, and abandoned versions be found and removed.
-- ``document``: the *source record*, one per (collection, ``source_id``), holding the ``DocumentRecord``
-  of the source's live version. Id: ``source-<sha256(source key)>`` (`source_key`). Flipping it from
-  one version to the next is what makes a version visible (`versions.py`).
-- ``collection``: one per collection name (`collections.py`), id ``collection-<name>``, holding the
-  collection's stable id. The ``default`` collection has none: it always exists.
-
-A chunk also stores its *neighbours* (not indexed): the chunk fields of the chunks of its version
-within ``STORED_NEIGHBOURS`` on each side, so a search hit carries its expansion window. A version's
-chunks never change, so they are what reading the version's window returns; chunks written before
-the field are expanded by reading their windows (`Store.get_windows`).
-
-Every kind carries ``collection_id``; a document written before collections has none and belongs to
-``default`` (`collection_clause`). An index written by an earlier Carrag may also hold an ``epoch``
-document, which nothing reads any more.
+Four kinds share one index (``doc_kind``): ``chunk`` (one per chunk of a version, with the
+document's descriptive fields copied in so a hit needs no second lookup, and its neighbours within
+``STORED_NEIGHBOURS``, not indexed, so a hit carries its expansion window), ``version`` (one per
+written version: its source, chunk count and write time), ``document`` (the *source record*, one per
+collection and ``source_id``, holding the live version's `DocumentRecord`; `versions.py` flips it) and
+``collection`` (`collections.py`). Records written before collections carry no ``collection_id`` and
+belong to ``default``; chunks written before stored neighbours have none (`Store.get_windows` reads
+their windows).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
@@ -75,10 +60,6 @@ BASE_PROPERTIES: dict[str, Any] = {
 STORED_NEIGHBOURS = 1  # chunks on each side stored in each chunk
 CHUNK_SOURCE_EXCLUDES = ["embedding", "neighbours"]  # a chunk read as itself
 SEARCH_SOURCE_EXCLUDES = ["embedding"]  # a chunk read by a search leg: with its neighbours
-
-
-def index_settings(shards: int, replicas: int, refresh_interval: str) -> dict[str, Any]:
-    return {"number_of_shards": shards, "number_of_replicas": replicas, "refresh_interval": refresh_interval}
 
 
 def index_mappings() -> dict[str, Any]:
@@ -180,22 +161,23 @@ def version_record(document: DocumentRecord, chunk_count: int, written_at: str) 
     }
 
 
+def _chunk_fields(chunk: Chunk) -> dict[str, Any]:
+    return {
+        "chunk_index": chunk.chunk_index,
+        "content": chunk.text,
+        "char_start": chunk.char_start,
+        "char_end": chunk.char_end,
+        "pages": list(chunk.pages),
+        "section": chunk.section,
+    }
+
+
 def chunk_source(
     document: DocumentRecord, chunk: Chunk, vector: np.ndarray, neighbours: Sequence[Chunk] = ()
 ) -> dict[str, Any]:
     """A chunk's JSON; ``neighbours``: its version's chunks within ``STORED_NEIGHBOURS`` (`neighbours_of`)."""
-    entries = [
-        {
-            "chunk_index": n.chunk_index,
-            "content": n.text,
-            "char_start": n.char_start,
-            "char_end": n.char_end,
-            "pages": list(n.pages),
-            "section": n.section,
-        }
-        for n in neighbours
-    ]
     return {
+        **_chunk_fields(chunk),
         "doc_kind": "chunk",
         "document_id": document.document_id,
         "source_id": document.source_id,
@@ -204,18 +186,12 @@ def chunk_source(
         "title": document.title,
         "external_id": document.external_id,
         "tags": list(document.tags),
-        "content": chunk.text,
         "heading": chunk_heading(document.title, chunk.section),
-        "chunk_index": chunk.chunk_index,
-        "char_start": chunk.char_start,
-        "char_end": chunk.char_end,
-        "pages": list(chunk.pages),
-        "section": chunk.section,
         "embedding": vector.tolist(),
         "created_at": document.created_at,
         "metadata_pairs": metadata_pairs(document.user_metadata),
         "collection_id": document.collection_id,
-        "neighbours": {"radius": STORED_NEIGHBOURS, "chunks": entries},
+        "neighbours": {"radius": STORED_NEIGHBOURS, "chunks": [_chunk_fields(n) for n in neighbours]},
     }
 
 
@@ -230,25 +206,13 @@ def neighbours_of(chunks: Sequence[Chunk], chunk: Chunk) -> list[Chunk]:
     )
 
 
-def stored_neighbours(source: dict[str, Any], chunk: StoredChunk) -> tuple[StoredChunk, ...] | None:
-    """The neighbours a chunk's JSON stores (``chunk``: the chunk itself, read from it), as the chunks
-    themselves read back; None when it stores none (written before the field)."""
+def stored_neighbours(source: dict[str, Any]) -> tuple[StoredChunk, ...] | None:
+    """The neighbours a chunk's JSON stores, read back as chunks; None when it stores none (written
+    before the field)."""
     stored = source.get("neighbours")
-    if not isinstance(stored, dict):
+    if stored is None:
         return None
-    return tuple(
-        dataclasses.replace(
-            chunk,
-            chunk_index=entry["chunk_index"],
-            text=entry["content"],
-            char_start=entry["char_start"],
-            char_end=entry["char_end"],
-            tags=list(chunk.tags),
-            pages=list(entry.get("pages") or []),
-            section=entry.get("section"),
-        )
-        for entry in stored.get("chunks") or []
-    )
+    return tuple(to_chunk({**source, **entry}) for entry in stored["chunks"])
 
 
 def to_chunk(source: dict[str, Any]) -> StoredChunk:

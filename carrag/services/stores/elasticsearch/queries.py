@@ -71,16 +71,18 @@ def _glob_class(glob: str, start: int) -> tuple[str, int] | None:
     return "[" + ("^" if invert else "") + "".join(members) + "]", position
 
 
+def regexp_clause(field: str, pattern: str | None) -> dict[str, Any]:
+    """``field`` matches the regular expression ``pattern`` whole; None (an unclosed class) matches nothing."""
+    if pattern is None:
+        return {"bool": {"must_not": {"match_all": {}}}}
+    return {"regexp": {field: {"value": pattern, "flags": "NONE"}}}
+
+
 def filename_clause(filename: str, is_glob: bool) -> dict[str, Any]:
     """Documents whose lower-case file name (``filename_lower``) matches a glob whole, or contains
     ``filename`` (lower case already)."""
-    if is_glob:
-        pattern = glob_to_regexp(filename)
-        if pattern is None:
-            return {"bool": {"must_not": {"match_all": {}}}}
-    else:
-        pattern = ".*" + "".join(_literal(char) for char in filename) + ".*"
-    return {"regexp": {"filename_lower": {"value": pattern, "flags": "NONE"}}}
+    contains = ".*" + "".join(_literal(char) for char in filename) + ".*"
+    return regexp_clause("filename_lower", glob_to_regexp(filename) if is_glob else contains)
 
 
 def filter_clauses(filters: SearchFilters, *, exclude: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
@@ -90,27 +92,14 @@ def filter_clauses(filters: SearchFilters, *, exclude: frozenset[str] = frozense
         clauses.append({"bool": {"must_not": {"terms": {"document_id": sorted(exclude)}}}})
     if filters.tags:
         clauses.append({"terms": {"tags.keyword": list(filters.tags)}})
-    if filters.source is not None:
-        if filters.source_is_glob:
-            pattern = glob_to_regexp(filters.source)
-            clauses.append(
-                {"regexp": {"source_id": {"value": pattern, "flags": "NONE"}}}
-                if pattern is not None
-                else {"bool": {"must_not": {"match_all": {}}}}
-            )
-        else:
-            clauses.append({"term": {"source_id": filters.source}})
+    if filters.source is not None and filters.source_is_glob:
+        clauses.append(regexp_clause("source_id", glob_to_regexp(filters.source)))
+    elif filters.source is not None:
+        clauses.append({"term": {"source_id": filters.source}})
     if filters.document_ids:
         clauses.append({"terms": {"document_id": list(filters.document_ids)}})
-    clauses.extend(metadata_clauses(filters))
     if filters.collection_ids:
         clauses.append(collection_clause(filters.collection_ids))
-    return clauses
-
-
-def metadata_clauses(filters: SearchFilters) -> list[dict[str, Any]]:
-    """Tag prefixes, user metadata, source types, creation time and file name (`SearchFilters`)."""
-    clauses: list[dict[str, Any]] = []
     if filters.tag_prefixes:
         prefixes = [{"prefix": {"tags.keyword": prefix}} for prefix in filters.tag_prefixes]
         clauses.append({"bool": {"should": prefixes, "minimum_should_match": 1}})
@@ -125,22 +114,15 @@ def metadata_clauses(filters: SearchFilters) -> list[dict[str, Any]]:
     if created:
         clauses.append({"range": {"created_at": created}})
     if filters.filename_glob is not None:
-        pattern = glob_to_regexp(filters.filename_glob)
-        clauses.append(
-            {"regexp": {"filename.glob": {"value": pattern, "flags": "NONE"}}}
-            if pattern is not None
-            else {"bool": {"must_not": {"match_all": {}}}}
-        )
+        clauses.append(regexp_clause("filename.glob", glob_to_regexp(filters.filename_glob)))
     return clauses
 
 
 def lexical_request(
     query: str, size: int, filters: SearchFilters, *, exclude: frozenset[str] = frozenset()
 ) -> dict[str, Any] | None:
-    """The BM25 leg; None when the query has no searchable words.
-
-    The same term selection as the SQLite leg (stopwords dropped, at most 64 terms); the english
-    analyzer then stems them as FTS5's porter tokenizer does."""
+    """The BM25 leg; None when the query has no searchable words. The same term selection as the
+    SQLite leg; the english analyzer then stems them as FTS5's porter tokenizer does."""
     terms = query_terms(query)
     if not terms:
         return None
