@@ -51,10 +51,10 @@ def test_stored_neighbours_read_back_as_the_chunks_themselves() -> None:
     vectors = unit_vectors(3, 0)
     sources = [chunk_source(document, c, v, neighbours_of(chunks, c)) for c, v in zip(chunks, vectors, strict=True)]
     middle = to_chunk(sources[1])
-    assert stored_neighbours(sources[1], middle) == (to_chunk(sources[0]), to_chunk(sources[2]))
-    assert stored_neighbours(sources[0], to_chunk(sources[0])) == (middle,)
+    assert stored_neighbours(sources[1]) == (to_chunk(sources[0]), to_chunk(sources[2]))
+    assert stored_neighbours(sources[0]) == (middle,)
     before = {key: value for key, value in sources[1].items() if key != "neighbours"}
-    assert stored_neighbours(before, middle) is None, "written before the field: none stored"
+    assert stored_neighbours(before) is None, "written before the field: none stored"
 
 
 # --- on a node ---------------------------------------------------------------------------------------

@@ -26,7 +26,6 @@ from carrag.services.stores.elasticsearch.mapping import (
     SCHEMA_VERSION,
     embedding_property,
     index_mappings,
-    index_settings,
 )
 
 logger = logging.getLogger(__name__)
@@ -65,7 +64,11 @@ class IndexLayout:
         self._accepted_identity: tuple[str, EmbeddingIdentity] | None = None  # (concrete index, identity)
 
     def settings(self) -> dict[str, Any]:
-        return index_settings(self.shards, self.replicas, self.refresh_interval)
+        return {
+            "number_of_shards": self.shards,
+            "number_of_replicas": self.replicas,
+            "refresh_interval": self.refresh_interval,
+        }
 
     # --- setting up --------------------------------------------------------------------------------
     async def ensure(self) -> None:

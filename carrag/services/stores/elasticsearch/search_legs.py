@@ -120,7 +120,7 @@ class SearchLegs:
 
 def _scored(hit: Hit, score: float) -> ScoredChunk:
     chunk = to_chunk(hit["_source"])
-    neighbours = stored_neighbours(hit["_source"], chunk)
+    neighbours = stored_neighbours(hit["_source"])
     if neighbours is None:  # written before chunks stored them: expanded by `windows`
         return ScoredChunk(chunk, score)
     return ScoredChunk(chunk, score, STORED_NEIGHBOURS, neighbours)
