@@ -10,12 +10,11 @@ overwrite one another; the loser of a race re-reads and decides again (`carrag/s
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from elasticsearch import ApiError, ConflictError, NotFoundError
-
 from carrag.services.jobs.repository import FINISHED_STATE_VALUES, JobRecord, StoredJob
-from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing, api_reason, api_status
+from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
 
 MAPPINGS: dict[str, Any] = {
     "dynamic": False,
@@ -43,24 +42,17 @@ class ElasticsearchJobRepository:
         self.replicas = replicas
         self._ready = False
 
-    async def _ensure(self) -> None:
-        if self._ready:
-            return
-        with self.connection.errors("creating the jobs index", self.index):
-            try:
-                await self.connection.client.indices.create(
-                    index=self.index,
-                    mappings=MAPPINGS,
-                    settings={"number_of_shards": self.shards, "number_of_replicas": self.replicas},
-                )
-            except ApiError as exc:
-                if "resource_already_exists" not in api_reason(exc):
-                    raise
-        self._ready = True
-
-    async def _call(self, action: str, call: Any) -> Any:
-        await self._ensure()
+    async def _call(self, action: str, call: Callable[[], Awaitable[Any]], *, conditional: bool = False) -> Any:
+        """Run ``call``; ``conditional``: a write that answers None when the record changed or is gone."""
+        if not self._ready:
+            settings = {"number_of_shards": self.shards, "number_of_replicas": self.replicas}
+            await self.connection.create_index(
+                "creating the jobs index", self.index, mappings=MAPPINGS, settings=settings
+            )
+            self._ready = True
         try:
+            if conditional:
+                return await self.connection.conditionally(action, self.index, call())
             with self.connection.errors(action, self.index):
                 return await call()
         except IndexMissing:
@@ -68,26 +60,14 @@ class ElasticsearchJobRepository:
             raise
 
     async def create(self, record: JobRecord) -> Any | None:
-        async def create() -> Any | None:
-            try:
-                return await self.connection.writer.create(index=self.index, id=record["job_id"], document=record)
-            except ConflictError:  # a record with this id exists
-                return None
-
-        response = await self._call("recording an ingest job", create)
-        return (response["_seq_no"], response["_primary_term"]) if response is not None else None
+        writer = self.connection.writer
+        create = lambda: writer.create(index=self.index, id=record["job_id"], document=record)  # noqa: E731
+        return _revision(await self._call("recording an ingest job", create, conditional=True))
 
     async def read(self, job_id: str) -> StoredJob | None:
-        async def get() -> StoredJob | None:
-            try:
-                response = await self.connection.client.get(index=self.index, id=job_id)
-            except NotFoundError as exc:
-                if "index_not_found" in str(exc.body):
-                    raise
-                return None
-            return StoredJob(response["_source"], (response["_seq_no"], response["_primary_term"]))
-
-        return await self._call("reading an ingest job", get)
+        get = lambda: self.connection.get("reading an ingest job", self.index, job_id)  # noqa: E731
+        response = await self._call("reading an ingest job", get)
+        return StoredJob(response["_source"], _revision(response)) if response is not None else None
 
     async def _read_many(self, ids: list[str]) -> list[StoredJob]:
         if not ids:
@@ -95,43 +75,19 @@ class ElasticsearchJobRepository:
         response = await self._call(
             "reading ingest jobs", lambda: self.connection.client.mget(index=self.index, ids=ids, realtime=True)
         )
-        return [
-            StoredJob(doc["_source"], (doc["_seq_no"], doc["_primary_term"]))
-            for doc in response["docs"]
-            if doc.get("found")
-        ]
+        return [StoredJob(doc["_source"], _revision(doc)) for doc in response["docs"] if doc.get("found")]
 
     async def update(self, record: JobRecord, revision: Any) -> Any | None:
         seq_no, primary_term = revision
-
-        async def index() -> Any | None:
-            try:
-                response = await self.connection.writer.index(
-                    index=self.index,
-                    id=record["job_id"],
-                    document=record,
-                    if_seq_no=seq_no,
-                    if_primary_term=primary_term,
-                )
-            except ConflictError:
-                return None
-            except ApiError as exc:
-                if api_status(exc) in (404, 409) and "index_not_found" not in api_reason(exc):
-                    return None
-                raise
-            return (response["_seq_no"], response["_primary_term"])
-
-        return await self._call("updating an ingest job", index)
+        writer = self.connection.writer
+        index = lambda: writer.index(  # noqa: E731
+            index=self.index, id=record["job_id"], document=record, if_seq_no=seq_no, if_primary_term=primary_term
+        )
+        return _revision(await self._call("updating an ingest job", index, conditional=True))
 
     async def delete(self, job_id: str) -> None:
-        async def delete() -> None:
-            try:
-                await self.connection.writer.delete(index=self.index, id=job_id)
-            except NotFoundError as exc:
-                if "index_not_found" in str(exc.body):
-                    raise
-
-        await self._call("deleting an ingest job", delete)
+        delete = lambda: self.connection.writer.delete(index=self.index, id=job_id)  # noqa: E731
+        await self._call("deleting an ingest job", delete, conditional=True)  # None: already gone
 
     async def _ids(self, action: str, **request: Any) -> list[str]:
         response = await self._call(action, lambda: self.connection.client.search(index=self.index, **request))
@@ -183,3 +139,8 @@ class ElasticsearchJobRepository:
 
     async def close(self) -> None:
         pass  # the store owns the connection
+
+
+def _revision(response: Any) -> tuple[int, int] | None:
+    """A record's concurrency token (``_seq_no``, ``_primary_term``) as an answer gives it."""
+    return (response["_seq_no"], response["_primary_term"]) if response is not None else None
