@@ -1,11 +1,7 @@
-"""Writes from many concurrent callers, sent to Elasticsearch together.
-
-Each ``write_document`` call joins a queue; a drainer takes everything queued (up to
-``max_chunks``) and writes it as one batch through `Versions.write`: one bulk request for every
-chunk of every document in it, one for the flips. Up to ``max_in_flight`` batches run at once
-(a bound on memory and on Elasticsearch's write queue, not a lock: no batch waits for another), and
-while they run new writes gather into the next, larger, batch. So one caller pays one round of
-requests, and a thousand concurrent callers pay a few, not a thousand.
+"""Writes from many concurrent callers, sent to Elasticsearch together: a drainer takes everything
+queued (up to ``max_chunks``) and writes it as one batch through `Versions.write`, up to
+``max_in_flight`` batches at once, while new writes gather into the next batch. So a thousand
+concurrent callers pay a few rounds of requests, not a thousand.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
-"""The collection registry of an Elasticsearch index: one ``collection`` record per name.
+"""The collection registry of an Elasticsearch index: one ``collection`` record per name, its id
+derived from the name, so of several processes creating one only one wins (409 for the others).
 
-A record's id is derived from the collection's name (``collection-<name>``), so creating one is an
-``op_type=create`` that only one of several processes can win: the others get 409 (the name is
-taken). The record holds the collection's stable id, which documents and chunks carry.
-
-Renaming creates the record of the new name (409 if taken), then deletes the old name's record
-conditionally (``if_seq_no``/``if_primary_term`` as read); if that record changed or vanished
-meanwhile (another process renamed or deleted the collection), the new record is removed again and
-the rename reports the collection gone. Between the two steps both names lead to the same id, which
-readers may see for a moment (listing shows the collection once).
-
-Deleting removes the name's record conditionally first (no new lookup finds the collection), then
-every live document of the collection through the visibility protocol (`Versions.delete`), so
-searches stop returning its chunks document by document and nothing is left behind. A write that
-looked the collection up before the record went and publishes after the documents were removed
-leaves a document in a collection that no longer exists: no search of the services reaches it (they
-search registered collections only), and deleting the collection id again removes it.
-
+Renaming creates the new name's record, then deletes the old one conditionally; if that changed
+meanwhile, the new record is removed again and the rename retried. Deleting removes the record, then
+every live document of the collection through `Versions.delete`; a write racing the deletion may
+leave a document under the removed id, which no search reaches and a second delete removes.
 ``default`` has no record: it always exists and cannot be renamed or deleted.
 """
 
@@ -28,7 +16,7 @@ from elasticsearch import ConflictError
 
 from carrag.services.errors import Conflict, DependencyUnavailable
 from carrag.services.models import DEFAULT_COLLECTION, Collection
-from carrag.services.stores.elasticsearch.mapping import collection_clause, collection_record_id
+from carrag.services.stores.elasticsearch.mapping import collection_record_id, source_records_query
 from carrag.services.stores.elasticsearch.versions import FLIP_ATTEMPTS, Versions
 
 PAGE = 1000
@@ -162,9 +150,7 @@ class CollectionRegistry:
             with self.connection.errors("deleting a collection's documents", self.alias):
                 response = await self.connection.client.search(
                     index=self.alias,
-                    query={
-                        "bool": {"filter": [{"term": {"doc_kind": "document"}}, collection_clause([collection_id])]}
-                    },
+                    query=source_records_query([collection_id]),
                     size=PAGE,
                     source_includes=["document_id"],
                 )

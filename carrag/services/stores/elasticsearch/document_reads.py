@@ -14,8 +14,8 @@ from carrag.services.stores.base import ChunkListing, DocumentPage, DocumentSort
 from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
-    collection_clause,
     source_key,
+    source_records_query,
     to_chunk,
     to_document,
 )
@@ -42,15 +42,7 @@ class DocumentReads:
         """The newest live document of the collection with exactly this ``content_hash`` (a keyword field)."""
         response = await self.reads.search(
             "looking up a document",
-            query={
-                "bool": {
-                    "filter": [
-                        {"term": {"doc_kind": "document"}},
-                        {"term": {"content_hash": content_hash}},
-                        collection_clause([collection_id]),
-                    ]
-                }
-            },
+            query=source_records_query([collection_id], {"term": {"content_hash": content_hash}}),
             sort=[{"created_at": "desc"}, {"document_id": "asc"}],
             size=1,
         )
@@ -70,17 +62,15 @@ class DocumentReads:
     ) -> DocumentPage:
         """Sorting and filtering by file name use ``filename_lower``, which source records written
         before it existed lack (`carrag reindex` rewrites them): they sort last and match no filter."""
-        filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
+        filters: list[dict[str, Any]] = []
         if tag is not None:
             filters.append({"term": {"tags.keyword": tag}})
-        if collection_ids:
-            filters.append(collection_clause(collection_ids))
         if filename is not None:
             filters.append(queries.filename_clause(filename.lower(), is_glob(filename)))
         field = "filename_lower" if sort == "filename" else sort
         hits, total = await self.reads.walk(
             "listing documents",
-            {"bool": {"filter": filters}},
+            source_records_query(collection_ids, *filters),
             [{field: {"order": order, "missing": "_last"}}, {"document_id": "asc"}],
             offset=offset,
             limit=limit,
@@ -91,12 +81,9 @@ class DocumentReads:
         def ranked(query: dict[str, Any], boost: float) -> dict[str, Any]:
             return {"constant_score": {"filter": query, "boost": boost}}
 
-        filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
-        if collection_ids:
-            filters.append(collection_clause(collection_ids))
         query = {
             "bool": {
-                "filter": filters,
+                "filter": source_records_query(collection_ids)["bool"]["filter"],
                 "should": [
                     ranked({"term": {"document_id": reference}}, 100),
                     ranked({"term": {"source_id": reference}}, 10),
@@ -116,12 +103,9 @@ class DocumentReads:
         return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
 
     async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
-        filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
-        if collection_ids:
-            filters.append(collection_clause(collection_ids))
         hits, _ = await self.reads.walk(
             "listing sources",
-            {"bool": {"filter": filters}},
+            source_records_query(collection_ids),
             [{"source_id": "asc"}],
             source_includes=["source_id", "source_type"],
         )

@@ -1,11 +1,7 @@
-"""Ingest-job records in Elasticsearch (`JobRepository`): one document per job in ``<alias>_jobs``.
-
-Every API replica reads and writes the same records, so ``GET /jobs/{id}`` answers on any of them.
-Reads by id are real-time gets (no refresh needed); listings search for ids (near real time: a job
-accepted within the last refresh interval may be missing from a listing for that long) and then read
-those records in real time. Updates are conditional on ``if_seq_no``/``if_primary_term``: a
-replica's cancel request, the owner's progress and a reader's "lease expired" verdict can never
-overwrite one another; the loser of a race re-reads and decides again (`carrag/services/jobs/leases.py`).
+"""Ingest-job records in Elasticsearch (`JobRepository`): one document per job in ``<alias>_jobs``,
+shared by every API replica. Reads by id are real-time gets; listings search for ids and read those
+in real time; updates are conditional on ``if_seq_no``/``if_primary_term``, so the loser of a race
+re-reads and decides again (`carrag/services/jobs/leases.py`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
-"""Where the data lives: an alias (``ELASTICSEARCH_INDEX``) in front of one concrete index.
-
-Readers and writers only ever name the alias. The concrete index is ``<alias>-<generation>``
-(``carrag_chunks-000001``); `carrag reindex` builds the next generation and moves the alias to it in
-one atomic ``_aliases`` call, and ``wipe`` replaces the index by the next generation. Creating
-generation 1 is race-free between processes: the name is fixed, so the loser of a simultaneous
-create gets ``resource_already_exists`` and adopts the winner's index.
-
-The embedding model and dimension are kept in the concrete index's ``_meta`` (the ``embedding``
-field gets its ``dims`` at the first write).
+"""Where the data lives: an alias (``ELASTICSEARCH_INDEX``) in front of one concrete index
+``<alias>-<generation>``, replaced by the next generation on `carrag reindex` or ``wipe``. Creating
+generation 1 is race-free: the loser of a simultaneous create adopts the winner's index. The embedding
+model is kept in the concrete index's ``_meta`` (``embedding`` gets its ``dims`` at the first write).
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """What the Elasticsearch index holds: its mapping, the ids and the JSON of each kind of document.
 
-Four kinds share one index (``doc_kind``): ``chunk`` (one per chunk of a version, with the
-document's descriptive fields copied in so a hit needs no second lookup, and its neighbours within
-``STORED_NEIGHBOURS``, not indexed, so a hit carries its expansion window), ``version`` (one per
-written version: its source, chunk count and write time), ``document`` (the *source record*, one per
-collection and ``source_id``, holding the live version's `DocumentRecord`; `versions.py` flips it) and
-``collection`` (`collections.py`). Records written before collections carry no ``collection_id`` and
-belong to ``default``; chunks written before stored neighbours have none (`Store.get_windows` reads
-their windows).
+Four kinds share one index (``doc_kind``): ``chunk`` (with the document's descriptive fields copied
+in, and its neighbours within ``STORED_NEIGHBOURS``, not indexed, so a hit carries its window),
+``version`` (one per written version), ``document`` (the *source record*, one per collection and
+``source_id``, naming the live version; `versions.py` flips it) and ``collection``. Records written
+before collections carry no ``collection_id`` and belong to ``default``.
 """
 
 from __future__ import annotations
@@ -116,6 +113,12 @@ def collection_clause(collection_ids: Any) -> dict[str, Any]:
             "minimum_should_match": 1,
         }
     }
+
+
+def source_records_query(collection_ids: Sequence[str], *clauses: dict[str, Any]) -> dict[str, Any]:
+    """The source records (live documents) of these collections (all when empty) matching ``clauses``."""
+    in_collections = [collection_clause(collection_ids)] if collection_ids else []
+    return {"bool": {"filter": [{"term": {"doc_kind": "document"}}, *in_collections, *clauses]}}
 
 
 def version_record_id(document_id: str) -> str:

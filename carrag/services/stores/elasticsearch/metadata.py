@@ -1,12 +1,6 @@
-"""Changing a live document's tags, title and user metadata in place, without writing a new version.
-
-The chunks of the live version are updated by id (ids are derived, no search needed) with a
-partial update and ``refresh=wait_for``, then the source record is rewritten conditionally
-(``if_seq_no``/``if_primary_term``), the same way a flip is (`versions.py`). A conflict means the
-record changed meanwhile: it is read again, and if it now names another version the document
-being changed is gone (answered "not found"); the chunks of that replaced version are deleted
-by the writer that replaced it.
-"""
+"""Changing a live document's tags, title and user metadata in place, without a new version: its
+chunks get partial updates by id, then its source record is rewritten conditionally, as a flip is
+(`versions.py`); a record naming another version by then means the document is gone."""
 
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
-"""Kept originals on Elasticsearch (issue 14, item 4): the uploaded bytes of each version, in an
-index of their own beside the alias, ``<alias>-originals``.
-
-A version's original is a *header* (id ``<document_id>``: file name, media type, size, number of
-parts) and its bytes cut into *parts* of ``PART_BYTES`` (id ``<document_id>:<n>``, a ``binary`` field:
-stored, not indexed), so no request or document grows with the file and a download reads one part at
-a time. Every read is a real-time get by id; nothing here is ever searched, so no refresh is needed.
-
-The originals follow the visibility protocol (`versions.py`), keyed by the version's ``document_id``:
-written after the version's chunks and before its flip (an original whose version is never published
-is removed with it by the rollback or the sweep); removed *before* the version record of a replaced,
-deleted or abandoned version, so a failed removal leaves a version record for `sweep` to find again.
-They live outside the alias's generations, so `carrag reindex` (which keeps document ids) does not copy
-them, and `wipe` recreates this index too.
+"""Kept originals on Elasticsearch: the uploaded bytes of each version in their own index,
+``<alias>-originals``, as a header (id ``<document_id>``) and parts of ``PART_BYTES`` (id
+``<document_id>:<n>``, stored, not indexed), so no request grows with the file. Every read is a
+real-time get by id. They follow the visibility protocol (`versions.py`), keyed by the version's id,
+outside the alias's generations (`carrag reindex` keeps document ids, so it does not copy them).
 """
 
 from __future__ import annotations
@@ -22,14 +13,12 @@ from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from elasticsearch import ApiError, NotFoundError
-
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.models import Original, OriginalFile
 from carrag.services.stores.elasticsearch.connection import (
     BulkItem,
     Connection,
-    api_reason,
+    IndexMissing,
     bulk_failure,
     every_bucket,
     every_hit,
@@ -115,21 +104,14 @@ class OriginalsIndex:
 
     # --- setting up --------------------------------------------------------------------------------
     async def ensure(self) -> None:
-        if self.ready:
-            return
-        client = self.connection.client
-        with self.connection.errors(f"setting up the index {self.name}", self.name):
-            if not await client.indices.exists(index=self.name):
-                try:
-                    await client.indices.create(
-                        index=self.name,
-                        settings={"number_of_shards": self.shards, "number_of_replicas": self.replicas},
-                        mappings=ORIGINALS_MAPPINGS,
-                    )
-                except ApiError as exc:
-                    if "resource_already_exists" not in api_reason(exc):
-                        raise  # another process creating it first is fine
-        self.ready = True
+        if not self.ready:
+            await self.connection.create_index(
+                f"setting up the index {self.name}",
+                self.name,
+                settings={"number_of_shards": self.shards, "number_of_replicas": self.replicas},
+                mappings=ORIGINALS_MAPPINGS,
+            )
+            self.ready = True
 
     async def recreate(self) -> None:
         """Delete every original (``wipe``) and start an empty index."""
@@ -229,16 +211,12 @@ class OriginalsIndex:
             yield base64.b64decode(source["data"])
 
     async def _get(self, doc_id: str, action: str, fields: list[str]) -> dict[str, Any] | None:
-        with self.connection.errors(action, self.name):
-            try:
-                response = await self.connection.client.get(
-                    index=self.name, id=doc_id, realtime=True, source_includes=fields
-                )
-            except NotFoundError as exc:
-                if "index_not_found" in str(exc.body):
-                    self.ready = False
-                return None
-        return response["_source"]
+        try:
+            response = await self.connection.get(action, self.name, doc_id, realtime=True, source_includes=fields)
+        except IndexMissing:
+            self.ready = False
+            return None
+        return response["_source"] if response is not None else None
 
     # --- checking ----------------------------------------------------------------------------------
     async def problems(self, live_document_ids: set[str]) -> list[str]:

@@ -1,19 +1,8 @@
 """`carrag reindex`: re-embed every live document into the next index generation and move the alias
-to it, with no downtime for readers (issue 12, item 2). Used when the embedding model changes.
-
-1. Create ``<alias>-<n+1>`` (no alias yet) and record the new model in it.
-2. Copy: for each source record of the current index, read its chunks (the stored text), embed them
-   again (the same embedding input as ingestion: title, section, text) and write them to the new
-   index through the same visibility protocol. Readers still use the old index; writers too.
-3. Block writes to the old index (writers get a 503 for the few seconds that follow), and catch up:
-   sources changed or added since their copy are copied again, sources deleted meanwhile are
-   deleted from the new index.
-4. Swap: one ``_aliases`` request removes the alias from the old index and adds it to the new one
-   (an old plain index named like the alias is removed in that same request). Readers move over
-   atomically.
-5. The old index is deleted only after the swap succeeded (kept with ``keep_old``). If anything
-   fails before the swap, the write block is lifted, the new index deleted, and the old index goes
-   on serving as before.
+to it, readers undisturbed. Create ``<alias>-<n+1>`` and record the new model in it; copy each source
+record's chunks, embedded again, through the visibility protocol; block writes to the old index and
+copy again what changed meanwhile; swap the alias in one ``_aliases`` request; delete the old index
+(unless ``keep_old``). A failure before the swap deletes the new index and lifts the block.
 """
 
 from __future__ import annotations

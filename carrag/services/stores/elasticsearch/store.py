@@ -1,11 +1,6 @@
-"""The production store (seed 001, step 6) on Elasticsearch: the `Store` port over an alias
-(`layout.py`), with writes batched across callers (`batching.py`) and published through the
-visibility protocol (`versions.py`). It delegates: documents to `document_reads.py`, searches to
-`search_legs.py`, collections to `collections.py`, originals to `originals.py`.
-
-No lock anywhere: several API processes can share one index, with any number of shards and
-replicas (docs/architecture.md, "Elasticsearch: many writers").
-"""
+"""The `Store` port on Elasticsearch: an alias (`layout.py`), writes batched across callers
+(`batching.py`) and published through the visibility protocol (`versions.py`). No lock anywhere:
+several API processes can share one index, with any number of shards and replicas."""
 
 from __future__ import annotations
 

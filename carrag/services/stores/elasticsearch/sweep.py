@@ -1,8 +1,6 @@
-"""Finding and removing abandoned versions: version records older than ``abandoned_after`` whose source
-record names another version (or none) are the remains of a crashed write or of a replaced version
-whose deletion failed (`versions.py`). Their originals go first, then their chunks and version record,
-so a failed removal of the originals leaves the record for the next sweep. Idempotent: any number of
-processes may sweep at once."""
+"""Removing abandoned versions: version records older than ``abandoned_after`` that their source
+record does not name (a crashed write, or a replaced version whose deletion failed). Originals go
+first, so a failed removal leaves the record for the next sweep. Idempotent."""
 
 from __future__ import annotations
 

@@ -1,27 +1,14 @@
-"""The visibility protocol, writer's side: how a document version becomes visible, is replaced and is
-deleted, correctly with any number of writing processes, shards and replicas, and without locks.
-The reader's side is `live_filter.py`; docs/architecture.md has the argument in full.
+"""The visibility protocol, writer's side (the reader's side is `live_filter.py`; docs/architecture.md
+has the argument in full).
 
-Every write creates a new *version* (its ``document_id``): its chunks and a version record. A
-version is live exactly while its source's record (one per collection and ``source_id``, `mapping.py`)
-names it. Writing a batch of versions (`write`):
-
-1. Index every chunk and version record with ``refresh=wait_for``: when Elasticsearch answers,
-   the chunks are searchable on every shard copy, yet no reader returns them (no record names them).
-   An item that fails fails its version: what was written of it is deleted, the source is untouched.
-2. Flip each source record to its new version, conditionally: ``if_seq_no``/``if_primary_term`` of
-   the record as read, or ``create`` when there was none. A flip happens whole (one document) or not
-   at all; on a conflict (another process flipped or deleted the record since it was read) the
-   record is read again and the flip retried, so the last flip wins and one version survives.
-3. Delete the replaced version: its original, its chunks, its version record (ids are derived, no
-   search needed; readers already drop it, so no refresh either).
-
-Deleting (`delete`) removes the source record conditionally in the same way, then the chunks.
-Kept originals (`originals.py`) ride along, keyed by the version's id: written after step 1 (a
-failure fails the version), removed before the version record, so what a failed removal leaves is
-found by the sweep (`sweep.py`). A crash leaves a version no record names (invisible) or a replaced
-one (dropped by readers); the sweep removes both once older than ``abandoned_after``. A writer gives up
-a flip after half of that, so the sweep never removes a version that could still become live.
+A write creates a new *version* (its ``document_id``): its chunks and a version record, indexed with
+``refresh=wait_for`` (step 1). The version becomes live when its source's record (`mapping.py`) is
+flipped to it by a conditional write (step 2: ``if_seq_no``/``if_primary_term``, or ``create``; on a
+conflict the record is read again and the flip retried, so the last flip wins). Then the replaced
+version is deleted (step 3). Kept originals ride along, keyed by the version's id: written before the
+flip, removed before the version record, so what a failed removal leaves is found by `sweep.py`. A
+writer gives up a flip after half of ``abandoned_after``, so the sweep never removes a version that
+could still become live.
 """
 
 from __future__ import annotations
@@ -35,7 +22,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from elasticsearch import NotFoundError
 
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.ids import chunk_id
@@ -357,13 +343,9 @@ class Versions:
     # --- reading the live state (real time: a get or a multi-get, no refresh needed) ---------------
     async def source_state(self, key: str) -> SourceState | None:
         """The record of the source ``key`` (`source_key`), with its concurrency token."""
-        with self.connection.errors("looking up a document", self.alias):
-            try:
-                response = await self.connection.client.get(index=self.alias, id=source_record_id(key))
-            except NotFoundError as exc:
-                if "index_not_found" in str(exc.body):
-                    raise
-                return None
+        response = await self.connection.get("looking up a document", self.alias, source_record_id(key))
+        if response is None:
+            return None
         return SourceState(to_document(response["_source"]), response["_seq_no"], response["_primary_term"])
 
     async def source_states(self, source_ids: Sequence[str]) -> dict[str, SourceState]:
@@ -399,14 +381,8 @@ class Versions:
 
     async def version(self, document_id: str) -> dict[str, Any] | None:
         """The version record of ``document_id``, live or not."""
-        with self.connection.errors("looking up a document", self.alias):
-            try:
-                response = await self.connection.client.get(index=self.alias, id=version_record_id(document_id))
-            except NotFoundError as exc:
-                if "index_not_found" in str(exc.body):
-                    raise
-                return None
-        return response["_source"]
+        response = await self.connection.get("looking up a document", self.alias, version_record_id(document_id))
+        return response["_source"] if response is not None else None
 
     async def live_document(self, document_id: str) -> DocumentRecord | None:
         version = await self.version(document_id)
