@@ -10,13 +10,13 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from carrag.services.stores.elasticsearch.versions import PendingWrite
 
 logger = logging.getLogger(__name__)
 
-BatchWriter = Callable[[list[PendingWrite]], Awaitable[None]]
+BatchWriter = Callable[[list[PendingWrite]], Awaitable[list[str | BaseException | None]]]  # each outcome
 
 
 class WriteBatcher:
@@ -59,15 +59,15 @@ class WriteBatcher:
 
     async def _run(self, batch: list[PendingWrite]) -> None:
         try:
-            await self._write_batch(batch)
+            outcomes = await self._write_batch(batch)
         except BaseException as exc:  # every caller must get an answer, whatever happened
             if not isinstance(exc, Exception):
                 logger.warning("write batch interrupted", extra={"documents": len(batch)})
-            for item in batch:
-                if item.future is not None and not item.future.done():
-                    item.future.set_exception(exc if isinstance(exc, Exception) else RuntimeError("write interrupted"))
+            _settle(batch, [exc if isinstance(exc, Exception) else RuntimeError("write interrupted")] * len(batch))
             if not isinstance(exc, Exception):
                 raise
+        else:
+            _settle(batch, outcomes)
         finally:
             self._slots.release()
 
@@ -78,3 +78,13 @@ class WriteBatcher:
                 await self._drainer
         if self._running:
             await asyncio.wait(set(self._running))
+
+
+def _settle(batch: list[PendingWrite], outcomes: Sequence[str | BaseException | None]) -> None:
+    for item, outcome in zip(batch, outcomes, strict=True):
+        if item.future is None or item.future.done():
+            continue
+        if isinstance(outcome, BaseException):
+            item.future.set_exception(outcome)
+        else:
+            item.future.set_result(outcome)

@@ -16,10 +16,10 @@ from elasticsearch import ConflictError
 
 from carrag.services.errors import Conflict, DependencyUnavailable
 from carrag.services.models import DEFAULT_COLLECTION, Collection
+from carrag.services.stores.elasticsearch.connection import PAGE
 from carrag.services.stores.elasticsearch.mapping import collection_record_id, source_records_query
 from carrag.services.stores.elasticsearch.versions import FLIP_ATTEMPTS, Versions
 
-PAGE = 1000
 MAX_COLLECTIONS = 10_000
 
 
@@ -109,7 +109,11 @@ class CollectionRegistry:
                 counts = await self.document_counts()
                 renamed.document_count = counts.get(collection_id, 0)
                 return renamed
-            await self._delete_record_by_name(name)  # the old record changed meanwhile: undo, look again
+            # the old record changed meanwhile: undo, look again
+            undo = self.connection.writer.delete(
+                index=self.alias, id=collection_record_id(name), refresh=self.versions.refresh
+            )
+            await self.connection.conditionally("changing a collection", self.alias, undo)
         raise DependencyUnavailable("store", "the collection kept changing while it was being renamed; retry")
 
     async def _delete_record(self, hit: dict[str, Any]) -> bool:
@@ -122,12 +126,6 @@ class CollectionRegistry:
             refresh=self.versions.refresh,
         )
         return await self.connection.conditionally("changing a collection", self.alias, delete) is not None
-
-    async def _delete_record_by_name(self, name: str) -> None:
-        delete = self.connection.writer.delete(
-            index=self.alias, id=collection_record_id(name), refresh=self.versions.refresh
-        )
-        await self.connection.conditionally("changing a collection", self.alias, delete)
 
     async def delete(self, collection_id: str) -> bool:
         """Unregister the collection, then delete its documents; False if it was not registered."""

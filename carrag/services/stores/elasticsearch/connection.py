@@ -27,10 +27,9 @@ BULK_BACKOFF = 0.5
 
 
 class OrjsonFirstSerializer(JsonSerializer):
-    """orjson does the client's JSON work (several times faster on vectors and responses); what it
-    refuses to encode (a lone surrogate, an integer past 64 bits, a non-string key) goes to the
-    standard library, so every body is still sent, with the same meaning. (The client's own
-    `OrjsonSerializer` has no such fallback and no NDJSON variant.)"""
+    """orjson does the client's JSON work; what it refuses (a lone surrogate, an integer past 64 bits, a
+    non-string key) goes to the standard library. The client's own `OrjsonSerializer` has no such
+    fallback and no NDJSON variant."""
 
     def json_dumps(self, data: Any) -> bytes:
         try:
@@ -47,8 +46,7 @@ class OrjsonFirstNdjsonSerializer(OrjsonFirstSerializer, NdjsonSerializer):
 
 
 def client_options() -> dict[str, Any]:
-    """The serializers of every Elasticsearch client of Carrag's (the bench's raw client too, so that
-    it compares like with like)."""
+    """The serializers of every Elasticsearch client of Carrag's (the bench's raw client's too)."""
     return {
         "serializers": {
             "application/json": OrjsonFirstSerializer(),
@@ -58,8 +56,7 @@ def client_options() -> dict[str, Any]:
 
 
 class IndexMissing(DependencyUnavailable):
-    """The index vanished (another process is wiping it): reads treat the store as empty, a write
-    fails with 503, and the next call sets the index up again."""
+    """The index vanished (someone is wiping it): reads see an empty store, a write fails with 503."""
 
     def __init__(self, index: str) -> None:
         super().__init__("store", f"the Elasticsearch index {index} was deleted by someone else; retry")
@@ -120,7 +117,6 @@ class Connection:
         password: str | None = None,
         timeout: float = 30.0,
     ) -> None:
-        self.url = url
         self.hosts = [host.strip() for host in url.split(",") if host.strip()]  # several nodes: comma-separated
         self.timeout = timeout
         self.display_url = ",".join(redacted(host) for host in self.hosts) or redacted(url)

@@ -10,7 +10,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from carrag.services.jobs.repository import FINISHED_STATE_VALUES, JobRecord, StoredJob
-from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
+from carrag.services.stores.elasticsearch.connection import PAGE, Connection, IndexMissing
+from carrag.services.stores.elasticsearch.queries import MAX_RESULT_WINDOW
 
 MAPPINGS: dict[str, Any] = {
     "dynamic": False,
@@ -22,8 +23,6 @@ MAPPINGS: dict[str, Any] = {
         "finished_at": {"type": "double"},
     },
 }
-PAGE = 1000
-MAX_RESULT_WINDOW = 10_000  # Elasticsearch's default index.max_result_window
 
 
 def jobs_index_name(alias: str) -> str:

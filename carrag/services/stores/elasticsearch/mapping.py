@@ -22,7 +22,7 @@ from carrag.services.models import DEFAULT_COLLECTION, Chunk, DocumentRecord, St
 SCHEMA_VERSION = 3
 HNSW_OPTIONS = {"type": "hnsw", "m": 16, "ef_construction": 100}
 
-_STORED_ONLY = {"type": "keyword", "index": False, "doc_values": False}
+STORED_ONLY = {"type": "keyword", "index": False, "doc_values": False}
 BASE_PROPERTIES: dict[str, Any] = {
     "doc_kind": {"type": "keyword"},
     "document_id": {"type": "keyword"},
@@ -31,8 +31,8 @@ BASE_PROPERTIES: dict[str, Any] = {
     "filename_lower": {"type": "keyword"},  # the file name in lower case: sorting and filtering by name
     # stored as it was; the `glob` sub-field (added later, so indexed for documents written or
     # reindexed since) is what file name filters match
-    "filename": {**_STORED_ONLY, "fields": {"glob": {"type": "keyword"}}},
-    "title": _STORED_ONLY,
+    "filename": {**STORED_ONLY, "fields": {"glob": {"type": "keyword"}}},
+    "title": STORED_ONLY,
     "external_id": {"type": "keyword"},
     "content_hash": {"type": "keyword"},
     "chunk_count": {"type": "integer"},
@@ -43,7 +43,7 @@ BASE_PROPERTIES: dict[str, Any] = {
     "char_start": {"type": "integer"},
     "char_end": {"type": "integer"},
     "pages": {"type": "integer"},
-    "section": _STORED_ONLY,
+    "section": STORED_ONLY,
     "metadata": {"type": "object", "enabled": False},
     "created_at": {"type": "date_nanos"},
     "written_at": {"type": "date"},  # version records: when the version's chunks were written

@@ -24,13 +24,13 @@ from carrag.services.stores.elasticsearch.connection import (
     every_hit,
     failures_by_owner,
 )
+from carrag.services.stores.elasticsearch.mapping import STORED_ONLY
 
 logger = logging.getLogger(__name__)
 
 PART_BYTES = 1024 * 1024  # bytes per part (base64 makes it ~1.4 MB of JSON)
 PARTS_PER_REQUEST = 8  # parts per bulk request, so one request stays ~11 MB whatever the file size
 
-_STORED_ONLY = {"type": "keyword", "index": False, "doc_values": False}
 ORIGINALS_MAPPINGS: dict[str, Any] = {
     "dynamic": "strict",
     "properties": {
@@ -39,8 +39,8 @@ ORIGINALS_MAPPINGS: dict[str, Any] = {
         "part": {"type": "integer"},
         "parts": {"type": "integer"},
         "data": {"type": "binary"},  # stored only: binary fields are neither indexed nor searchable
-        "filename": _STORED_ONLY,
-        "content_type": _STORED_ONLY,
+        "filename": STORED_ONLY,
+        "content_type": STORED_ONLY,
         "size": {"type": "long"},
         "written_at": {"type": "date"},
     },

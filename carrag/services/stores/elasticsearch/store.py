@@ -168,30 +168,23 @@ class ElasticsearchStore:
         # Once queued, a write completes or rolls back even if its caller is cancelled.
         return await self.batcher.submit(PendingWrite(document, list(chunks), matrix, identity, original=original))
 
-    async def _write_batch(self, batch: list[PendingWrite]) -> None:
+    async def _write_batch(self, batch: list[PendingWrite]) -> list[str | BaseException | None]:
         """One batch: check each model once, then write every version (`Versions.write`)."""
-        try:
-            await self.reads.ready()
-            for identity in dict.fromkeys(item.identity for item in batch):
-                try:
-                    with self.connection.errors("recording the embedding model", self.index):
-                        await self.layout.claim_identity(identity)
-                except CarragError as exc:
-                    for item in batch:
-                        if item.identity == identity:
-                            _settle(item, exc)
-            accepted = [item for item in batch if not item.future.done()]  # type: ignore[union-attr]
-            outcomes = await self.versions.write(accepted) if accepted else []
-            for item, outcome in zip(accepted, outcomes, strict=True):
-                _settle(item, outcome)
-            if any(isinstance(outcome, IndexMissing) for outcome in outcomes):
-                raise IndexMissing(self.index)
-        except CarragError as exc:
-            if isinstance(exc, IndexMissing):
-                self.layout.ready = False
-                self.layout.forget_identity()
-            for item in batch:
-                _settle(item, exc)
+        await self.reads.ready()
+        refused: dict[EmbeddingIdentity, CarragError] = {}
+        for identity in dict.fromkeys(item.identity for item in batch):
+            try:
+                with self.connection.errors("recording the embedding model", self.index):
+                    await self.layout.claim_identity(identity)
+            except CarragError as exc:
+                refused[identity] = exc
+        accepted = [item for item in batch if item.identity not in refused]
+        written = iter(await self.versions.write(accepted) if accepted else [])
+        outcomes = [refused[item.identity] if item.identity in refused else next(written) for item in batch]
+        if any(isinstance(outcome, IndexMissing) for outcome in outcomes):
+            self.layout.ready = False  # someone wiped the index: set it up again at the next write
+            self.layout.forget_identity()
+        return outcomes
 
     async def delete_document(self, document_id: str) -> bool:
         return await asyncio.shield(
@@ -347,13 +340,3 @@ class ElasticsearchStore:
     async def delete_collection(self, collection_id: str) -> bool:
         await self.reads.ready()
         return await asyncio.shield(self.collections.delete(collection_id))
-
-
-def _settle(item: PendingWrite, outcome: Any) -> None:
-    future = item.future
-    if future is None or future.done():
-        return
-    if isinstance(outcome, BaseException):
-        future.set_exception(outcome)
-    else:
-        future.set_result(outcome)
