@@ -24,6 +24,7 @@ PAGE = 1000  # hits or buckets per request when walking a whole index
 WRITE_TIMEOUT_FACTOR = 4  # bulk requests (which build the HNSW graph) and refresh waits get longer
 BULK_RETRIES = 2  # items rejected with 429 (queue full) are sent again, after a backoff
 BULK_BACKOFF = 0.5
+Operation = tuple[dict[str, Any], dict[str, Any] | None]  # a bulk action line and its source (None: a delete)
 
 
 class OrjsonFirstSerializer(JsonSerializer):
@@ -220,7 +221,7 @@ class Connection:
 
     async def bulk(
         self,
-        operations: list[tuple[dict[str, Any], dict[str, Any] | None]],
+        operations: list[Operation],
         *,
         index: str,
         action: str,
@@ -257,6 +258,28 @@ class Connection:
             pending = retry
             await asyncio.sleep(BULK_BACKOFF * (attempt + 1))
         return [item for item in results if item is not None]
+
+    async def delete_ids(
+        self, ids: list[str], *, index: str, action: str, refresh: str | bool = False, require_alias: bool = True
+    ) -> bool:
+        """Delete by id, ``PAGE`` ids a request (one already gone counts as deleted); False, logged, when
+        a delete failed: the caller leaves what it knows for the sweep."""
+        parts = [ids[low : low + PAGE] for low in range(0, len(ids), PAGE)]
+        deletes: list[list[Operation]] = [[({"delete": {"_id": i}}, None) for i in part] for part in parts]
+        try:
+            answers = await asyncio.gather(
+                *(
+                    self.bulk(d, index=index, action=action, refresh=refresh, require_alias=require_alias)
+                    for d in deletes
+                )
+            )
+        except CarragError as exc:
+            logger.warning("deletes failed", extra={"action": action, "ids": len(ids), "reason": exc.message})
+            return False
+        failed = [item for answer in answers for item in answer if not item.ok and item.status != 404]
+        if failed:
+            logger.warning("deletes failed", extra={"action": action, "failed": len(failed)})
+        return not failed
 
 
 def _bulk_item(entry: dict[str, Any]) -> BulkItem:

@@ -68,11 +68,12 @@ class IndexLayout:
     async def ensure(self) -> None:
         if self.ready:
             return
+        action = f"setting up the index {self.alias}"
         try:
-            with self.connection.errors(f"setting up the index {self.alias}", self.alias):
+            with self.connection.errors(action, self.alias):
                 await self._set_up()
         except IndexMissing:  # deleted between our look and our use: try once more
-            with self.connection.errors(f"setting up the index {self.alias}", self.alias):
+            with self.connection.errors(action, self.alias):
                 await self._set_up()
         except UpstreamError as exc:  # e.g. an invalid index name: the store cannot work (503), say why
             raise DependencyUnavailable("store", exc.message) from exc
@@ -81,9 +82,13 @@ class IndexLayout:
     async def _set_up(self) -> None:
         client = self.connection.client
         if self.server_version is None:
-            info = await client.info()
-            self.server_version = str(info["version"]["number"])
-            self._check_server_version()
+            self.server_version = str((await client.info())["version"]["number"])
+            if self.server_version.split(".")[0] != str(SUPPORTED_MAJOR):
+                self.warnings = [
+                    f"Elasticsearch server version {self.server_version} does not match the client's major "
+                    f"version {SUPPORTED_MAJOR}"
+                ]
+                logger.warning("Elasticsearch major version mismatch", extra={"server": self.server_version})
         concrete = await self.concrete_indices()
         if concrete:
             await self._adopt(concrete[0])
@@ -100,24 +105,22 @@ class IndexLayout:
     async def create_generation(self, generation: int, *, with_alias: bool = True) -> str:
         """Create ``<alias>-<generation>`` (with the alias pointing at it, unless told otherwise)."""
         name = generation_name(self.alias, generation)
-        client = self.connection.client
         self.forget_identity()
-        try:
-            await client.indices.create(
-                index=name,
-                settings=self.settings(),
-                mappings=index_mappings(),
-                aliases={self.alias: {"is_write_index": True}} if with_alias else None,
-            )
+        created = await self.connection.create_index(
+            f"creating the index {name}",
+            name,
+            settings=self.settings(),
+            mappings=index_mappings(),
+            aliases={self.alias: {"is_write_index": True}} if with_alias else None,
+        )
+        if created:
             logger.info(
                 "created Elasticsearch index", extra={"index": name, "alias": self.alias if with_alias else None}
             )
-        except ApiError as exc:
-            if "resource_already_exists" not in api_reason(exc):
-                raise
-            if not with_alias:
-                raise
+        elif with_alias:
             await self._adopt(name)  # another process created it first
+        else:
+            raise UpstreamError(f"the Elasticsearch index {name} exists already; delete it, then run this again")
         return name
 
     async def concrete_indices(self) -> list[str]:
@@ -148,16 +151,6 @@ class IndexLayout:
         if str(current.get("refresh_interval")) == "-1":
             # writes wait for a refresh (refresh=wait_for); with refreshes switched off they never would
             await indices.put_settings(index=index, settings={"index": {"refresh_interval": self.refresh_interval}})
-
-    def _check_server_version(self) -> None:
-        major = int((self.server_version or "0").split(".")[0] or 0)
-        self.warnings = [w for w in self.warnings if "version" not in w]
-        if major != SUPPORTED_MAJOR:
-            self.warnings.append(
-                f"Elasticsearch server version {self.server_version} does not match the client's major "
-                f"version {SUPPORTED_MAJOR}"
-            )
-            logger.warning("Elasticsearch major version mismatch", extra={"server": self.server_version})
 
     # --- embedding identity ------------------------------------------------------------------------
     async def stored_identity(self, index: str | None = None) -> EmbeddingIdentity | None:

@@ -10,7 +10,7 @@ from typing import Any
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.ids import chunk_id
 from carrag.services.models import DocumentRecord, MetadataValue, chunk_heading, metadata_pairs
-from carrag.services.stores.elasticsearch.connection import bulk_failure
+from carrag.services.stores.elasticsearch.connection import Operation, bulk_failure
 from carrag.services.stores.elasticsearch.mapping import document_key, source_record, source_record_id
 from carrag.services.stores.elasticsearch.versions import BULK_MAX_OPS, FLIP_ATTEMPTS, Versions
 
@@ -66,9 +66,8 @@ async def _update_chunks(
     title: str | None,
     user_metadata: dict[str, MetadataValue] | None,
 ) -> None:
-    """Partial updates of every chunk of the version, ``BULK_MAX_OPS`` at a time. A new title also
-    changes each chunk's ``heading`` (``chunk_heading(title, section)``), so the sections are read
-    first (no scripts: they need the painless module, which a node may not have)."""
+    """Partial updates of every chunk of the version; a new title changes each ``heading``, so the
+    sections are read first (no scripts: they need the painless module, which a node may lack)."""
     changes: dict[str, Any] = {}
     if tags is not None:
         changes["tags"] = list(tags)
@@ -82,7 +81,7 @@ async def _update_chunks(
     for low in range(0, len(ids), BULK_MAX_OPS):
         part = ids[low : low + BULK_MAX_OPS]
         sections = await _sections(versions, part) if title is not None else {}
-        operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        operations: list[Operation] = []
         for doc_id in part:
             fields = dict(changes)
             if title is not None:

@@ -19,6 +19,7 @@ from carrag.services.stores.elasticsearch.connection import (
     BulkItem,
     Connection,
     IndexMissing,
+    Operation,
     bulk_failure,
     every_bucket,
     every_hit,
@@ -45,8 +46,6 @@ ORIGINALS_MAPPINGS: dict[str, Any] = {
         "written_at": {"type": "date"},
     },
 }
-
-Operation = tuple[dict[str, Any], dict[str, Any] | None]
 
 
 def part_id(document_id: str, part: int) -> str:
@@ -176,17 +175,7 @@ class OriginalsIndex:
     async def delete_known(self, parts: dict[str, int]) -> bool:
         """Remove originals whose number of parts is known (``document_id → parts``)."""
         ids = [i for document_id, count in parts.items() for i in original_ids(document_id, count)]
-        if not ids:
-            return True
-        try:
-            results = await self._bulk([({"delete": {"_id": i}}, None) for i in ids], "removing originals")
-        except CarragError as exc:
-            logger.warning("removing originals failed", extra={"reason": exc.message, "originals": len(parts)})
-            return False
-        failed = [r for r in results if not r.ok and r.status != 404]
-        if failed:
-            logger.warning("removing originals failed", extra={"failed": len(failed), "originals": len(parts)})
-        return not failed
+        return await self.connection.delete_ids(ids, index=self.name, action="removing originals", require_alias=False)
 
     # --- reading -----------------------------------------------------------------------------------
     async def get(self, document_id: str) -> Original | None:

@@ -56,10 +56,8 @@ class IndexReads:
         limit: int | None = None,
         **request: Any,
     ) -> tuple[list[Hit], int]:
-        """Hits ``offset .. offset+limit`` (all when ``limit`` is None) in ``sort`` order, and the total.
-
-        Within Elasticsearch's result window this is one search; beyond it, pages of
-        ``search_after`` (``sort`` must end in a unique field)."""
+        """Hits ``offset .. offset+limit`` (all when ``limit`` is None) in ``sort`` order, and the total:
+        one search within the result window, pages of ``search_after`` beyond (``sort`` ends unique)."""
         window = queries.MAX_RESULT_WINDOW
         if limit is not None and offset + limit <= window:
             response = await self.search(

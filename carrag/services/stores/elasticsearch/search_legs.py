@@ -76,11 +76,9 @@ class SearchLegs:
         return VectorHits([_scored(hit, 2.0 * float(hit["_score"]) - 1.0) for hit in found], model)
 
     async def windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
-        """One real-time multi-get of the neighbours' ids (derived from document id and index).
-
-        Not checked against the source records: the centres come from hits found live, a version's
-        chunks never change, and a real-time get never returns a chunk already deleted (a version
-        replaced since its hits were checked gives a shorter passage, as if read a moment later)."""
+        """One real-time multi-get of the neighbours' ids, not checked against the source records: the
+        centres come from live hits, a version's chunks never change, and a version replaced since
+        gives a shorter passage, as if read a moment later."""
         wanted = sorted(
             {
                 (document_id, index)

@@ -224,9 +224,8 @@ class ElasticsearchStore:
 
     # --- originals -----------------------------------------------------------------------------
     async def put_original(self, document_id: str, content: bytes, content_type: str, filename: str) -> bool:
-        """Attach an original to a live version. Written first, then the version is checked again: if it
-        was replaced or deleted meanwhile (its own removal may have run before this write), the original
-        is removed again and False returned, so nothing is left behind."""
+        """Attach an original to a live version; if the version was replaced or deleted meanwhile (its
+        removal may have run before this write), the original is removed again and False returned."""
 
         async def put() -> bool:
             if await self.versions.live_document(document_id) is None:

@@ -29,6 +29,7 @@ from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, Ori
 from carrag.services.stores.elasticsearch.connection import (
     BulkItem,
     Connection,
+    Operation,
     bulk_failure,
     failures_by_owner,
 )
@@ -51,7 +52,6 @@ logger = logging.getLogger(__name__)
 BULK_MAX_OPS = 1000  # chunks per bulk request; a larger write is split into requests sent together
 FLIP_UNKNOWN = 0  # a flip's bulk status when the request failed: it may or may not have been applied
 FLIP_ATTEMPTS = 50  # conflicting flips retried (each retry means another process flipped meanwhile)
-Operation = tuple[dict[str, Any], dict[str, Any] | None]  # a bulk action line and its source
 
 
 @dataclass(slots=True, frozen=True)
@@ -296,18 +296,9 @@ class Versions:
 
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
         """Delete by id; what fails is logged and left to the sweep."""
-        if not ids:
-            return
-        try:
-            results = await self._bulk_in_parts([({"delete": {"_id": i}}, None) for i in ids], action, refresh)
-        except CarragError as exc:
-            logger.warning(
-                "deletes left to the sweep", extra={"action": action, "ids": len(ids), "reason": exc.message}
-            )
-            return
-        failed = [r for r in results if not r.ok and r.status != 404]
-        if failed:
-            logger.warning("deletes left to the sweep", extra={"action": action, "failed": len(failed)})
+        await self.connection.delete_ids(
+            ids, index=self.alias, action=action, refresh=refresh, require_alias=self.require_alias
+        )
 
     # --- deleting ------------------------------------------------------------------------------------
     async def delete(self, document_id: str) -> bool:
