@@ -106,21 +106,20 @@ class IndexLayout:
         """Create ``<alias>-<generation>`` (with the alias pointing at it, unless told otherwise)."""
         name = generation_name(self.alias, generation)
         self.forget_identity()
-        created = await self.connection.create_index(
-            f"creating the index {name}",
-            name,
-            settings=self.settings(),
-            mappings=index_mappings(),
-            aliases={self.alias: {"is_write_index": True}} if with_alias else None,
-        )
-        if created:
+        try:
+            await self.connection.client.indices.create(
+                index=name,
+                settings=self.settings(),
+                mappings=index_mappings(),
+                aliases={self.alias: {"is_write_index": True}} if with_alias else None,
+            )
             logger.info(
                 "created Elasticsearch index", extra={"index": name, "alias": self.alias if with_alias else None}
             )
-        elif with_alias:
+        except ApiError as exc:
+            if "resource_already_exists" not in api_reason(exc) or not with_alias:
+                raise
             await self._adopt(name)  # another process created it first
-        else:
-            raise UpstreamError(f"the Elasticsearch index {name} exists already; delete it, then run this again")
         return name
 
     async def concrete_indices(self) -> list[str]:

@@ -74,15 +74,13 @@ class IndexReads:
                 sort=sort,
                 size=window,
                 track_total_hits=after is None,
-                **({"search_after": after} if after is not None else {}),
+                search_after=after,  # None is not sent
                 **request,
             )
             if after is None:
                 total = int(page["hits"]["total"]["value"])
             batch = page["hits"]["hits"]
-            wanted_from = max(offset - seen, 0)
-            wanted_to = len(batch) if end is None else min(end - seen, len(batch))
-            hits.extend(batch[wanted_from:wanted_to])
+            hits.extend(batch[max(offset - seen, 0) : None if end is None else end - seen])
             seen += len(batch)
             if len(batch) < window:
                 break
