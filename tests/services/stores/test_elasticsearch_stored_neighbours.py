@@ -91,7 +91,7 @@ def test_stored_neighbours_read_back_as_the_chunks_themselves() -> None:
 
 def test_only_the_search_legs_fetch_the_stored_neighbours() -> None:
     assert "neighbours" in CHUNK_SOURCE_EXCLUDES and "embedding" in CHUNK_SOURCE_EXCLUDES
-    assert SEARCH_SOURCE_EXCLUDES == ["embedding"]
+    assert SEARCH_SOURCE_EXCLUDES == ["embedding", "regions"]  # regions: read by chunk listings only
 
 
 def test_hits_that_store_their_neighbours_need_no_window_read() -> None:

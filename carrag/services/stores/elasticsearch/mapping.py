@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from carrag.services.models import DEFAULT_COLLECTION, Chunk, DocumentRecord, StoredChunk, chunk_heading, metadata_pairs
+from carrag.services.positions import decode_regions, encode_regions
 
 SCHEMA_VERSION = 3  # 3: chunks store their neighbours
 HNSW_OPTIONS = {"type": "hnsw", "m": 16, "ef_construction": 100}
@@ -71,12 +72,15 @@ BASE_PROPERTIES: dict[str, Any] = {
     # chunks: {"radius": r, "chunks": [chunk fields of each chunk within r of it]} (`chunk_source`);
     # added to older indices when opened (`layout.py`), like any field above
     "neighbours": {"type": "object", "enabled": False},
+    # chunks of PDFs: where the chunk is drawn on its pages, [[page, start, end, x0, y0, x1, y1], ...]
+    # (`positions.encode_regions`); read by chunk listings, left out of search hits
+    "regions": {"type": "object", "enabled": False},
 }
 STORED_NEIGHBOURS = 1  # chunks on each side stored in each chunk (`chunk_source`)
 # a chunk read as itself: no vector, no stored neighbours
 CHUNK_SOURCE_EXCLUDES = ["embedding", "neighbours"]
 # a chunk read by a search leg: with its stored neighbours, for expansion (`windows.py`)
-SEARCH_SOURCE_EXCLUDES = ["embedding"]
+SEARCH_SOURCE_EXCLUDES = ["embedding", "regions"]
 
 
 def index_settings(shards: int, replicas: int, refresh_interval: str) -> dict[str, Any]:
@@ -241,6 +245,8 @@ def chunk_source(
     }
     if neighbours is not None:
         source["neighbours"] = {"radius": STORED_NEIGHBOURS, "chunks": [_neighbour_entry(n) for n in neighbours]}
+    if chunk.regions:
+        source["regions"] = encode_regions(chunk.regions)
     return source
 
 
@@ -275,6 +281,7 @@ def neighbour_chunks(source: dict[str, Any], radius: int, chunk: StoredChunk | N
             tags=list(own.tags),
             pages=list(entry.get("pages") or []),
             section=entry.get("section"),
+            regions=[],  # not stored with neighbours
         )
         for entry in source["neighbours"].get("chunks") or []
         if abs(entry["chunk_index"] - centre) <= radius
@@ -296,6 +303,7 @@ def to_chunk(source: dict[str, Any]) -> StoredChunk:
         title=source.get("title"),
         external_id=source.get("external_id"),
         collection_id=source.get("collection_id") or DEFAULT_COLLECTION,
+        regions=decode_regions(source.get("regions")),
     )
 
 
