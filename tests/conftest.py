@@ -19,7 +19,6 @@ from carrag.services.container import Container, build_container
 from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
 from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.settings import Settings
-from carrag.services.stores.elasticsearch import retirement
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -42,17 +41,6 @@ def make_settings(tmp_path: Path, **overrides: object) -> Settings:
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)  # type: ignore[call-arg]
-
-
-# Retired chunks are deleted 5 s after the epoch moves in production (`retirement.py`); in-process
-# tests use 0.2 s (the epoch read beside a search is then trusted for 0.1 s, so both the path with
-# and the path without a check after the search run in the tests).
-TEST_RETIRE_GRACE_SECONDS = 0.2
-
-
-@pytest.fixture(autouse=True)
-def short_retire_grace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(retirement, "RETIRE_GRACE_SECONDS", TEST_RETIRE_GRACE_SECONDS)
 
 
 @pytest.fixture(autouse=True)

@@ -162,7 +162,7 @@ class EsBenchReport:
         out.append(
             f"/search p50 {self.search_p50_ms:.1f} ms (p95 {self.search_p95_ms:.1f}); raw hybrid p50 "
             f"{self.raw_hybrid_p50_ms:.1f} ms (p95 {self.raw_hybrid_p95_ms:.1f}); ratio {self.search_ratio:.2f}× "
-            f"(first sight of each source: p50 {self.search_cold_p50_ms:.1f} ms)"
+            f"(first pass, a fresh process: p50 {self.search_cold_p50_ms:.1f} ms)"
         )
         return out
 
@@ -217,7 +217,7 @@ async def raw_bulk(
         {
             "_index": index,
             "_id": chunk_id(document.record.document_id, chunk.chunk_index),
-            # the documents the store writes, stored neighbours included (`versions.py`)
+            # the chunks the store writes, stored neighbours included
             "_source": chunk_source(document.record, chunk, vector, neighbours_of(document.chunks, chunk)),
         }
         for document in documents
@@ -452,8 +452,7 @@ async def _bench_search(
 
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
-        # first pass: this replica meets every source for the first time (one extra search each,
-        # live_filter.py); second pass: the steady state of a replica that has seen them
+        # the first pass warms the process and the node's caches; the second is the figure
         cold, _ = await timed_pass(http)
         ours, raw = await timed_pass(http)
     result.search_cold_p50_ms = round(statistics.median(cold), 2)

@@ -4,9 +4,10 @@ When the configured embedder (say C) is not the model the store recorded (R), no
 
 - Queries are embedded by R, loaded beside C (`embedders/recorded.py` builds it from the recorded
   identity and the current settings), and search the live vectors, which are R's until the reindex
-  swaps C's in. Each search reads the recorded identity, so the one after the swap embeds with C, in
-  this process or any other opening the file later. A search whose kNN leg straddles the swap (query
-  embedded by R, vectors already C's) sees the recorded identity change and runs that leg again.
+  swaps C's in. Each search asks the store for the recorded identity first (`Store.query_identity`),
+  so the one after the swap embeds with C, in this process or any other opening the file later. A
+  search whose kNN leg straddles the swap (query embedded by R, vectors already C's) sees that in the
+  model its hits are of (`VectorHits.model`) or in the recorded identity, and runs that leg again.
 - When R cannot be built (an unknown identity, a server that is gone), searches answer from the
   lexical (BM25) leg alone and say so (`QueryEmbedder.note`, the ``degraded`` field of /search, a
   warning in the log) until the swap.
@@ -38,7 +39,6 @@ from carrag.services.embedders.service import EmbeddingService, ProgressCallback
 from carrag.services.errors import CarragError, Conflict, DependencyUnavailable, EmbeddingModelMismatch
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, OriginalFile, ScoredChunk, SearchFilters
 from carrag.services.stores.base import Store
-from carrag.services.stores.searched_model import searched_model
 from carrag.services.stores.sqlite import SqliteStore
 from carrag.services.stores.sqlite_reindex import SqliteReindex, SwappedMeanwhile
 
@@ -112,7 +112,6 @@ class ModelChange:
         self._unavailable: dict[EmbeddingIdentity, _Unavailable] = {}
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[object]] = set()
-        self.seen_pending = False  # the last search found a model change pending: choose its model first
 
     # --- the recorded model, loaded beside ------------------------------------------------------------
     async def recorded_embedder(self, identity: EmbeddingIdentity) -> EmbeddingService | None:
@@ -163,7 +162,6 @@ class ModelChange:
         recorded, configured = await self._identities()
         if recorded is None or configured is None or recorded.accepts(configured):
             return
-        self.seen_pending = True
         logger.warning(
             "the configured embedding model is not the store's: loading the store's beside it until"
             " `carrag reindex` (POST /admin/reindex) re-embeds the store; the reindex does not start by itself",
@@ -198,12 +196,8 @@ class ModelChange:
 
     # --- queries -------------------------------------------------------------------------------------
     async def for_queries(self) -> QueryEmbedder:
-        chosen = await self._for_queries()
-        self.seen_pending = chosen.pending
-        return chosen
-
-    async def _for_queries(self) -> QueryEmbedder:
-        recorded = await self._query_identity()
+        """The embedder for a search's query: the configured model, or the store's during a change."""
+        recorded = await self.store.query_identity()
         if recorded is None:
             return QueryEmbedder(self.configured, None)
         configured = await self.configured.embedding_identity()
@@ -234,7 +228,6 @@ class ModelChange:
             started = time.perf_counter()
             vector = await embedder.embed_query(question)
             embed_ms += round((time.perf_counter() - started) * 1000, 2)
-            searched_model.set(None)
             try:
                 found = await self.store.vector_search(vector, depth, filters)
             except Exception:
@@ -242,7 +235,7 @@ class ModelChange:
                     raise
                 chosen = await self.for_queries()  # swapped under this search (another dimension, say)
                 continue
-            searched = searched_model.get()  # the hits' model, when the store can tell (`searched_model.py`)
+            searched = found.model  # the hits' model, when the store can tell
             if searched is not None:  # the hits' vectors must be of the model that embedded the query
                 swapped = not searched.accepts(await embedder.embedding_identity())
             else:
@@ -253,12 +246,6 @@ class ModelChange:
                 return [], embed_ms, chosen
             chosen = await self.for_queries()
         raise AssertionError("unreachable")
-
-    async def _query_identity(self) -> EmbeddingIdentity | None:
-        """The store's model for a search: a store may answer it from memory (Elasticsearch,
-        `query_identity`), its kNN leg then saying which model its hits are of (`vector_search`)."""
-        cheap = getattr(self.store, "query_identity", None)
-        return await (cheap() if cheap is not None else self.store.embedding_identity())
 
     # --- ingestion -----------------------------------------------------------------------------------
     async def ingest_plan(self, recorded: EmbeddingIdentity, configured: EmbeddingIdentity) -> PendingChangeWrite:

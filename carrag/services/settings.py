@@ -352,8 +352,8 @@ class Settings(BaseSettings):
         ge=0,
         le=10,
         description="Neighbours fetched on each side. On Elasticsearch each chunk stores 1 on each side, so a search "
-        "hit carries its window; a wider window, or chunks written by an older Carrag, are read in the live check "
-        "(docs/architecture.md).",
+        "hit carries its window; a wider window, or chunks written by an older Carrag, are read after the search "
+        "in one batched read (docs/architecture.md).",
     )
     max_question_chars: int = Field(4000, ge=1, description="Longest question accepted.")
     sse_keepalive_seconds: float = Field(

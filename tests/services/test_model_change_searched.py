@@ -1,5 +1,5 @@
-"""The query path's model check answered from memory (Elasticsearch, `served_identity.py`): the kNN
-leg's own report of its hits' model (`searched_model.py`) decides whether the leg runs again."""
+"""The query path's model check answered from memory (Elasticsearch, `served_identity.py`): the model
+the kNN leg returns with its hits (`VectorHits.model`) decides whether the leg runs again."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.model_change import ModelChange, QueryEmbedder
 from carrag.services.models import ComponentHealth, EmbeddingIdentity, ScoredChunk, SearchFilters, StoredChunk
-from carrag.services.stores.searched_model import searched_model
+from carrag.services.stores.base import VectorHits
 
 OLD = EmbeddingIdentity("test:old", 3)
 NEW = EmbeddingIdentity("test:new", 3)  # same size: only the model names tell the vectors apart
@@ -48,10 +48,9 @@ class RememberingStore:
 
     async def vector_search(self, vector, k, filters):  # type: ignore[no-untyped-def]
         self.queries.append([float(x) for x in vector])
-        searched_model.set(self.live)
         self.remembered = self.live
         chunk = StoredChunk("d1", 0, "text", 0, 4, "a.md", "a.md", [])
-        return [ScoredChunk(chunk, 1.0)]
+        return VectorHits([ScoredChunk(chunk, 1.0)], self.live)
 
 
 def change_for(store: RememberingStore) -> ModelChange:
@@ -77,5 +76,6 @@ async def test_hits_of_another_model_run_the_leg_again_with_that_model() -> None
     assert not (await change.for_queries()).pending  # out of date, and cannot know it yet
     found, _, used = await change.vector_search("q", 2, SearchFilters(), QueryEmbedder(change.configured, None))
     assert store.queries == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], "searched again with the query embedded by NEW"
-    assert found and used.pending and used.recorded == NEW and change.seen_pending
+    assert found and used.pending and used.recorded == NEW
+    assert (await change.for_queries()).pending, "the next search embeds with NEW from the start"
     await change.aclose()

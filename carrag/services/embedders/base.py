@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextvars import ContextVar
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 import numpy as np
@@ -11,12 +10,6 @@ import numpy as np
 from carrag.services.models import ComponentHealth
 
 TextKind = Literal["document", "query"]
-
-# Set by a hybrid search in its kNN leg's task (`retrieval/search.py`), whose BM25 request waits until
-# the query's embedding is under way. Called (at least once) when it is: by a backend that runs the
-# model in a thread of this process (``announces_start``, `local_onnx.py`) as that thread begins the
-# work, and by `EmbeddingService` as it starts for any other backend or for a cached vector.
-query_under_way: ContextVar[Callable[[], None] | None] = ContextVar("query_under_way", default=None)
 
 
 class EmbeddingBackend(Protocol):

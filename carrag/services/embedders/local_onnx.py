@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from carrag.services.embedders.base import TextKind, l2_normalise, query_under_way
+from carrag.services.embedders.base import TextKind, l2_normalise
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.models import ComponentHealth
 from carrag.services.stores.memory import release_freed_memory
@@ -75,7 +75,6 @@ def _session(onnxruntime: Any, model_path: Path) -> Any:
 class LocalOnnxEmbedder:
     provider = "local"
     model = MODEL_NAME
-    announces_start = True  # calls `query_under_way` from its thread (`embed`)
 
     def __init__(
         self,
@@ -127,7 +126,7 @@ class LocalOnnxEmbedder:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         # One text (a query): `encode`, which keeps the GIL; `encode_batch` lets it go and takes it back,
         # and this thread then waits for the event loop to let go of it again, which inside /search is
-        # busy with the BM25 leg (docs/benchmarks.md, "Python CPU on the /search path").
+        # busy with the BM25 leg.
         encodings = [self._tokenizer.encode(texts[0])] if len(texts) == 1 else self._tokenizer.encode_batch(list(texts))
         # Sort by length so each run pads to similar lengths; restore the order at the end.
         order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
@@ -163,17 +162,7 @@ class LocalOnnxEmbedder:
         return pooled
 
     async def embed(self, texts: Sequence[str], kind: TextKind) -> np.ndarray:
-        loop = asyncio.get_running_loop()
-        batch = list(texts)
-        announce = query_under_way.get()
-        if announce is None:
-            return await loop.run_in_executor(self._executor, self.embed_sync, batch)
-
-        def announced() -> np.ndarray:
-            loop.call_soon_threadsafe(announce)  # this thread has a core: the search may send BM25 now
-            return self.embed_sync(batch)
-
-        return await loop.run_in_executor(self._executor, announced)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self.embed_sync, list(texts))
 
     async def health(self) -> ComponentHealth:
         return ComponentHealth("embedder", "ok", "local-onnx", self.model, f"{DIMENSION}-d, int8 ONNX")

@@ -20,7 +20,7 @@ from typing import cast
 
 import numpy as np
 
-from carrag.services.embedders.base import EmbeddingBackend, TextKind, query_under_way
+from carrag.services.embedders.base import EmbeddingBackend, TextKind
 from carrag.services.errors import DependencyUnavailable, NotRetryable, UpstreamError
 from carrag.services.models import ComponentHealth, EmbeddingIdentity
 from carrag.services.telemetry import NullTelemetry, Telemetry
@@ -113,8 +113,8 @@ class EmbeddingService:
             started = time.perf_counter()
             try:
                 # asyncio.timeout, not wait_for: wait_for (3.11) runs the call in a task of its own, one
-                # turn of the event loop later, so a query's embedding started behind whatever that
-                # turn ran first (in /search, sending the BM25 request: ~0.9 ms; docs/benchmarks.md)
+                # turn of the event loop later, so a query's embedding would start behind whatever that
+                # turn runs first (in /search, the BM25 leg)
                 async with asyncio.timeout(self.timeout):
                     vectors = await self.backend.embed(texts, kind)
             except (DependencyUnavailable, UpstreamError, TimeoutError) as exc:
@@ -151,9 +151,6 @@ class EmbeddingService:
             if vector is None:
                 missing.setdefault(texts[position], []).append(position)
         pending = list(missing)
-        announce = query_under_way.get()
-        if announce is not None and not (pending and getattr(self.backend, "announces_start", False)):
-            announce()  # a cached vector, or a backend that does not say when its work begins
         done = len(texts) - sum(len(p) for p in missing.values())
         if progress:
             progress(done, len(texts))

@@ -23,13 +23,14 @@ from carrag.services.parsers.epub_book import parse_epub
 from carrag.services.parsers.html_markdown import parse_html
 from carrag.services.parsers.image import IMAGE_EXTENSIONS, parse_image
 from carrag.services.parsers.json_document import parse_json
+from carrag.services.parsers.markdown_file import parse_markdown
 from carrag.services.parsers.odt_document import parse_odt
 from carrag.services.parsers.pdf import OcrReader, Progress, parse_pdf
 from carrag.services.parsers.pdf_markdown import parse_pdf_markdown
 from carrag.services.parsers.pptx_slides import parse_pptx
 from carrag.services.parsers.rtf_document import parse_rtf
 from carrag.services.parsers.source_code import CODE_EXTENSIONS, parse_code
-from carrag.services.parsers.text import parse_markdown, parse_text
+from carrag.services.parsers.text import parse_text
 from carrag.services.parsers.xlsx_sheets import parse_xlsx
 from carrag.services.vocabulary import PdfMode
 
@@ -51,8 +52,8 @@ PARSERS: dict[str, Parser] = {
     **dict.fromkeys(IMAGE_EXTENSIONS, _within(parse_image)),  # likewise
     ".txt": _unbounded(parse_text),
     ".text": _unbounded(parse_text),
-    ".md": _unbounded(parse_markdown),
-    ".markdown": _unbounded(parse_markdown),
+    ".md": _within(parse_markdown),
+    ".markdown": _within(parse_markdown),
     ".rst": _unbounded(parse_text),
     ".csv": _unbounded(parse_csv),
     ".json": _unbounded(parse_json),

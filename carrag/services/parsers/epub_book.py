@@ -85,7 +85,7 @@ def parse_epub(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDG
             except KeyError:
                 continue  # a spine entry the archive does not hold
             try:
-                chapter = parse_html(content, posixpath.basename(path), budget=budget).text.strip()
+                chapter = parse_html(content, posixpath.basename(path), budget=budget, site_chrome=False).text.strip()
             except PayloadTooLarge:
                 raise  # over a budget: the book is refused, not silently shortened
             except CarragError:

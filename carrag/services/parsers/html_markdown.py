@@ -176,6 +176,11 @@ def html_to_markdown(soup) -> str:
     return tidy_markdown(markdown)
 
 
+def html_fragment_markdown(markup: str) -> str:
+    """A fragment of HTML (a table inside a Markdown file) as Markdown, by the same converter."""
+    return html_to_markdown(_soup(markup)).strip()
+
+
 def nested_deeper_than(soup, limit: int) -> bool:
     """Whether any element lies more than ``limit`` levels down (walked without recursion)."""
     stack = [(soup, 0)]
@@ -202,14 +207,17 @@ def clean_page(soup) -> None:
     unwrap_layout_tables(soup)
 
 
-def html_document(markup: str, filename: str, source_type: str, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
-    """Markup (already decoded) → the Markdown of its content."""
+def html_document(
+    markup: str, filename: str, source_type: str, budget: ParseBudget = DEFAULT_BUDGET, *, site_chrome: bool = True
+) -> ParsedDocument:
+    """Markup (already decoded) → the Markdown of its content; ``site_chrome=False`` for markup that is
+    all content (an e-book chapter, whose table of contents is the book's own)."""
     check_markup(markup, filename, budget)
     soup = _soup(markup)
     title_tag = soup.find("title")
     page_title = title_tag.get_text(" ", strip=True) or None if title_tag else None
     clean_page(soup)
-    chrome_removed_share = remove_chrome(soup)
+    chrome_removed_share = remove_chrome(soup) if site_chrome else 0.0
     if nested_deeper_than(soup, MAX_NESTING_DEPTH):
         text = tidy_markdown(soup.get_text("\n\n", strip=True))
     else:
@@ -229,11 +237,13 @@ def html_document(markup: str, filename: str, source_type: str, budget: ParseBud
     )
 
 
-def parse_html(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
+def parse_html(
+    data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET, site_chrome: bool = True
+) -> ParsedDocument:
     bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     decoded = bs4.UnicodeDammit(data, user_encodings=FALLBACK_ENCODINGS, is_html=True)
     if decoded.unicode_markup is None or looks_binary(decoded.unicode_markup):
         raise InvalidInput(f"{filename} looks like binary data, not HTML.")
-    parsed = html_document(decoded.unicode_markup, filename, "html", budget)
+    parsed = html_document(decoded.unicode_markup, filename, "html", budget, site_chrome=site_chrome)
     parsed.metadata["encoding"] = decoded.original_encoding
     return parsed

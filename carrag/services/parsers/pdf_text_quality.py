@@ -44,7 +44,7 @@ MAX_DIACRITIC_SHARE = 0.60
 MIN_LATIN_LETTERS = 20
 MIN_JUDGED_CHARS = 12  # shorter spans carry too little evidence (unless mostly bad characters)
 
-_BROKEN_WORD = re.compile(r"([^\W\d_]+)[-\u00ad][ \t]*\n[ \t]*([^\W\d_][\w]*)")
+_LINE_BREAK_HYPHENS = "-\u00ad\u2010"  # hyphen-minus, soft hyphen, and groff's U+2010 (man pages)
 _HYPHENATED_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # tab, newlines and form feed are fine
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
@@ -105,8 +105,12 @@ def document_vocabulary(texts: Iterable[str]) -> tuple[str, set[str]]:
     return whole, set(_HYPHENATED_WORD.findall(whole))
 
 
-def join_hyphenated_breaks(text: str, vocabulary: tuple[str, set[str]]) -> tuple[str, int]:
-    """``text`` with line-break hyphens joined (see the module docstring), and how many were joined."""
+def join_hyphenated_breaks(
+    text: str, vocabulary: tuple[str, set[str]], hyphens: str = _LINE_BREAK_HYPHENS
+) -> tuple[str, int]:
+    """``text`` with line-break hyphens joined (see the module docstring), and how many were joined;
+    ``hyphens``: the characters that may end a line inside a word."""
+    broken_word = re.compile(rf"([^\W\d_]+)[{re.escape(hyphens)}][ \t]*\n[ \t]*([^\W\d_][\w]*)")
     whole, hyphenated = vocabulary
     joined = 0
 
@@ -126,7 +130,7 @@ def join_hyphenated_breaks(text: str, vocabulary: tuple[str, set[str]]) -> tuple
         joined += 1
         return head + tail
 
-    return _BROKEN_WORD.sub(replace, text), joined
+    return broken_word.sub(replace, text), joined
 
 
 def _is_bad(char: str) -> bool:

@@ -9,6 +9,7 @@ from carrag.services.chunking.markdown import find_headers
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.decoding import decode_declared
+from carrag.services.parsers.pdf_text_quality import document_vocabulary, join_hyphenated_breaks
 
 # Share of control characters (other than tab/newline/carriage return/form feed) above which a file
 # is treated as binary data with a text extension rather than text.
@@ -42,7 +43,7 @@ def looks_binary(text: str) -> bool:
 
 
 def parse_text(data: bytes, filename: str, *, charset: str | None = None) -> ParsedDocument:
-    text = decode_text(data, filename, charset)
+    text = groff_hyphens_as_ascii(decode_text(data, filename, charset))
     return ParsedDocument(
         text=text,
         filename=filename,
@@ -51,13 +52,18 @@ def parse_text(data: bytes, filename: str, *, charset: str | None = None) -> Par
     )
 
 
+def groff_hyphens_as_ascii(text: str) -> str:
+    """A manual page rendered to text (``man -P cat``) writes every hyphen as U+2010, option dashes
+    (``‐b``) and line-break hyphens (``authentica‐\\n   tion``) alike: words broken at a line end are
+    joined (unless the document writes the pair with a hyphen elsewhere), the rest become ``-`` as users
+    type them."""
+    if "\u2010" not in text:
+        return text
+    vocabulary = document_vocabulary([text.replace("\u2010", "-")])
+    joined, _ = join_hyphenated_breaks(text, vocabulary, hyphens="\u2010")
+    return joined.replace("\u2010", "-")
+
+
 def first_markdown_h1(text: str) -> str | None:
     """The text of the first level-1 ATX heading (``# Title``) outside fenced code blocks."""
     return next((header.title for header in find_headers(text) if header.level == 1 and header.title), None)
-
-
-def parse_markdown(data: bytes, filename: str) -> ParsedDocument:
-    parsed = parse_text(data, filename)
-    parsed.title = first_markdown_h1(parsed.text)
-    parsed.metadata |= {"markup": "markdown", "title": parsed.title}
-    return parsed

@@ -51,8 +51,8 @@ def stitch(chunks: Sequence[StoredChunk]) -> str:
 def windows_in_hand(
     winners: Sequence[StoredChunk], found: Mapping[tuple[str, int], ScoredChunk], radius: int
 ) -> tuple[list[StoredChunk], list[tuple[str, int]]]:
-    """The neighbours the store already returned with the winners' hits (`ScoredChunk.neighbours`),
-    and the winners still to be asked for (`Store.get_windows`): those read without a window this wide."""
+    """The neighbours the store returned with the winners' hits (`ScoredChunk.neighbours`), and the
+    winners still to be asked for (`Store.get_windows`): those that came without a window this wide."""
     neighbours: list[StoredChunk] = []
     missing: list[tuple[str, int]] = []
     for winner in winners:

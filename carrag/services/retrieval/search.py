@@ -13,14 +13,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
 
 from carrag.services.admission import AdmissionGate
 from carrag.services.collections import CollectionService
-from carrag.services.embedders.base import query_under_way
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError
 from carrag.services.model_change import ModelChange, QueryEmbedder
@@ -141,7 +139,7 @@ class SearchService:
         timings: dict[str, float] = {}
         started = time.perf_counter()
         depth = depth or top_k * self.settings.retrieval_k_multiplier
-        serving, (lexical, semantic, embed_ms) = await self._retrieve_served(question, depth, filters, mode, timings)
+        lexical, semantic, serving, embed_ms = await self._retrieve(question, depth, filters, mode, timings)
         lexical, semantic = await one_version_per_source(self.store, lexical, semantic)
         if serving.note is not None:  # the store's model cannot be loaded (logged when it was tried)
             mode = SearchMode.BM25
@@ -177,9 +175,8 @@ class SearchService:
         if rerank is None:
             rerank = self.settings.rerank_enabled if self.settings.rerank_enabled != "auto" else self.reranker.available
         candidates = (_hit(mode, item, chunks[item.key].chunk, bm25_scores, knn_scores) for item in fused)
-        # The same passage stored twice shows once. Unreranked, only the first top_k distinct hits stay:
-        # the rest are neither built nor normalised (~0.1 ms of CPU per search; docs/benchmarks.md,
-        # "Python CPU on the /search path"); reranking scores every candidate.
+        # The same passage stored twice shows once. Unreranked, only the first top_k distinct hits stay,
+        # so the rest are neither built nor normalised; reranking scores every candidate.
         hits = distinct_by_text(candidates, lambda hit: hit.chunk.text, limit=None if rerank else top_k)
 
         reranked, note = False, None
@@ -198,90 +195,34 @@ class SearchService:
         timings["total"] = elapsed_ms(started)
         return SearchOutcome(hits, timings, reranked, note, degraded=serving.note)
 
-    async def _retrieve_served(
-        self, question: str, depth: int, filters: SearchFilters, mode: SearchMode, timings: dict[str, float]
-    ) -> tuple[QueryEmbedder, tuple[list[ScoredChunk], list[ScoredChunk], float]]:
-        """The legs with the model of the live vectors. Usually the configured one: the model check
-        runs beside the legs (on Elasticsearch it is a round trip of its own), and only when it finds a
-        model change pending (`model_change.py`) do the legs run again, with the store's model (or BM25
-        alone); while one is pending, the check comes first."""
-        change = self.model_change
-        if not change.seen_pending:
-            check = asyncio.ensure_future(change.for_queries())
-            try:
-                legs = await self._retrieve(question, depth, filters, mode, timings, QueryEmbedder(self.embedder, None))
-            except Exception:
-                serving = await check  # its own error (the store is down, say) is the one reported
-                if not serving.pending:
-                    raise
-            except BaseException:
-                check.cancel()
-                raise
-            else:
-                serving = await check
-                if not serving.pending:
-                    return serving, legs
-        else:
-            serving = await change.for_queries()
-        if serving.note is not None:
-            mode = SearchMode.BM25
-        return serving, await self._retrieve(question, depth, filters, mode, timings, serving)
-
     async def _retrieve(
-        self,
-        question: str,
-        depth: int,
-        filters: SearchFilters,
-        mode: SearchMode,
-        timings: dict[str, float],
-        serving: QueryEmbedder,
-    ) -> tuple[list[ScoredChunk], list[ScoredChunk], float]:
+        self, question: str, depth: int, filters: SearchFilters, mode: SearchMode, timings: dict[str, float]
+    ) -> tuple[list[ScoredChunk], list[ScoredChunk], QueryEmbedder, float]:
         """Both legs at once; ``timings`` gets each leg's own store time (``bm25_leg``, ``knn_leg``).
-        A store that checks each leg's hits after its search (Elasticsearch) may check both legs'
-        hits in one read (``shared_check``, `stores/elasticsearch/shared_check.py`)."""
-        embed_ms = 0.0
-        bm25_scope: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-        knn_scope: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
-        shared_check = getattr(self.store, "shared_check", None)
-        if mode == SearchMode.HYBRID and shared_check is not None:
-            together = shared_check()
-            bm25_scope, knn_scope = together.leg(), together.leg()
+        The kNN leg first asks which model embeds queries for the live vectors (`model_change.py`:
+        the configured one, or the store's during a model change, or none: BM25 alone)."""
 
-        # A store whose BM25 leg is a request the event loop builds and sends (Elasticsearch) has it
-        # sent once the query's embedding is under way: sent first, it and the search engine held the
-        # cores while the embedding's thread waited ~1 ms for one (docs/benchmarks.md, "BM25 once the
-        # query's embedding is under way"). The embedding is the longer path; BM25 has time to spare.
-        # SQLite's BM25 runs in a thread of its own and gains nothing by waiting (it lost ~1 ms).
-        under_way = asyncio.Event()
-        hold_bm25 = mode == SearchMode.HYBRID and getattr(self.store, "bm25_after_embedding_starts", False)
-
-        async def bm25_leg() -> list[ScoredChunk]:
-            if mode == SearchMode.KNN:
+        async def bm25_leg(wanted: bool) -> list[ScoredChunk]:
+            if not wanted:
                 return []
-            if hold_bm25:
-                await under_way.wait()
-            with bm25_scope:
-                step = time.perf_counter()
-                found = await self.store.lexical_search(question, depth, filters)
-                timings["bm25_leg"] = elapsed_ms(step)
-                return found
+            step = time.perf_counter()
+            found = await self.store.lexical_search(question, depth, filters)
+            timings["bm25_leg"] = elapsed_ms(step)
+            return found
 
-        async def knn_leg() -> list[ScoredChunk]:
-            nonlocal embed_ms
-            if mode == SearchMode.BM25:
-                return []
-            query_under_way.set(under_way.set)  # in this leg's own task: the embedding says when (embedders/base.py)
-            try:
-                with knn_scope:
-                    step = time.perf_counter()
-                    found, embed_ms, _ = await self.model_change.vector_search(question, depth, filters, serving)
-                    timings["knn_leg"] = round(elapsed_ms(step) - embed_ms, 2)
-                    return found
-            finally:
-                under_way.set()  # whatever happened (no embedder, an error), BM25 never waits past it
+        async def knn_leg() -> tuple[list[ScoredChunk], QueryEmbedder, float]:
+            serving = await self.model_change.for_queries()
+            if mode == SearchMode.BM25 or serving.embedder is None:
+                return [], serving, 0.0
+            step = time.perf_counter()
+            found, embed_ms, serving = await self.model_change.vector_search(question, depth, filters, serving)
+            timings["knn_leg"] = round(elapsed_ms(step) - embed_ms, 2)
+            return found, serving, embed_ms
 
-        semantic, lexical = await asyncio.gather(knn_leg(), bm25_leg())
-        return lexical, semantic, embed_ms
+        (semantic, serving, embed_ms), lexical = await asyncio.gather(knn_leg(), bm25_leg(mode != SearchMode.KNN))
+        if mode == SearchMode.KNN and serving.note is not None:  # no model for the live vectors: BM25 instead
+            lexical = await bm25_leg(True)
+        return lexical, semantic, serving, embed_ms
 
     async def _rerank(self, question: str, hits: list[SearchHit]) -> tuple[bool, str | None]:
         if not self.reranker.available:
@@ -297,9 +238,10 @@ class SearchService:
         return True, None
 
     async def _expand(self, hits: list[SearchHit], found: dict[tuple[str, int], ScoredChunk]) -> list[SearchHit]:
+        """Each winner's window: the one its hit came with (Elasticsearch), else one batched read."""
         radius = self.settings.neighbour_window
         winners = [hit.chunk for hit in hits]
-        neighbours, missing = windows_in_hand(winners, found, radius)  # read with the hits (Elasticsearch)
+        neighbours, missing = windows_in_hand(winners, found, radius)
         if missing:
             neighbours += await self.store.get_windows(missing, radius)
         expanded: list[SearchHit] = []

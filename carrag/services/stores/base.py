@@ -48,6 +48,16 @@ class ChunkListing:
     vector_dimension: int
 
 
+class VectorHits(list[ScoredChunk]):
+    """The kNN leg's hits, best first, and ``model``: the embedding model of the vectors they were
+    found among, when the store can tell (Elasticsearch: that of the index the hits came from; None
+    otherwise, and when nothing was found). The query path compares it with the query's model."""
+
+    def __init__(self, hits: Sequence[ScoredChunk] = (), model: EmbeddingIdentity | None = None) -> None:
+        super().__init__(hits)
+        self.model = model
+
+
 def checked_vectors(chunks: Sequence[Chunk], vectors: np.ndarray, identity: EmbeddingIdentity) -> np.ndarray:
     """The vectors of a `write_document` call as a contiguous float32 matrix, one row per chunk of
     the identity's dimension; a mismatch is a programming error, not bad input."""
@@ -71,6 +81,10 @@ class Store(Protocol):
 
     async def embedding_identity(self) -> EmbeddingIdentity | None:
         """The model the stored vectors came from, or None for an empty store."""
+
+    async def query_identity(self) -> EmbeddingIdentity | None:
+        """`embedding_identity` as a search needs it, possibly from memory (Elasticsearch: per
+        concrete index); a kNN leg that finds vectors of another model says so (`VectorHits.model`)."""
 
     async def write_document(
         self,
@@ -150,7 +164,7 @@ class Store(Protocol):
     async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
         """The BM25 leg: best ``k`` chunks for the words of ``query``, best first."""
 
-    async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+    async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> VectorHits:
         """The kNN leg: ``k`` chunks nearest to ``vector`` by cosine, best first."""
 
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:

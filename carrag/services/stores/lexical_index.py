@@ -17,7 +17,7 @@ it when it is missing or stale. Only the process that holds the store's lock ope
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
 
 import tantivy
@@ -55,7 +55,8 @@ class LexicalIndex:
         self._analyzer = _analyzer()
         self._index: tantivy.Index | None = None
         self._writer: tantivy.IndexWriter | None = None
-        self._searcher: tantivy.Searcher | None = None
+        self._view: LexicalView | None = None
+        self.commits = 0  # commits and openings so far: a view is current while this has not moved
 
     def open(self, *, reset: bool) -> None:
         """Open the index on disk (``reset``: start empty)."""
@@ -72,16 +73,17 @@ class LexicalIndex:
         index.register_tokenizer(ANALYZER, self._analyzer)
         self._index = index
         self._writer = index.writer(WRITER_HEAP_BYTES, 1)
-        self._searcher = index.searcher()
+        self._view = LexicalView(index.searcher(), self._schema, self._analyzer)
+        self.commits += 1
 
     def close(self) -> None:
         if self._writer is not None:
             self._writer.rollback()  # nothing is pending between commits; drops the writer's lock
-        self._index = self._writer = self._searcher = None
+        self._index = self._writer = self._view = None
 
     def replace(self, touched: Iterable[int], rows: Iterable[tuple[int, str]]) -> None:
         """Forget every ``touched`` rowid, then index ``rows`` (rowid, text): replaying the same
-        changes twice leaves the same index. Visible after `commit`."""
+        changes twice leaves the same index. Searched once committed and published."""
         assert self._writer is not None
         for rowid in touched:
             self._writer.delete_documents_by_term("rowid", int(rowid))
@@ -92,19 +94,35 @@ class LexicalIndex:
         assert self._writer is not None
         self._writer.delete_all_documents()
 
-    def commit(self) -> None:
+    def commit(self) -> LexicalView:
+        """Make what `replace` and `clear` did durable; searches see it once it is `publish`ed."""
         assert self._writer is not None and self._index is not None
         self._writer.commit()
         self._index.reload()
-        self._searcher = self._index.searcher()
+        self.commits += 1
+        return LexicalView(self._index.searcher(), self._schema, self._analyzer)
+
+    def publish(self, view: LexicalView) -> None:
+        self._view = view
+
+    @property
+    def view(self) -> LexicalView | None:
+        """The published state: a snapshot, which later commits leave as it is."""
+        return self._view
 
     @property
     def document_count(self) -> int:
-        return self._searcher.num_docs if self._searcher is not None else 0
+        return self._view.searcher.num_docs if self._view is not None else 0
 
-    def search(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
-        """The best ``k`` chunks for any of ``terms`` (plain words), as (rowid, BM25 score)."""
-        if self._index is None or self._searcher is None or not terms or k <= 0:
+
+class LexicalView:
+    def __init__(self, searcher: tantivy.Searcher, schema: tantivy.Schema, analyzer: tantivy.TextAnalyzer) -> None:
+        self.searcher, self._schema, self._analyzer = searcher, schema, analyzer
+
+    def search(self, terms: Sequence[str], k: int, skip: Container[int] = frozenset()) -> list[tuple[int, float]]:
+        """The best ``k`` chunks for any of ``terms`` (plain words), as (rowid, BM25 score), leaving
+        out the rowids in ``skip``."""
+        if not terms or k <= 0:
             return []
         # Each word through the index's own analyzer (a word may become several tokens, "covid_19"
         # -> covid, 19), each token one optional term: no query syntax, no phrase positions needed.
@@ -114,9 +132,15 @@ class LexicalIndex:
         query = tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "body", token)) for token in tokens]
         )
-        searcher = self._searcher
-        hits = searcher.search(query, k, count=False).hits
-        if not hits:
-            return []
-        rowids = searcher.fast_field_values("rowid", [address for _, address in hits])
-        return [(int(rowid), float(score)) for (score, _), rowid in zip(hits, rowids, strict=True) if rowid is not None]
+        wanted = k
+        while True:  # deeper only when skipped rowids took places in the top k
+            hits = self.searcher.search(query, wanted, count=False).hits
+            rowids = self.searcher.fast_field_values("rowid", [address for _, address in hits]) if hits else []
+            found = [
+                (int(rowid), float(score))
+                for (score, _), rowid in zip(hits, rowids, strict=True)
+                if rowid is not None and int(rowid) not in skip
+            ]
+            if len(found) >= k or len(hits) < wanted:
+                return found[:k]
+            wanted *= 4

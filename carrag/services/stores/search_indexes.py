@@ -15,8 +15,11 @@ to it:
   from every chunk row, streamed (the vectors go straight into the graph, never all in RAM).
 
 A committed write therefore means what it meant before: the indexes can only lag, and a search
-catches them up before it runs. Writes never touch the indexes (nothing global is rebuilt per
-document); the first search after them pays the catch-up (a tantivy commit, ~5–30 ms).
+sees them as of its snapshot. Writes never touch the indexes (nothing global is rebuilt per
+document). A search catches the vectors up itself (they go to the graph's exact delta: cheap), but
+never waits for a tantivy commit (100–500 ms): tantivy is caught up in the background
+(`sqlite_index_catch_up.py`), off the searches' lock, and a search takes it as last published,
+with its position; the rows changed after that position are searched apart (`sqlite_search.py`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from carrag.services.stores.lexical_index import LexicalIndex, indexed_text
+from carrag.services.stores.lexical_index import LexicalIndex, LexicalView, indexed_text
 from carrag.services.stores.memory import release_freed_memory
 from carrag.services.stores.vector_segments import VectorSegments
 
@@ -43,9 +46,6 @@ T = TypeVar("T")
 REBUILD_BACKLOG = 20_000  # changes; past this and half the indexed rows, a full scan beats lookups
 SCAN_BATCH = 5_000
 LOOKUP_BATCH = 900  # rowids per IN (...) list
-# Below this many chunks, a BM25 search that finds tantivy behind runs on FTS5 (milliseconds here)
-# rather than wait for a tantivy commit (100-500 ms); above it FTS5 is the slower of the two.
-FTS5_FALLBACK_BELOW = 200_000
 
 
 @dataclass(slots=True)
@@ -61,7 +61,10 @@ class SearchIndexes:
         self.lexical = LexicalIndex(directory / "lexical")
         self.vectors = VectorSegments(directory)
         self._lexical_state = directory / "lexical.json"
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the indexes as searches see them
+        # The tantivy writer, one user at a time. Taken inside `_lock` or alone, never the other
+        # way round: the background catch-up commits holding it and publishes under `_lock` after.
+        self._lexical_writing = threading.Lock()
         self.epoch: str | None = None
         self.lexical_seq = -1
         self.last_sync: SyncReport | None = None
@@ -97,22 +100,11 @@ class SearchIndexes:
             finally:
                 connection.execute("COMMIT")
 
-    def search(
-        self,
-        connection: sqlite3.Connection,
-        in_index: Callable[[], R],
-        in_rows: Callable[[R], T],
-        *,
-        lexical: bool = False,
-        fallback: Callable[[], T] | None = None,
-    ) -> T:
-        """``in_index`` (a search of the indexes) and ``in_rows`` (reading its hits from SQLite) on
-        one consistent state: one read transaction whose snapshot the indexes match exactly, so a
-        reader sees a document's old version or its new one, never both or neither.
-
-        ``lexical``: the search needs the BM25 index. When that is behind and small, ``fallback``
-        (the same search on SQLite's FTS5, in the same snapshot) answers instead of waiting for a
-        tantivy commit; the background catch-up after the writes brings tantivy up to date."""
+    def search(self, connection: sqlite3.Connection, in_index: Callable[[], R], in_rows: Callable[[R], T]) -> T:
+        """``in_index`` (a look at the indexes, under their lock) and ``in_rows`` (the search itself,
+        reading its hits from SQLite) on one consistent state: one read transaction, the vectors
+        caught up to its snapshot exactly and tantivy at a position no later than it (`lexical_view`),
+        so a reader sees a document's old version or its new one, never both or neither."""
         while True:
             seen = self._newest()  # committed heads only: a later snapshot is at least this new
             connection.execute("BEGIN")
@@ -121,22 +113,37 @@ class SearchIndexes:
                 with self._lock:
                     if epoch == self.epoch and self._newest() > head and seen <= head:
                         continue  # another search caught the indexes up past this snapshot: take a newer one
-                    use_fallback = (
-                        lexical
-                        and fallback is not None
-                        and epoch == self.epoch
-                        and 0 <= self.lexical_seq < head
-                        and self.lexical.document_count < FTS5_FALLBACK_BELOW
-                    )
-                    self._sync_locked(connection, include_lexical=lexical and not use_fallback)
-                    if not use_fallback:
-                        found = in_index()
-                if use_fallback:  # SQLite alone, in this snapshot: the other leg need not wait for it
-                    assert fallback is not None
-                    return fallback()
+                    self._sync_locked(connection, include_lexical=False)
+                    found = in_index()
                 return in_rows(found)
             finally:
                 connection.execute("COMMIT")
+
+    def lexical_view(self) -> tuple[LexicalView | None, int]:
+        """Tantivy as last published and the change-log position it holds everything up to (under
+        the lock, in `search`): the rows changed after it are missing or stale in it."""
+        return self.lexical.view, self.lexical_seq
+
+    def catch_up_lexical(self, connection: sqlite3.Connection) -> None:
+        """Bring tantivy to the head of the change log without holding up the searches: the
+        changes are replayed and committed outside the lock (searches keep the published snapshot
+        meanwhile), then the new snapshot and its position are published together. Nothing is
+        published if another commit came between (a rebuild's: the next catch-up starts from it)."""
+        with self._lexical_writing:
+            connection.execute("BEGIN")
+            try:
+                epoch, head = self._head(connection)
+                start = self.lexical_seq  # only a publish moves it without `_lexical_writing`: checked below
+                if epoch != self.epoch or not 0 <= start < head:
+                    return  # current, or a rebuild (`sync`) is due
+                self._replay_lexical(connection, start, head)
+            finally:
+                connection.execute("COMMIT")
+            view, commits = self.lexical.commit(), self.lexical.commits
+        with self._lock:
+            if self.epoch == epoch and self.lexical_seq == start and self.lexical.commits == commits:
+                self.lexical.publish(view)
+                self._save_lexical_state(epoch, head)
 
     def _sync_locked(self, connection: sqlite3.Connection, include_lexical: bool = True) -> SyncReport | None:
         """The caller holds the lock and an open read transaction. ``include_lexical`` False leaves
@@ -144,7 +151,8 @@ class SearchIndexes:
         started = time.perf_counter()
         epoch, head = self._head(connection)
         if epoch != self.epoch:
-            self._load(epoch)
+            with self._lexical_writing:
+                self._load(epoch)
         seqs = (
             [self.vectors.applied_seq, self.lexical_seq]
             if include_lexical or self.lexical_seq < 0
@@ -159,7 +167,7 @@ class SearchIndexes:
             self._rebuild(connection, epoch, head)
             report = SyncReport("rebuilt", backlog, time.perf_counter() - started)
         else:
-            self._catch_up(connection, epoch, lowest, head, include_lexical)
+            self._catch_up(connection, epoch, head, include_lexical)
             report = SyncReport("caught-up", backlog, time.perf_counter() - started)
         self.last_sync = report
         return report
@@ -185,6 +193,11 @@ class SearchIndexes:
         self.lexical_seq = seq
 
     def _rebuild(self, connection: sqlite3.Connection, epoch: str, head: int) -> None:
+        with self._lexical_writing:
+            self._rebuild_both(connection, epoch, head)
+        release_freed_memory()  # the build's buffers, not the serving process's to keep
+
+    def _rebuild_both(self, connection: sqlite3.Connection, epoch: str, head: int) -> None:
         dimension = self._dimension(connection)
         self.lexical.clear()
 
@@ -195,32 +208,29 @@ class SearchIndexes:
                 yield _vectors_of(rows, dimension)
 
         self.vectors.rebuild(epoch, head, dimension, batches())
-        self.lexical.commit()
+        self.lexical.publish(self.lexical.commit())
         self._save_lexical_state(epoch, head)
-        release_freed_memory()  # the build's buffers, not the serving process's to keep
 
-    def _catch_up(
-        self, connection: sqlite3.Connection, epoch: str, lowest: int, head: int, include_lexical: bool = True
-    ) -> None:
-        changes = connection.execute(
-            "SELECT seq, chunk_rowid FROM chunk_changes WHERE seq > ? AND seq <= ? ORDER BY seq", (lowest, head)
-        ).fetchall()
-        seqs = np.fromiter((c[0] for c in changes), dtype=np.int64, count=len(changes))
-        rowids = np.fromiter((c[1] for c in changes), dtype=np.int64, count=len(changes))
-        del changes
-        dimension = self._dimension(connection)
+    def _catch_up(self, connection: sqlite3.Connection, epoch: str, head: int, include_lexical: bool) -> None:
         if include_lexical and self.lexical_seq < head:
-            touched = np.unique(rowids[seqs > self.lexical_seq])
-            for offset in range(0, touched.size, LOOKUP_BATCH):  # streamed: a backlog can be large
-                part = touched[offset : offset + LOOKUP_BATCH].tolist()
-                marks = ",".join("?" * len(part))
-                rows = connection.execute(f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part)
-                self.lexical.replace(part, ((r[0], indexed_text(r[1], r[2])) for r in rows))
-            self.lexical.commit()
-            self._save_lexical_state(epoch, head)
+            with self._lexical_writing:
+                self._replay_lexical(connection, self.lexical_seq, head)
+                self.lexical.publish(self.lexical.commit())
+                self._save_lexical_state(epoch, head)
         if self.vectors.applied_seq < head:
-            touched = np.unique(rowids[seqs > self.vectors.applied_seq])
+            touched = _changed_rowids(connection, self.vectors.applied_seq, head)
+            dimension = self._dimension(connection)
             self.vectors.apply(head, touched, _batches(connection, touched, dimension), dimension)
+
+    def _replay_lexical(self, connection: sqlite3.Connection, start: int, head: int) -> None:
+        """Every rowid changed in (start, head] forgotten by tantivy's writer and added back as
+        SQLite has it at ``head`` (gone if deleted); the caller holds `_lexical_writing`."""
+        touched = _changed_rowids(connection, start, head)
+        for offset in range(0, touched.size, LOOKUP_BATCH):  # streamed: a backlog can be large
+            part = touched[offset : offset + LOOKUP_BATCH].tolist()
+            marks = ",".join("?" * len(part))
+            rows = connection.execute(f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part)
+            self.lexical.replace(part, ((r[0], indexed_text(r[1], r[2])) for r in rows))
 
     def durable_seq(self) -> int:
         """The change-log position both indexes have saved on disk: every change up to it is in
@@ -230,12 +240,20 @@ class SearchIndexes:
         return min(self.lexical_seq, self.vectors.saved_seq)
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, self._lexical_writing:
             self.vectors.close()
             self.lexical.close()
             self.epoch = None
             self.lexical_seq = -1
         release_freed_memory()  # the exact delta and the readers' buffers
+
+
+def _changed_rowids(connection: sqlite3.Connection, start: int, head: int) -> np.ndarray:
+    """The rowids the change log touched in (start, head], sorted, once each."""
+    changes = connection.execute(
+        "SELECT chunk_rowid FROM chunk_changes WHERE seq > ? AND seq <= ?", (start, head)
+    ).fetchall()
+    return np.unique(np.fromiter((c[0] for c in changes), dtype=np.int64, count=len(changes)))
 
 
 def _batches(

@@ -48,6 +48,7 @@ from carrag.services.stores.base import (
     DocumentPage,
     DocumentSort,
     SortOrder,
+    VectorHits,
     checked_vectors,
 )
 from carrag.services.stores.fts_query import fts_match_expression
@@ -113,6 +114,9 @@ class SqliteStore:
         # the registered collections' ids, kept by the (single) writer: a search over all of them
         # needs no collection filter, so it keeps the fast unfiltered path (tantivy, HNSW)
         self._collection_ids: frozenset[str] = frozenset({DEFAULT_COLLECTION})
+        # the recorded model as last read, with the number of writes committed before that read
+        self._writes = 0
+        self._identity: tuple[int, EmbeddingIdentity | None] | None = None
 
     # --- plumbing ------------------------------------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -147,6 +151,7 @@ class SqliteStore:
                 connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
+            self._writes += 1
             self._schedule_index_sync()
             return result
 
@@ -160,6 +165,7 @@ class SqliteStore:
 
     # --- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
+        self._identity = None  # another process may have changed the file while it was closed
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -222,6 +228,14 @@ class SqliteStore:
     # --- embedding identity --------------------------------------------------------------------
     async def embedding_identity(self) -> EmbeddingIdentity | None:
         return await self._read(stored_identity)
+
+    async def query_identity(self) -> EmbeddingIdentity | None:
+        """`embedding_identity` from memory until the next write: one process holds the file
+        (`process_lock.py`), so the recorded model changes only by a write of this store."""
+        writes = self._writes
+        if self._identity is None or self._identity[0] != writes:
+            self._identity = (writes, await self.embedding_identity())
+        return self._identity[1]
 
     # --- writes --------------------------------------------------------------------------------
     async def write_document(
@@ -403,10 +417,12 @@ class SqliteStore:
             return []
         return await self._read(lexical_leg(self.indexes, query, k, self._without_redundant_collections(filters)))
 
-    async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+    async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> VectorHits:
         if k <= 0:
-            return []
-        return await self._read(vector_leg(self.indexes, vector, k, self._without_redundant_collections(filters)))
+            return VectorHits()
+        return VectorHits(
+            await self._read(vector_leg(self.indexes, vector, k, self._without_redundant_collections(filters)))
+        )
 
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
         if not centres:

@@ -1,8 +1,10 @@
 """The background catch-up of the search indexes beside a SQLite store (`search_indexes.py`).
 
-After each committed write the store asks for a catch-up (`schedule`); it runs once writes pause for
-`INDEX_SYNC_IDLE_SECONDS`, on its own thread, so the next search finds the indexes current (during a
-stream of writes nothing runs: a search catches up itself). After a catch-up, the ``chunk_changes``
+After each committed write the store asks for a catch-up (`schedule`); it runs on its own thread
+once writes pause for `INDEX_SYNC_IDLE_SECONDS`, and during a stream of writes at least every
+`INDEX_SYNC_MAX_WAIT_SECONDS`: searches never commit tantivy themselves, they search the rows it
+has not caught up with apart (`sqlite_search.py`), so this wait bounds how many those are. Tantivy
+catches up first, off the searches' lock, then the vectors. After a catch-up, the ``chunk_changes``
 rows both indexes have saved for good are deleted on the writer thread (`prune_change_log`).
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,6 +22,7 @@ from carrag.services.stores.search_indexes import SearchIndexes
 logger = logging.getLogger(__name__)
 
 INDEX_SYNC_IDLE_SECONDS = 0.5
+INDEX_SYNC_MAX_WAIT_SECONDS = 1.0
 
 
 class IndexCatchUp:
@@ -37,43 +41,59 @@ class IndexCatchUp:
         self._timer: threading.Timer | None = None
         self._lock = threading.Lock()
         self._stopped = False
+        self._waiting_since: float | None = None  # the first write no catch-up has been queued for
+        self._queued = False  # a catch-up is queued and has not started
         self._pruned_below = 0  # change-log rows before this seq are gone
 
     def restart(self) -> None:
         """The store reopened after `stop`."""
         self._syncer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-index-sync")
-        self._stopped = False
+        self._stopped, self._queued, self._waiting_since = False, False, None
 
     def stop(self) -> None:
-        """No catch-up starts any more; one under way finishes."""
+        """No catch-up is scheduled any more; one under way finishes, and one that writes were waiting
+        for runs now, so the indexes are saved with every write (the next open has nothing to replay)."""
         with self._lock:
             self._stopped = True
             if self._timer is not None:
                 self._timer.cancel()
+            pending = self._waiting_since is not None or self._queued
         self._syncer.shutdown(wait=True)
+        if pending:
+            self._background_sync()
 
     def schedule(self) -> None:
-        """Catch up once writes pause for `INDEX_SYNC_IDLE_SECONDS` (each call restarts the wait)."""
+        """Catch up once writes pause for `INDEX_SYNC_IDLE_SECONDS` (each call restarts the wait), and
+        no later than `INDEX_SYNC_MAX_WAIT_SECONDS` after the first write waiting for it."""
         with self._lock:
             if self._stopped:
                 return
+            now = time.monotonic()
+            if self._waiting_since is None:
+                self._waiting_since = now
+            delay = min(INDEX_SYNC_IDLE_SECONDS, self._waiting_since + INDEX_SYNC_MAX_WAIT_SECONDS - now)
             if self._timer is not None:
                 self._timer.cancel()
-            self._timer = threading.Timer(INDEX_SYNC_IDLE_SECONDS, self._sync_in_background)
+            self._timer = threading.Timer(max(delay, 0.0), self._sync_in_background)
             self._timer.daemon = True
             self._timer.start()
 
     def _sync_in_background(self) -> None:
         with self._lock:
-            if self._stopped:
+            if self._stopped or self._queued:
                 return
+            self._waiting_since, self._queued = None, True
             self._syncer.submit(self._background_sync)
 
     def _background_sync(self) -> None:
+        with self._lock:
+            self._queued = False
         try:
-            self._indexes.sync(self._connection())
-        except Exception:  # the next search retries and reports the failure
-            logger.warning("catching up the search indexes failed; the next search retries", exc_info=True)
+            connection = self._connection()
+            self._indexes.catch_up_lexical(connection)
+            self._indexes.sync(connection)
+        except Exception:  # the next catch-up retries; a search reports a failure that stays
+            logger.warning("catching up the search indexes failed; the next catch-up retries", exc_info=True)
             return
         self.prune_change_log()
 

@@ -90,3 +90,17 @@ def test_external_entities_are_not_resolved(tmp_path) -> None:
             target.writestr(item, package if item.filename == "OPS/book.opf" else source.read(item))
     parsed = parse_file(buffer.getvalue(), "xxe.epub")
     assert "TOP SECRET" not in parsed.text and "TOP SECRET" not in str(parsed.metadata)
+
+
+def test_a_chapter_table_of_contents_is_the_books_content_not_site_chrome() -> None:
+    """The HTML parser drops a page's link-dense table of contents as site furniture; in a book it holds
+    the page numbers a reader asks for ("On which page does the Ice-Hockey chapter start?")."""
+    links = "".join(
+        f'<tr><td><a href="two.xhtml#c{n}">{n}.</a></td><td><a href="two.xhtml#c{n}">{name}</a></td>'
+        f'<td><a href="two.xhtml#p{page}">{page}</a></td></tr>'
+        for n, name, page in [("I", "Skating", 1), ("II", "Rinks", 23), ("V", "Ice-Hockey", 129)]
+    )
+    preface = "<p>" + "The winter resorts of Switzerland offer skating, curling and ski-ing to visitors. " * 8 + "</p>"
+    contents = f"<html><body><h1>Winter Sports</h1>{preface}<h2>Contents</h2><table>{links}</table></body></html>"
+    parsed = parse_file(build_epub({"OPS/text/one.xhtml": contents}), "service.epub")
+    assert "| V. | Ice-Hockey | 129 |" in parsed.text

@@ -4,6 +4,7 @@ import pytest
 
 from carrag.services.errors import EmptyDocument, InvalidInput, UnsupportedFormat
 from carrag.services.parsers import parse_file
+from carrag.services.parsers.text import parse_text
 
 
 def test_utf8_with_line_count() -> None:
@@ -66,3 +67,33 @@ def test_unsupported_extensions(name: str) -> None:
 def test_utf16_with_bom() -> None:
     parsed = parse_file("Hello UTF-16 world".encode("utf-16"), "wide.txt")
     assert parsed.text == "Hello UTF-16 world"
+
+
+def test_a_manual_page_rendered_to_text_has_its_line_break_hyphens_joined_and_ascii_option_dashes() -> None:
+    page = (
+        "     BindAddress\n"
+        "             Use the specified address as the source address of the con\u2010\n"
+        "             nection.  See also the \u2010b option of ssh(1) and the run\u2010time\n"
+        "             checks.  A run\u2010\n"
+        "             time check is cheap.\n"
+    ).encode()
+    text = parse_text(page, "ssh_config.5.txt").text
+    assert "source address of the connection." in text
+    assert "the -b option" in text
+    assert "A run-time check" in text, "the document writes run-time with a hyphen: the break keeps it"
+    assert "\u2010" not in text
+    assert parse_text(b"a plain -\nlist stays as written", "notes.txt").text == "a plain -\nlist stays as written"
+
+
+def test_html_tables_in_a_markdown_file_are_read_as_markdown_rows_but_code_fences_are_kept() -> None:
+    markdown = (
+        "# Models\n\nThe stages:\n\n"
+        "<table>\n  <tr><th>Stage</th><th>Model</th></tr>\n"
+        "  <tr><td><strong>Layout</strong></td><td><code>heron</code></td></tr>\n</table>\n\n"
+        "```html\n<table><tr><td>an example</td></tr></table>\n```\n"
+    )
+    parsed = parse_file(markdown.encode(), "models.md")
+    assert "| Stage | Model |" in parsed.text and "| **Layout** | `heron` |" in parsed.text
+    assert "<tr><th>" not in parsed.text
+    assert "```html\n<table><tr><td>an example</td></tr></table>\n```" in parsed.text
+    assert parsed.title == "Models"

@@ -1,12 +1,11 @@
 """The CPU and scheduling of one search, with fakes around the search service: the kNN leg's embedding
 is handed to its thread before the BM25 leg touches the store, in the caller's own task (no extra
-turn of the event loop); a hybrid search's BM25 request waits until the embedding is under way, and
-never longer than the embedding; an unreranked search builds and normalises only the hits it keeps."""
+turn of the event loop); BM25 never waits for the embedding; an unreranked search builds and
+normalises only the hits it keeps."""
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -14,7 +13,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from carrag.services.embedders.base import query_under_way
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.models import EmbeddingIdentity, ScoredChunk, SearchFilters, StoredChunk
 from carrag.services.requests import SearchQuery
@@ -22,6 +20,7 @@ from carrag.services.retrieval import distinct
 from carrag.services.retrieval.distinct import distinct_by_text
 from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings
+from carrag.services.stores.base import VectorHits
 from carrag.services.vocabulary import SearchMode
 
 IDENTITY = EmbeddingIdentity("stub:model", 4)
@@ -49,8 +48,6 @@ class Backend:
 
 
 class Store:
-    bm25_after_embedding_starts = True  # as Elasticsearch's (the SQLite store's BM25 does not wait)
-
     def __init__(self, events: list[str], hits: list[ScoredChunk]) -> None:
         self.events = events
         self.hits = hits
@@ -59,11 +56,14 @@ class Store:
         self.events.append("lexical")
         return self.hits
 
-    async def vector_search(self, vector: np.ndarray, depth: int, filters: SearchFilters) -> list[ScoredChunk]:
+    async def vector_search(self, vector: np.ndarray, depth: int, filters: SearchFilters) -> VectorHits:
         self.events.append("vector")
-        return list(reversed(self.hits))
+        return VectorHits(list(reversed(self.hits)))
 
     async def embedding_identity(self) -> EmbeddingIdentity:
+        return IDENTITY
+
+    async def query_identity(self) -> EmbeddingIdentity:
         return IDENTITY
 
     async def count_chunks(self) -> int:
@@ -138,9 +138,7 @@ def test_distinct_with_a_limit_is_the_head_of_the_whole_answer() -> None:
 
 
 class ThreadBackend(Backend):
-    """Runs the model in a thread of its own and says when that thread begins (as `local_onnx.py`)."""
-
-    announces_start = True
+    """Runs the model in a thread of its own (as `local_onnx.py`)."""
 
     def __init__(self, events: list[str], *, start_after: float = 0.05, fail: bool = False) -> None:
         super().__init__(events)
@@ -149,13 +147,10 @@ class ThreadBackend(Backend):
 
     async def embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
         loop = asyncio.get_running_loop()
-        announce = query_under_way.get()
 
         def run() -> np.ndarray:
             time.sleep(self.start_after)  # the thread waits for a core
             self.events.append("thread started")
-            if announce is not None:
-                loop.call_soon_threadsafe(announce)
             time.sleep(0.05)
             if self.fail:
                 raise RuntimeError("the model crashed")
@@ -171,15 +166,8 @@ def service_with(backend: Backend, events: list[str], hits: list[ScoredChunk]) -
     return SearchService(settings, Store(events, hits), embedder, None, collections=Collections())  # type: ignore[arg-type]
 
 
-async def test_bm25_is_sent_once_the_embedding_thread_has_begun_not_before() -> None:
-    events: list[str] = []
-    search = service_with(ThreadBackend(events), events, [ScoredChunk(chunk(1, 0), 1.0)])
-    await search.search(SearchQuery("oil filter", top_k=1, rerank=False))
-    assert events.index("thread started") < events.index("lexical") < events.index("embedded"), events
-
-
-async def test_bm25_does_not_wait_for_a_backend_that_does_not_say_when_it_begins() -> None:
-    """A remote model (Ollama, an OpenAI-compatible server): BM25 goes while it embeds, as before."""
+async def test_bm25_goes_while_the_query_is_embedded() -> None:
+    """The embedding (here a remote model's) answers only once BM25 has reached the store."""
     events: list[str] = []
     lexical_sent = asyncio.Event()
 
@@ -206,39 +194,11 @@ async def test_bm25_does_not_wait_for_a_backend_that_does_not_say_when_it_begins
     assert outcome.hits and events.index("lexical") < events.index("embed")
 
 
-async def test_a_cached_query_vector_lets_bm25_go_at_once() -> None:
-    events: list[str] = []
-    backend = ThreadBackend(events, start_after=0.0)
-    settings = Settings(_env_file=None, rerank_enabled=False, neighbour_window=0)
-    embedder = EmbeddingService(backend, cache_size=16, retries=0)  # type: ignore[arg-type]
-    search = SearchService(
-        settings, Store(events, [ScoredChunk(chunk(1, 0), 1.0)]), embedder, None, collections=Collections()
-    )  # type: ignore[arg-type]
-    await search.search(SearchQuery("oil filter", top_k=1, rerank=False))
-    events.clear()
-    await asyncio.wait_for(search.search(SearchQuery("oil filter", top_k=1, rerank=False)), 5)
-    assert "thread started" not in events and "lexical" in events
-
-
-async def test_a_failed_embedding_never_leaves_bm25_waiting() -> None:
+async def test_a_failed_embedding_fails_the_search() -> None:
     events: list[str] = []
     search = service_with(ThreadBackend(events, fail=True), events, [ScoredChunk(chunk(1, 0), 1.0)])
     with pytest.raises(Exception, match="the model crashed|embedder"):
         await asyncio.wait_for(search.search(SearchQuery("oil filter", top_k=1, rerank=False)), 10)
-
-
-async def test_a_store_that_does_not_ask_for_it_gets_bm25_at_once() -> None:
-    class ThreadedStore(Store):
-        bm25_after_embedding_starts = False
-
-    events: list[str] = []
-    settings = Settings(_env_file=None, rerank_enabled=False, neighbour_window=0)
-    embedder = EmbeddingService(ThreadBackend(events, start_after=0.2), cache_size=0, retries=0)  # type: ignore[arg-type]
-    search = SearchService(
-        settings, ThreadedStore(events, [ScoredChunk(chunk(1, 0), 1.0)]), embedder, None, collections=Collections()
-    )  # type: ignore[arg-type]
-    await search.search(SearchQuery("oil filter", top_k=1, rerank=False))
-    assert events.index("lexical") < events.index("thread started"), events
 
 
 async def test_a_bm25_search_waits_for_no_embedding() -> None:
@@ -247,36 +207,3 @@ async def test_a_bm25_search_waits_for_no_embedding() -> None:
     started = time.perf_counter()
     outcome = await search.search(SearchQuery("oil filter", top_k=1, rerank=False, mode=SearchMode.BM25))
     assert outcome.hits and time.perf_counter() - started < 0.5 and "thread started" not in events
-
-
-async def test_the_local_model_announces_from_its_worker_thread() -> None:
-    from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
-
-    embedder = LocalOnnxEmbedder()
-    loop_thread = threading.get_ident()
-    announced: list[int] = []
-
-    def announce() -> None:
-        announced.append(threading.get_ident())
-
-    try:
-        plain = await embedder.embed(["brake pads"], "query")
-        token = query_under_way.set(announce)
-        try:
-            vector = await embedder.embed(["brake pads"], "query")
-        finally:
-            query_under_way.reset(token)
-        await asyncio.sleep(0)
-        assert announced == [loop_thread]  # called on the loop (call_soon_threadsafe), once
-        assert np.allclose(vector, plain)
-    finally:
-        await embedder.aclose()
-
-
-def test_elasticsearch_holds_its_bm25_request_and_sqlite_does_not() -> None:
-    """Measured both ways (docs/benchmarks.md, "BM25 once the query's embedding is under way")."""
-    from carrag.services.stores.elasticsearch import ElasticsearchStore
-    from carrag.services.stores.sqlite import SqliteStore
-
-    assert ElasticsearchStore.bm25_after_embedding_starts is True
-    assert getattr(SqliteStore, "bm25_after_embedding_starts", False) is False

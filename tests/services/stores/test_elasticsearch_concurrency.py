@@ -47,9 +47,7 @@ async def write_version(store: ElasticsearchStore, name: str, seed: int) -> None
 
 
 async def surviving_versions(store: ElasticsearchStore, stores: list[ElasticsearchStore]) -> list[str]:
-    """Every version record of the shared source still in the index, live or not, once every
-    store's deletes of retired versions are sent (they wait out the grace, `retirement.py`)."""
-    await asyncio.gather(*(each.versions.retired.flush() for each in stores))
+    """Every version record of the shared source still in the index, live or not."""
     await store.client.indices.refresh(index=store.index)
     response = await store.client.search(
         index=store.index,
@@ -125,7 +123,6 @@ async def test_deletes_racing_reingests_leave_one_whole_version_or_none(stores: 
     observer.stop.set()
     await watching
     observer.check()
-    await asyncio.gather(*(each.versions.retired.flush() for each in stores))  # the deleter's, after the grace
     assert await reader.check_integrity() == []
     print("delete/re-ingest outcomes:", outcomes)
 

@@ -1,6 +1,5 @@
 """Chunks written before collections carry no ``collection_id`` and belong to ``default``
-(`mapping.collection_clause`). Only an index that may hold such chunks pays for the ``exists``
-clause that finds them (`IndexLayout.legacy_chunks`)."""
+(`mapping.collection_clause`)."""
 
 from __future__ import annotations
 
@@ -62,17 +61,6 @@ async def make_legacy(store: ElasticsearchStore, document_id: str) -> None:
     await store.client.index(index=store.index, id=record_id, document=source, refresh="wait_for")
 
 
-async def test_a_new_index_searches_default_with_a_plain_term(es_url: str, index_name: str) -> None:
-    store = opened(es_url, index_name)
-    await store.open()
-    await store.write_document(record("doc", "a.txt", chunks=1), chunks_of("grebe words"), unit_vectors(1, 0), IDENTITY)
-    sent = search_filters(store)
-    assert [h.chunk.document_id for h in await store.lexical_search("grebe", 5, DEFAULT_ONLY)] == ["doc"]
-    await store.vector_search(unit_vectors(1, 0)[0], 5, DEFAULT_ONLY)
-    assert sent and all({"terms": {"collection_id": ["default"]}} in clauses for clauses in sent)
-    await store.close()
-
-
 async def test_an_index_with_chunks_from_before_collections_still_finds_them(es_url: str, index_name: str) -> None:
     writer = opened(es_url, index_name)
     await writer.open()
@@ -84,7 +72,6 @@ async def test_an_index_with_chunks_from_before_collections_still_finds_them(es_
 
     reader = opened(es_url, index_name)  # a process opening that index
     await reader.open()
-    assert reader.layout.legacy_chunks
     sent = search_filters(reader)
     for _ in range(2):
         assert [h.chunk.document_id for h in await reader.lexical_search("grebe", 5, DEFAULT_ONLY)] == ["legacy"]

@@ -1,9 +1,11 @@
-"""The reader's side of the visibility protocol, without a node: which hits a search may return."""
+"""The reader's side of the visibility protocol, without a node: which hits a search may return
+(`live_filter.py`)."""
 
 from __future__ import annotations
 
-from carrag.services.stores.elasticsearch.live_filter import LiveCheck, LiveFilter
-from carrag.services.stores.elasticsearch.live_state import LiveToken
+from collections.abc import Sequence
+
+from carrag.services.stores.elasticsearch.live_filter import ATTEMPTS, live_hits
 
 
 def hit(document_id: str, index: int, source: str = "s.txt") -> dict:
@@ -11,157 +13,84 @@ def hit(document_id: str, index: int, source: str = "s.txt") -> dict:
 
 
 class Index:
-    """What searches return and what the source records say, step by step."""
+    """What each search returns and what the source records say at each check, step by step."""
 
-    def __init__(
-        self, results: list[list[dict]], records: list[dict[str, LiveToken]], epochs: list[str] | None = None
-    ) -> None:
+    def __init__(self, results: list[list[dict]], records: list[dict[str, str]]) -> None:
         self.results, self.records = results, records
-        self.epochs = epochs or ["g1"]  # the epoch each check reads, check by check
-        self.searches: list[set[str]] = []
-        self.checks: list[set[str]] = []  # the sources whose records each check read
+        self.searches: list[frozenset[str]] = []
+        self.checks: list[list[str]] = []
 
-    async def search(self, size: int, stale: set[str]) -> list[dict]:
-        self.searches.append(set(stale))
+    async def search(self, size: int, exclude: frozenset[str]) -> list[dict]:
+        self.searches.append(exclude)
         hits = self.results[min(len(self.searches) - 1, len(self.results) - 1)]
-        return [h for h in hits if h["_source"]["document_id"] not in stale][:size]
+        return [h for h in hits if h["_source"]["document_id"] not in exclude][:size]
 
-    async def check(self, hits: list[dict], to_read: list[dict]) -> LiveCheck:
-        tokens = self.records[min(len(self.searches) - 1, len(self.records) - 1)]
-        epoch = self.epochs[min(len(self.checks), len(self.epochs) - 1)]
-        sources = {hit["_source"]["source_id"] for hit in to_read}
-        self.checks.append(sources)
-        # what the check read beside the records: here, which attempt it belonged to
-        chunks = {"attempt": {"n": len(self.searches)}}
-        return LiveCheck({s: tokens[s] for s in sources if s in tokens}, chunks, epoch=epoch)
+    async def live_versions(self, keys: Sequence[str]) -> dict[str, str]:
+        self.checks.append(list(keys))
+        records = self.records[min(len(self.checks) - 1, len(self.records) - 1)]
+        return {key: records[key] for key in keys if key in records}
+
+
+async def test_a_steady_search_is_one_search_and_one_check() -> None:
+    index = Index([[hit("v1", 0), hit("v1", 1), hit("w1", 0, "t.txt")]], [{"s.txt": "v1", "t.txt": "w1"}])
+    found = await live_hits(index.search, index.live_versions, 5)
+    assert [h["_id"] for h in found] == ["v1-0", "v1-1", "w1-0"]
+    assert len(index.searches) == 1 and index.checks == [["s.txt", "s.txt", "t.txt"]]
+
+
+async def test_a_version_still_being_written_is_dropped() -> None:
+    """v2's chunks are searchable, its record not flipped yet: v1 is the live one."""
+    index = Index([[hit("v2", 0), hit("v1", 0)]], [{"s.txt": "v1"}])
+    found = await live_hits(index.search, index.live_versions, 5)
+    assert [h["_id"] for h in found] == ["v1-0"]
+    assert index.searches == [frozenset(), frozenset({"v2"})]
+
+
+async def test_hits_of_a_deleted_source_are_dropped_in_one_search_when_nothing_was_crowded_out() -> None:
+    index = Index([[hit("gone", 0), hit("x", 0, "t.txt")]], [{"t.txt": "x"}])
+    found = await live_hits(index.search, index.live_versions, 5)
+    assert [h["_id"] for h in found] == ["x-0"] and len(index.searches) == 1
 
 
 async def test_a_version_flipped_during_the_search_is_searched_again_not_returned_in_part() -> None:
-    """The search saw 3 of 6 chunks of a version being written; it was flipped before the check."""
-    new = LiveToken("new", seq_no=7, primary_term=1)
+    """The search saw v1 whole and 2 of v2's 4 chunks; v2 was flipped before the check."""
     index = Index(
-        results=[[hit("new", i) for i in range(3)], [hit("new", i) for i in range(6)]],
-        records=[{"s.txt": new}],
+        [[hit("v1", 0), hit("v2", 0), hit("v1", 1), hit("v2", 1)], [hit("v2", i) for i in range(4)]],
+        [{"s.txt": "v2"}],
     )
-    hits = (await LiveFilter(index.check).hits(index.search, 10)).hits
-    assert [h["_id"] for h in hits] == [f"new-{i}" for i in range(6)]
-    assert len(index.searches) == 2
+    found = await live_hits(index.search, index.live_versions, 10)
+    assert [h["_id"] for h in found] == [f"v2-{i}" for i in range(4)]
+    assert index.searches == [frozenset(), frozenset({"v1"})], "the replaced version is left out of the repeat"
 
 
-async def test_a_source_unchanged_since_an_earlier_check_costs_one_search() -> None:
-    token = LiveToken("v1", seq_no=3, primary_term=1)
-    index = Index(results=[[hit("v1", 0), hit("v1", 1)]], records=[{"s.txt": token}])
-    live = LiveFilter(index.check)
-    await live.hits(index.search, 5)
-    index.searches.clear()
-    assert len((await live.hits(index.search, 5)).hits) == 2
-    assert len(index.searches) == 1
-
-
-async def test_replaced_and_pending_versions_are_dropped_and_excluded_on_the_next_try() -> None:
-    live_token = LiveToken("v2", seq_no=9, primary_term=1)
-    results = [[hit("v1", 0), hit("v1", 1), hit("v3", 0), hit("v2", 0)]]
-    index = Index(results=results, records=[{"s.txt": live_token}])
-    live = LiveFilter(index.check)
-    hits = (await live.hits(index.search, 3)).hits
-    assert [h["_id"] for h in hits] == ["v2-0"]
-    assert index.searches[-1] == {"v1", "v3"}, "versions found not live are left out of the repeated search"
+async def test_dropped_hits_that_crowded_out_live_ones_are_refilled() -> None:
+    results = [[hit("old", 0), hit("old", 1), hit("x", 0, "t.txt")], [hit("x", 0, "t.txt"), hit("x", 1, "t.txt")]]
+    index = Index(results, [{"t.txt": "x"}])  # s.txt was deleted: its chunks are not yet refreshed away
+    found = await live_hits(index.search, index.live_versions, 3)
+    assert [h["_id"] for h in found] == ["x-0", "x-1"]
+    assert index.searches[-1] == frozenset({"old"})
 
 
 async def test_a_pending_version_that_goes_live_is_not_kept_excluded() -> None:
-    before, after = LiveToken("old", 1, 1), LiveToken("new", 2, 1)
     index = Index(
-        results=[[hit("old", 0), hit("new", 0)], [hit("old", 0)], [hit("new", 0)]],
-        records=[{"s.txt": before}, {"s.txt": after}],
+        [[hit("old", 0), hit("new", 0), hit("z", 0, "z.txt")], [hit("old", 0), hit("z", 0, "z.txt")]],
+        [{"s.txt": "old", "z.txt": "z"}, {"s.txt": "new", "z.txt": "z"}],
     )
-    hits = (await LiveFilter(index.check).hits(index.search, 5)).hits
-    assert [h["_id"] for h in hits] == ["new-0"]
-    assert "new" not in index.searches[-1]
+    await live_hits(index.search, index.live_versions, 3)
+    assert index.searches[1] == frozenset({"new"}), "pending at the first check"
+    assert "new" not in index.searches[2], "live at the second: searched again"
 
 
-async def test_what_the_check_read_comes_from_the_attempt_whose_hits_are_returned() -> None:
-    """Chunks read beside the records (neighbours) belong to the confirmed attempt, not an earlier one."""
-    new = LiveToken("new", seq_no=7, primary_term=1)
-    index = Index(
-        results=[[hit("new", i) for i in range(3)], [hit("new", i) for i in range(6)]],
-        records=[{"s.txt": new}],
-    )
-    found = await LiveFilter(index.check).hits(index.search, 10)
-    assert len(index.searches) == 2
-    assert found.chunks == {"attempt": {"n": 2}}
+async def test_a_source_that_keeps_changing_is_left_out_after_the_last_attempt() -> None:
+    flips = [{"s.txt": f"v{n + 1}", "t.txt": "w"} for n in range(ATTEMPTS)]
+    results = [[hit(f"v{n}", 0), hit(f"v{n + 1}", 0), hit("w", 0, "t.txt")] for n in range(ATTEMPTS)]
+    index = Index(results, flips)
+    found = await live_hits(index.search, index.live_versions, 5)
+    assert len(index.searches) == ATTEMPTS
+    assert [h["_id"] for h in found] == ["w-0"], "never a version the search may have seen in part"
 
 
-async def test_a_steady_search_reads_no_record_only_the_epoch() -> None:
-    """Sources read before the search began, epoch unchanged since: the check reads no record."""
-    token = LiveToken("v1", seq_no=3, primary_term=1)
-    index = Index(results=[[hit("v1", 0), hit("v1", 1)]], records=[{"s.txt": token}], epochs=["g1"])
-    live = LiveFilter(index.check)
-    await live.hits(index.search, 5)  # first sight: read, remembered with no epoch known before it
-    await live.hits(index.search, 5)  # read again, now remembered with epoch g1
-    index.checks.clear()
-    assert [h["_id"] for h in (await live.hits(index.search, 5)).hits] == ["v1-0", "v1-1"]
-    assert index.checks == [set()], "one check, reading the epoch and no record"
-
-
-async def test_a_new_epoch_makes_the_check_read_the_records_again() -> None:
-    """Another process retired a version (a replace or a delete) since the records were read: the
-    remembered record may be stale, so it is read again, in the same attempt."""
-    old, new = LiveToken("v1", 3, 1), LiveToken("v2", 4, 1)
-    index = Index(
-        results=[[hit("v1", 0)], [hit("v1", 0)], [hit("v1", 0)], [hit("v2", 0)]],
-        records=[{"s.txt": old}, {"s.txt": old}, {"s.txt": new}],
-        epochs=["g1", "g1", "g2"],
-    )
-    live = LiveFilter(index.check)
-    await live.hits(index.search, 5)
-    await live.hits(index.search, 5)
-    index.checks.clear()
-    found = await live.hits(index.search, 5)
-    # the epoch moved: the record is read and says v2; v1's hit is dropped and searched again
-    assert index.checks[:2] == [set(), {"s.txt"}]
-    assert [h["_id"] for h in found.hits] == ["v2-0"]
-
-
-async def test_a_hit_of_another_version_than_remembered_makes_its_record_be_read() -> None:
-    token = LiveToken("v1", seq_no=3, primary_term=1)
-    index = Index(
-        results=[[hit("v1", 0)], [hit("v1", 0)], [hit("v1", 0), hit("v9", 0)]],
-        records=[{"s.txt": token}],
-    )
-    live = LiveFilter(index.check)
-    await live.hits(index.search, 5)
-    await live.hits(index.search, 5)
-    index.checks.clear()
-    found = await live.hits(index.search, 5)
-    assert index.checks[0] == {"s.txt"}, "a pending or newer version's hit: the record decides"
-    assert [h["_id"] for h in found.hits] == ["v1-0"]
-
-
-async def test_an_epoch_read_in_the_same_multi_get_as_the_record_does_not_vouch_for_it() -> None:
-    """The record and the epoch of one multi-get are read in no fixed order (different shards): the
-    record may be read before a flip and the epoch after the retiring writer wrote its new one. A
-    token is remembered with the epoch read *before* its check, so the old version is not trusted
-    on the next search. (Found by review.)"""
-    calls: list[set[str]] = []
-
-    async def check(hits: list[dict], to_read: list[dict]) -> LiveCheck:
-        sources = {h["_source"]["source_id"] for h in to_read}
-        calls.append(sources)
-        if not any(h["_source"]["source_id"] == "s.txt" for h in hits):  # another source, epoch g1
-            return LiveCheck({s: LiveToken("o", 1, 1) for s in sources}, epoch="g1")
-        if len([c for c in calls if "s.txt" in c]) == 1:  # the record before the flip, the epoch after
-            return LiveCheck({s: LiveToken("old", 1, 1) for s in sources}, epoch="g2")
-        return LiveCheck({s: LiveToken("new", 2, 1) for s in sources}, epoch="g2")
-
-    phase = {"source": "o"}
-
-    async def search(size: int, stale: set[str]) -> list[dict]:
-        if phase["source"] == "o":
-            return [hit("o", 0, "o.txt")]
-        return [h for h in [hit("old", 0, "s.txt")] if h["_source"]["document_id"] not in stale]
-
-    live = LiveFilter(check)
-    await live.hits(search, 5)
-    phase["source"] = "s"
-    found = await live.hits(search, 5)
-    assert [h["_id"] for h in found.hits] == [], "old's chunks are being deleted: never returned"
+async def test_no_hits_need_no_check() -> None:
+    index = Index([[]], [{}])
+    assert await live_hits(index.search, index.live_versions, 5) == []
+    assert index.checks == []

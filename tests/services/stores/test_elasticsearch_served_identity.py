@@ -1,6 +1,6 @@
 """The searches' model check answered from memory (`served_identity.py`), tied to the concrete index
 the kNN hits came from: after another process moves the alias to an index of another model, the
-next kNN leg reports that model (`searched_model.py`) and the check follows it."""
+next kNN leg returns that model with its hits (`VectorHits.model`) and the check follows it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from carrag.services.models import EmbeddingIdentity, SearchFilters
 from carrag.services.stores.elasticsearch import ElasticsearchStore
 from carrag.services.stores.elasticsearch.reindex import reindex
 from carrag.services.stores.elasticsearch.served_identity import ServedIdentity
-from carrag.services.stores.searched_model import searched_model
 from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
 from tests.services.stores.test_elasticsearch_reindex import NEW_MODEL
 from tests.services.stores.test_store_contract import DIMENSION, IDENTITY, chunks_of, record, unit_vectors
@@ -81,9 +80,8 @@ async def test_a_kNN_leg_reports_the_model_of_the_index_its_hits_came_from(es_ur
 
         replica.served_identity._read = counted
         assert await replica.query_identity() == IDENTITY
-        searched_model.set(None)
-        assert await replica.vector_search(unit_vectors(1, 0)[0], 2, SearchFilters())
-        assert searched_model.get() == IDENTITY
+        found = await replica.vector_search(unit_vectors(1, 0)[0], 2, SearchFilters())
+        assert found and found.model == IDENTITY
         for _ in range(5):
             assert await replica.query_identity() == IDENTITY
         assert mapping_reads == 1, "one mapping read, then the model is known"
@@ -91,10 +89,9 @@ async def test_a_kNN_leg_reports_the_model_of_the_index_its_hits_came_from(es_ur
         await other.open()
         await reindex(other, SameSizeEmbedder(new_model), report=lambda line: None)  # type: ignore[arg-type]
         assert await replica.query_identity() == IDENTITY  # not known yet: nothing came from the new index
-        searched_model.set(None)
         if new_model.dimension == DIMENSION:
             hits = await replica.vector_search(unit_vectors(1, 0)[0], 2, SearchFilters())
-            assert hits and searched_model.get() == new_model, "the hits are of the new index's model"
+            assert hits and hits.model == new_model, "the hits are of the new index's model"
         else:  # the search fails; the store reads the model again, so the next check knows
             with pytest.raises(UpstreamError):
                 await replica.vector_search(unit_vectors(1, 0)[0], 2, SearchFilters())

@@ -181,3 +181,24 @@ async def test_job_records_change_no_schema_under_running_searches(tmp_path) -> 
         assert raw(store, "PRAGMA schema_version")[0][0] == before
     finally:
         await store.close()
+
+
+async def test_the_searches_model_check_is_read_once_between_writes(store: SqliteStore, monkeypatch) -> None:
+    """`query_identity` answers from memory until the store writes: the first write records the model,
+    a wipe forgets it; a read that a write overtook is read again."""
+    reads = 0
+    read = store.embedding_identity
+
+    async def counted() -> EmbeddingIdentity | None:
+        nonlocal reads
+        reads += 1
+        return await read()
+
+    monkeypatch.setattr(store, "embedding_identity", counted)
+    assert await store.query_identity() is None and await store.query_identity() is None
+    assert reads == 1
+    await store.write_document(record("a", "a.txt", chunks=1), chunks_of("kestrel"), vectors(1), IDENTITY)
+    assert await store.query_identity() == IDENTITY and await store.query_identity() == IDENTITY
+    assert reads == 2
+    await store.wipe()
+    assert await store.query_identity() is None and reads == 3

@@ -5,6 +5,7 @@ process at a time owns the store (a second one is refused with a clear error).""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import sqlite3
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.models import SearchFilters
-from carrag.services.stores import vector_segments
+from carrag.services.stores import sqlite_index_catch_up, vector_segments
 from carrag.services.stores.search_indexes import SearchIndexes
 from carrag.services.stores.sqlite import SqliteStore
 from carrag.services.stores.vector_segments import normalised
@@ -326,13 +327,18 @@ async def test_the_change_log_is_pruned_below_what_both_indexes_saved(tmp_path, 
     assert low == durable and rows == high - durable + 1, "only the changes after the saved graph are left"
     await store.write_document(record("late", "late.txt", chunks=1), chunks_of("late"), matrix[30:31], IDENTITY)
     await store.close()
+    connection = sqlite3.connect(path, isolation_level=None)  # a change made behind the store's back
+    connection.execute("PRAGMA foreign_keys = ON")
+    connection.execute("DELETE FROM documents WHERE document_id = 'd29'")
+    connection.close()
 
-    store = await opened(path)  # the delta is replayed from what the log still holds
+    store = await opened(path)  # the change is replayed from what the log still holds
     assert store.indexes.last_sync is not None and store.indexes.last_sync.action == "caught-up"
-    for n in (0, 29):
-        assert (await store.vector_search(matrix[n], 1, NO_FILTER))[0].chunk.document_id == f"d{n}"
+    assert (await store.vector_search(matrix[0], 1, NO_FILTER))[0].chunk.document_id == "d0"
+    assert (await store.vector_search(matrix[29], 1, NO_FILTER))[0].chunk.document_id != "d29"
     assert (await store.vector_search(matrix[30], 1, NO_FILTER))[0].chunk.document_id == "late"
     assert [h.chunk.document_id for h in await store.lexical_search("late", 3, NO_FILTER)] == ["late"]
+    assert await store.lexical_search("w29", 3, NO_FILTER) == []
     await store.close()
 
 
@@ -359,7 +365,7 @@ def test_replaying_changes_twice_leaves_the_same_index(tmp_path) -> None:
     indexes.vectors.applied_seq = 0
     indexes.sync(connection)
     assert indexes.lexical.document_count == 1
-    assert indexes.lexical.search(["walrus"], 5)[0][0] == 1
+    assert indexes.lexical.view is not None and indexes.lexical.view.search(["walrus"], 5)[0][0] == 1
     assert indexes.vectors.candidates(vectors(1)[0], 5) == [1]
     indexes.close()
 
@@ -379,30 +385,113 @@ async def test_words_the_analyzer_splits_are_searched_as_separate_terms(tmp_path
     await store.close()
 
 
-async def test_a_bm25_search_answered_by_fts5_does_not_hold_up_the_knn_leg(tmp_path) -> None:
-    """While tantivy is behind, a BM25 search runs on FTS5 (hundreds of ms at 100k chunks under
-    load); it must not hold the indexes' lock, or every kNN search of a store being written to waits
-    for it (issue 29's `carrag bench` states)."""
-    store = await opened(tmp_path / "s.db")
+def head_of(path: Path) -> int:
+    return change_log(path)[1]
+
+
+async def test_a_bm25_search_takes_the_rows_tantivy_has_not_caught_up_with_from_fts5(tmp_path, monkeypatch) -> None:
+    """Issue 29: a search never waits for a tantivy commit. Tantivy answers as last published, its
+    copies of rows changed since are left out, and those rows are scored by FTS5 among themselves."""
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(12)
+    for n in range(4, 12):  # other words: "walrus" stays a rare term, so both parts weigh it alike
+        await store.write_document(
+            record(f"f{n}", f"f{n}.txt", chunks=1), chunks_of(f"ice floe {n}"), matrix[n : n + 1], IDENTITY
+        )
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("walrus tusks"), matrix[:1], IDENTITY)
+    await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("walrus"), matrix[1:2], IDENTITY)
+    await store.write_document(record("d0", "z.txt", chunks=1), chunks_of("a walrus on ice"), matrix[3:4], IDENTITY)
+    await store.sync_indexes()
+    position = store.indexes.lexical_seq
+    monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)  # tantivy stays where it is
+
+    await store.write_document(
+        record("d3", "c.txt", chunks=1), chunks_of("walrus walrus colony"), matrix[2:3], IDENTITY
+    )
+    await store.write_document(record("d1b", "a.txt", chunks=1), chunks_of("seal pups"), matrix[:1], IDENTITY)
+    await store.delete_document("d2")
+    for _ in range(2):  # tantivy behind, then caught up: the same answers
+        assert [h.chunk.document_id for h in await store.lexical_search("walrus", 5, NO_FILTER)] == ["d3", "d0"]
+        assert [h.chunk.document_id for h in await store.lexical_search("seal", 5, NO_FILTER)] == ["d1b"]
+        assert [h.chunk.document_id for h in await store.lexical_search("tusks", 5, NO_FILTER)] == []
+        assert store.indexes.lexical_seq == position, "no search committed tantivy"
+        await store.sync_indexes()
+        position = head_of(path)
+    await store.close()
+
+
+def test_a_search_skipping_changed_rows_still_returns_k_hits(tmp_path) -> None:
+    from carrag.services.stores.lexical_index import LexicalIndex
+
+    index = LexicalIndex(tmp_path / "lexical")
+    index.open(reset=True)
+    index.replace((), ((rowid, "walrus " * (12 - rowid)) for rowid in range(1, 12)))
+    index.publish(index.commit())
+    assert index.view is not None
+    hits = index.view.search(["walrus"], 3, skip={1, 2, 3, 4, 5})
+    assert [rowid for rowid, _ in hits] == [6, 7, 8]
+    index.close()
+
+
+async def test_tantivy_catches_up_in_the_background_without_holding_up_searches(tmp_path, monkeypatch) -> None:
+    """The catch-up commits tantivy (100-500 ms at 100k chunks under load) outside the indexes' lock,
+    so neither leg waits for it, and publishes the new snapshot only once it is complete."""
+    path = tmp_path / "s.db"
+    store = await opened(path)
     await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("walrus"), vectors(1), IDENTITY)
     await store.sync_indexes()
+    monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)
     await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("walrus tusks"), vectors(1, 4), IDENTITY)
-    indexes, started, release = store.indexes, threading.Event(), threading.Event()
+    indexes, lexical = store.indexes, store.indexes.lexical
+    committing, release = threading.Event(), threading.Event()
+    commit = lexical.commit
 
-    def slow_fts5() -> list:
-        started.set()
-        release.wait(10)
-        return []
+    def slow_commit():
+        committing.set()
+        assert release.wait(10)
+        return commit()
 
-    def lexical_search() -> list:
-        connection = store._connection()
-        return indexes.search(connection, lambda: [], lambda found: found, lexical=True, fallback=slow_fts5)
-
+    monkeypatch.setattr(lexical, "commit", slow_commit)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        lexical = pool.submit(lexical_search)
-        assert started.wait(10), "tantivy is behind: the search went to FTS5"
-        hits = await asyncio.wait_for(store.vector_search(vectors(1, 4)[0], 1, NO_FILTER), timeout=5)
+        catching_up = pool.submit(lambda: indexes.catch_up_lexical(store._connection()))
+        assert committing.wait(10)
+        semantic = await asyncio.wait_for(store.vector_search(vectors(1, 4)[0], 1, NO_FILTER), timeout=5)
+        found = await asyncio.wait_for(store.lexical_search("tusks", 5, NO_FILTER), timeout=5)
+        assert indexes.lexical_seq < head_of(path), "not published before its commit is done"
         release.set()
-        assert lexical.result(timeout=10) == []
-    assert [hit.chunk.document_id for hit in hits] == ["d2"]
+        catching_up.result(timeout=10)
+    assert [h.chunk.document_id for h in semantic] == [h.chunk.document_id for h in found] == ["d2"]
+    assert indexes.lexical_seq == head_of(path)
+    assert [h.chunk.document_id for h in await store.lexical_search("tusks", 5, NO_FILTER)] == ["d2"]
     await store.close()
+
+
+async def test_writes_that_never_pause_still_catch_tantivy_up(tmp_path, monkeypatch) -> None:
+    """The catch-up runs once writes pause, and at least every `INDEX_SYNC_MAX_WAIT_SECONDS` while
+    they go on, which bounds the rows a search has to score apart."""
+    monkeypatch.setattr(sqlite_index_catch_up, "INDEX_SYNC_IDLE_SECONDS", 0.5)
+    monkeypatch.setattr(sqlite_index_catch_up, "INDEX_SYNC_MAX_WAIT_SECONDS", 0.2)
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(200)
+    first = store.indexes.lexical_seq
+    for n in range(200):  # a write every 0.05 s: never a pause of 0.5 s
+        await store.write_document(
+            record(f"d{n}", f"{n}.txt", chunks=1), chunks_of(f"w{n}"), matrix[n : n + 1], IDENTITY
+        )
+        if store.indexes.lexical_seq > first:
+            break
+        await asyncio.sleep(0.05)
+    assert store.indexes.lexical_seq > first, "caught up while the writes went on"
+    await store.close()
+
+
+async def test_closing_takes_in_the_writes_a_catch_up_was_waiting_for(tmp_path) -> None:
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("walrus"), vectors(1), IDENTITY)
+    await store.close()  # before the catch-up's idle wait is over
+    directory = path.with_name(path.name + ".indexes")
+    for state in ("lexical.json", "vectors.json"):
+        assert json.loads((directory / state).read_text())["seq"] == head_of(path), state

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from elasticsearch import ApiError, ConflictError, NotFoundError
+from elasticsearch import ConflictError
 
 from carrag.services.errors import Conflict, DependencyUnavailable
 from carrag.services.models import DEFAULT_COLLECTION, Collection
-from carrag.services.stores.elasticsearch.connection import api_reason, api_status
 from carrag.services.stores.elasticsearch.mapping import collection_clause, collection_record_id
 from carrag.services.stores.elasticsearch.versions import FLIP_ATTEMPTS, Versions
 
@@ -47,10 +46,6 @@ def collection_record(collection: Collection) -> dict[str, Any]:
 
 def _from_record(source: dict[str, Any], count: int = 0) -> Collection:
     return Collection(source["collection_id"], source["collection_name"], source["created_at"], count)
-
-
-def _missing_index(exc: ApiError) -> bool:
-    return api_status(exc) == 404 and "index_not_found" in api_reason(exc)
 
 
 class CollectionRegistry:
@@ -131,30 +126,20 @@ class CollectionRegistry:
 
     async def _delete_record(self, hit: dict[str, Any]) -> bool:
         """Delete a collection record if it is still as read; False if it changed or is gone."""
-        with self.connection.errors("changing a collection", self.alias):
-            try:
-                await self.connection.writer.delete(
-                    index=self.alias,
-                    id=hit["_id"],
-                    if_seq_no=hit["_seq_no"],
-                    if_primary_term=hit["_primary_term"],
-                    refresh=self.versions.refresh,
-                )
-            except (ConflictError, NotFoundError) as exc:
-                if isinstance(exc, NotFoundError) and _missing_index(exc):
-                    raise
-                return False
-        return True
+        delete = self.connection.writer.delete(
+            index=self.alias,
+            id=hit["_id"],
+            if_seq_no=hit["_seq_no"],
+            if_primary_term=hit["_primary_term"],
+            refresh=self.versions.refresh,
+        )
+        return await self.connection.conditionally("changing a collection", self.alias, delete) is not None
 
     async def _delete_record_by_name(self, name: str) -> None:
-        with self.connection.errors("changing a collection", self.alias):
-            try:
-                await self.connection.writer.delete(
-                    index=self.alias, id=collection_record_id(name), refresh=self.versions.refresh
-                )
-            except NotFoundError as exc:
-                if _missing_index(exc):
-                    raise
+        delete = self.connection.writer.delete(
+            index=self.alias, id=collection_record_id(name), refresh=self.versions.refresh
+        )
+        await self.connection.conditionally("changing a collection", self.alias, delete)
 
     async def delete(self, collection_id: str) -> bool:
         """Unregister the collection, then delete its documents; False if it was not registered."""

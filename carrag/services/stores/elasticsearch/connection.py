@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -19,6 +19,7 @@ from carrag.services.errors import CarragError, DependencyUnavailable, UpstreamE
 
 logger = logging.getLogger(__name__)
 
+PAGE = 1000  # hits or buckets per request when walking a whole index
 WRITE_TIMEOUT_FACTOR = 4  # bulk requests (which build the HNSW graph) and refresh waits get longer
 BULK_RETRIES = 2  # items rejected with 429 (queue full) are sent again, after a backoff
 BULK_BACKOFF = 0.5
@@ -32,8 +33,7 @@ except ImportError:  # the elasticsearch extra installs it; without it, the clie
 
 class _OrjsonFirst:
     """orjson does the client's JSON work: a search response decodes in ~19 µs instead of ~46, a
-    384-d vector encodes in ~10 µs instead of ~170 (docs/benchmarks.md, "Python CPU on the /search
-    path"). What orjson refuses to encode (a lone surrogate, an integer past 64 bits, a non-string
+    384-d vector encodes in ~10 µs instead of ~170 (docs/benchmarks.md, "Elasticsearch store"). What orjson refuses to encode (a lone surrogate, an integer past 64 bits, a non-string
     key) goes to the standard library as before, so every body that was sent is still sent, with the
     same meaning."""
 
@@ -89,8 +89,6 @@ class BulkItem:
     id: str
     status: int
     reason: str = ""
-    seq_no: int | None = None
-    primary_term: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -207,6 +205,18 @@ class Connection:
                 "store", f"Elasticsearch at {self.display_url} is unreachable while {action}: {exc.message}"
             ) from exc
 
+    async def conditionally(self, action: str, index: str, write: Awaitable[Any]) -> Any | None:
+        """A conditional write (``if_seq_no``/``if_primary_term``); None when the document changed or
+        vanished since it was read (409, 404), so the caller reads it again."""
+        try:
+            with self.errors(action, index):
+                return await write
+        except CarragError as exc:
+            changed = isinstance(exc.__cause__, ApiError) and api_status(exc.__cause__) in (404, 409)
+            if changed and not isinstance(exc, IndexMissing):
+                return None
+            raise
+
     async def bulk(
         self,
         operations: list[tuple[dict[str, Any], dict[str, Any] | None]],
@@ -252,14 +262,7 @@ def _bulk_item(entry: dict[str, Any]) -> BulkItem:
     op_type, item = next(iter(entry.items()))
     error = item.get("error") or {}
     reason = f"{error.get('type', 'error')}: {error.get('reason', '')}" if isinstance(error, dict) else str(error)
-    return BulkItem(
-        op_type=op_type,
-        id=str(item.get("_id")),
-        status=int(item.get("status", 500)),
-        reason=reason if error else "",
-        seq_no=item.get("_seq_no"),
-        primary_term=item.get("_primary_term"),
-    )
+    return BulkItem(op_type, str(item.get("_id")), int(item.get("status", 500)), reason if error else "")
 
 
 def bulk_failure(failures: list[BulkItem], total: int, action: str, consequence: str = "") -> CarragError:
@@ -271,3 +274,48 @@ def bulk_failure(failures: list[BulkItem], total: int, action: str, consequence:
     if any(f.status == 429 or f.status >= 500 for f in failures):
         return DependencyUnavailable("store", message)
     return UpstreamError(message)
+
+
+def failures_by_owner(owners: list[Any], results: list[BulkItem]) -> dict[Any, list[BulkItem]]:
+    """The failed items of a bulk request, grouped by the owner of each operation (``owners[i]``)."""
+    failures: dict[Any, list[BulkItem]] = {}
+    for owner, result in zip(owners, results, strict=True):
+        if not result.ok:
+            failures.setdefault(owner, []).append(result)
+    return failures
+
+
+async def every_hit(client: AsyncElasticsearch, index: str, **request: Any) -> AsyncIterator[dict[str, Any]]:
+    """Every hit of a search, ``PAGE`` at a time by ``search_after`` (``sort`` must end in a unique field)."""
+    after: list[Any] | None = None
+    while True:
+        response = await client.search(index=index, size=PAGE, search_after=after, **request)
+        hits = response["hits"]["hits"]
+        for hit in hits:
+            yield hit
+        if len(hits) < PAGE:
+            return
+        after = hits[-1]["sort"]
+
+
+async def every_bucket(
+    client: AsyncElasticsearch, index: str, query: dict[str, Any], field: str, **aggregations: Any
+) -> AsyncIterator[dict[str, Any]]:
+    """Every bucket of a composite aggregation of ``field`` over ``query``, with ``aggregations`` inside."""
+    after: dict[str, Any] | None = None
+    while True:
+        composite: dict[str, Any] = {"size": PAGE, "sources": [{"key": {"terms": {"field": field}}}]}
+        if after:
+            composite["after"] = after
+        response = await client.search(
+            index=index,
+            query=query,
+            size=0,
+            aggregations={"all": {"composite": composite, "aggregations": aggregations}},
+        )
+        found = response.get("aggregations", {}).get("all", {})
+        for bucket in found.get("buckets", []):
+            yield bucket
+        after = found.get("after_key")
+        if not found.get("buckets") or not after:
+            return

@@ -23,22 +23,24 @@ from carrag.services.stores.elasticsearch.reads import IndexReads
 from carrag.services.stores.elasticsearch.versions import Versions
 
 
-class DocumentReads(IndexReads):
-    versions: Versions
+class DocumentReads:
+    def __init__(self, reads: IndexReads, versions: Versions) -> None:
+        self.reads = reads
+        self.versions = versions
 
     async def get_document(self, document_id: str) -> DocumentRecord | None:
-        return await self._guarded("looking up a document", lambda: self.versions.live_document(document_id), None)
+        return await self.reads.guarded("looking up a document", lambda: self.versions.live_document(document_id), None)
 
     async def find_by_source(self, source_id: str, collection_id: str = DEFAULT_COLLECTION) -> DocumentRecord | None:
         key = source_key(collection_id, source_id)
-        state = await self._guarded("looking up a document", lambda: self.versions.source_state(key), None)
+        state = await self.reads.guarded("looking up a document", lambda: self.versions.source_state(key), None)
         return state.document if state is not None else None
 
     async def find_by_content_hash(
         self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
     ) -> DocumentRecord | None:
         """The newest live document of the collection with exactly this ``content_hash`` (a keyword field)."""
-        response = await self._search(
+        response = await self.reads.search(
             "looking up a document",
             query={
                 "bool": {
@@ -76,7 +78,7 @@ class DocumentReads(IndexReads):
         if filename is not None:
             filters.append(queries.filename_clause(filename.lower(), is_glob(filename)))
         field = "filename_lower" if sort == "filename" else sort
-        hits, total = await self._walk(
+        hits, total = await self.reads.walk(
             "listing documents",
             {"bool": {"filter": filters}},
             [{field: {"order": order, "missing": "_last"}}, {"document_id": "asc"}],
@@ -104,7 +106,7 @@ class DocumentReads(IndexReads):
                 "minimum_should_match": 1,
             }
         }
-        hits, total = await self._walk(
+        hits, total = await self.reads.walk(
             "finding documents",
             query,
             ["_score", {"created_at": "desc"}, {"document_id": "asc"}],
@@ -117,7 +119,7 @@ class DocumentReads(IndexReads):
         filters: list[dict[str, Any]] = [{"term": {"doc_kind": "document"}}]
         if collection_ids:
             filters.append(collection_clause(collection_ids))
-        hits, _ = await self._walk(
+        hits, _ = await self.reads.walk(
             "listing sources",
             {"bool": {"filter": filters}},
             [{"source_id": "asc"}],
@@ -128,7 +130,7 @@ class DocumentReads(IndexReads):
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]:
         if await self.get_document(document_id) is None:
             return []
-        hits, _ = await self._walk(
+        hits, _ = await self.reads.walk(
             "listing a document's chunks",
             {"bool": {"filter": [{"term": {"doc_kind": "chunk"}}, {"term": {"document_id": document_id}}]}},
             [{"chunk_index": "asc"}],
@@ -138,13 +140,13 @@ class DocumentReads(IndexReads):
         )
         if not hits:
             return []
-        identity = await self.embedding_identity()
+        identity = await self.reads.guarded("reading the embedding model", self.reads.layout.stored_identity, None)
         dimension = identity.dimension if identity else 0  # every vector has the mapping's dims
         return [ChunkListing(to_chunk(hit["_source"]), dimension) for hit in hits]
 
     async def count_chunks(self) -> int:
         """The chunks of live versions: the sum of the source records' chunk counts."""
-        response = await self._search(
+        response = await self.reads.search(
             "counting chunks",
             query={"term": {"doc_kind": "document"}},
             size=0,

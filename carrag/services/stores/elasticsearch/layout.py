@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import re
-import uuid
 from typing import Any
 
 from elasticsearch import ApiError
@@ -24,10 +23,8 @@ from carrag.services.models import EmbeddingIdentity
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing, api_reason, api_status
 from carrag.services.stores.elasticsearch.mapping import (
     BASE_PROPERTIES,
-    EPOCH_ID,
     SCHEMA_VERSION,
     embedding_property,
-    epoch_record,
     index_mappings,
     index_settings,
 )
@@ -63,9 +60,6 @@ class IndexLayout:
         self.replicas = replicas
         self.refresh_interval = refresh_interval
         self.ready = False
-        # chunks written before collections carry no collection_id; while any may exist, a search of
-        # `default` must take them too (`collection_clause`), which costs Elasticsearch an `exists` scan
-        self.legacy_chunks = True
         self.server_version: str | None = None
         self.warnings: list[str] = []
         self._accepted_identity: tuple[str, EmbeddingIdentity] | None = None  # (concrete index, identity)
@@ -121,9 +115,6 @@ class IndexLayout:
             logger.info(
                 "created Elasticsearch index", extra={"index": name, "alias": self.alias if with_alias else None}
             )
-            await self._ensure_epoch(name)
-            if with_alias:
-                self.legacy_chunks = False  # new: every chunk written into it has a collection_id
         except ApiError as exc:
             if "resource_already_exists" not in api_reason(exc):
                 raise
@@ -160,35 +151,6 @@ class IndexLayout:
         if str(current.get("refresh_interval")) == "-1":
             # writes wait for a refresh (refresh=wait_for); with refreshes switched off they never would
             await indices.put_settings(index=index, settings={"index": {"refresh_interval": self.refresh_interval}})
-        await self._ensure_epoch(index)
-        self.legacy_chunks = await self._has_chunks_without_collection(index)
-
-    async def _has_chunks_without_collection(self, index: str) -> bool:
-        """Whether the index holds a chunk written before collections. Every process of this Carrag
-        writes a collection_id, so the answer cannot turn true while it runs (docs/deploy.md: the
-        processes of one index run one version)."""
-        response = await self.connection.client.count(
-            index=index,
-            query={
-                "bool": {"filter": {"term": {"doc_kind": "chunk"}}, "must_not": {"exists": {"field": "collection_id"}}}
-            },
-        )
-        return bool(response["count"])
-
-    async def _ensure_epoch(self, index: str) -> None:
-        """Give the index its epoch document (`versions.py`) unless it has one: a random value of its
-        own, so no reader can mistake a new index (after a wipe, say) for the one it read before."""
-        try:
-            await self.connection.client.index(
-                index=index, id=EPOCH_ID, document=epoch_record(uuid.uuid4().hex), op_type="create"
-            )
-        except ApiError as exc:
-            status = api_status(exc)
-            if status in (403, 429):  # a write block (reindex's catch-up, a full disk) or overload
-                # reads must still work: without an epoch, checks read every record (`live_filter.py`)
-                logger.warning("no epoch document yet", extra={"index": index, "status": status})
-            elif status != 409:  # 409: it has one (another process was first, or a writer's)
-                raise
 
     def _check_server_version(self) -> None:
         major = int((self.server_version or "0").split(".")[0] or 0)

@@ -1,14 +1,10 @@
 """What the Elasticsearch index holds: its mapping and the JSON of each kind of document in it.
 
-Five kinds of documents share one index (``doc_kind``):
+Four kinds of documents share one index (``doc_kind``):
 
 - ``chunk``: one per chunk of a version: ``content`` (``english`` analyzer, BM25), ``embedding``
   (``dense_vector``, HNSW, cosine) and the document's descriptive fields copied in, so a hit needs
-  no second lookup. Id: ``chunk_id(document_id, chunk_index)``. Since schema 3 it also stores its
-  *neighbours* (not indexed): the chunk fields of the chunks of the same version within
-  ``STORED_NEIGHBOURS`` on each side, so a search hit carries its expansion window (`windows.py`).
-  A version's chunks never change, so these are exactly what a window read of the version returns;
-  chunks written before (no ``neighbours``) are expanded by reading their windows.
+  no second lookup. Id: ``chunk_id(document_id, chunk_index)``, so a version's chunks are found by id.
 - ``version``: one per written version (``document_id``): which source it belongs to, how many
   chunks it has and when it was written. Id: ``version-<document_id>``. It lets a version be
   found by id in real time, and abandoned versions be found and removed.
@@ -17,11 +13,15 @@ Five kinds of documents share one index (``doc_kind``):
   one version to the next is what makes a version visible (`versions.py`).
 - ``collection``: one per collection name (`collections.py`), id ``collection-<name>``, holding the
   collection's stable id. The ``default`` collection has none: it always exists.
-- ``epoch``: one document, id ``epoch``, whose random value (in ``content_hash``) changes
-  whenever a version stops being live (`versions.py`), so readers can tell nothing was retired.
+
+A chunk also stores its *neighbours* (not indexed): the chunk fields of the chunks of its version
+within ``STORED_NEIGHBOURS`` on each side, so a search hit carries its expansion window. A version's
+chunks never change, so they are what reading the version's window returns; chunks written before
+the field are expanded by reading their windows (`Store.get_windows`).
 
 Every kind carries ``collection_id``; a document written before collections has none and belongs to
-``default`` (`collection_clause`).
+``default`` (`collection_clause`). An index written by an earlier Carrag may also hold an ``epoch``
+document, which nothing reads any more.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ from typing import Any
 
 import numpy as np
 
+from carrag.services.ids import chunk_id
 from carrag.services.models import DEFAULT_COLLECTION, Chunk, DocumentRecord, StoredChunk, chunk_heading, metadata_pairs
 from carrag.services.positions import decode_regions, encode_regions
 
-SCHEMA_VERSION = 3  # 3: chunks store their neighbours
+SCHEMA_VERSION = 3
 HNSW_OPTIONS = {"type": "hnsw", "m": 16, "ef_construction": 100}
 
 _STORED_ONLY = {"type": "keyword", "index": False, "doc_values": False}
@@ -69,18 +70,15 @@ BASE_PROPERTIES: dict[str, Any] = {
     "metadata_pairs": {"type": "keyword"},  # chunks and source records: `key=value` of the user metadata
     "collection_id": {"type": "keyword"},
     "collection_name": {"type": "keyword"},  # collection records
-    # chunks: {"radius": r, "chunks": [chunk fields of each chunk within r of it]} (`chunk_source`);
-    # added to older indices when opened (`layout.py`), like any field above
+    # chunks: {"radius": r, "chunks": [the chunk fields of each chunk within r of it]} (`chunk_source`)
     "neighbours": {"type": "object", "enabled": False},
     # chunks of PDFs: where the chunk is drawn on its pages, [[page, start, end, x0, y0, x1, y1], ...]
-    # (`positions.encode_regions`); read by chunk listings, left out of search hits
+    # (`positions.encode_regions`); read with the chunk itself, not by search legs
     "regions": {"type": "object", "enabled": False},
 }
-STORED_NEIGHBOURS = 1  # chunks on each side stored in each chunk (`chunk_source`)
-# a chunk read as itself: no vector, no stored neighbours
-CHUNK_SOURCE_EXCLUDES = ["embedding", "neighbours"]
-# a chunk read by a search leg: with its stored neighbours, for expansion (`windows.py`)
-SEARCH_SOURCE_EXCLUDES = ["embedding", "regions"]
+STORED_NEIGHBOURS = 1  # chunks on each side stored in each chunk
+CHUNK_SOURCE_EXCLUDES = ["embedding", "neighbours"]  # a chunk read as itself
+SEARCH_SOURCE_EXCLUDES = ["embedding", "regions"]  # a chunk read by a search leg: with its neighbours
 
 
 def index_settings(shards: int, replicas: int, refresh_interval: str) -> dict[str, Any]:
@@ -123,24 +121,14 @@ def source_record_id(key: str) -> str:
     return "source-" + hashlib.sha256(key.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
-EPOCH_ID = "epoch"
-
-
-def epoch_record(value: str) -> dict[str, Any]:
-    """The epoch document (`versions.py`): rewritten with a new random ``value`` whenever a
-    version stops being live, before any of its chunks is deleted."""
-    return {"doc_kind": "epoch", "content_hash": value}
-
-
 def collection_record_id(name: str) -> str:
     return f"collection-{name}"
 
 
-def collection_clause(collection_ids: Any, *, legacy: bool = True) -> dict[str, Any]:
-    """Only records of these collections; ``default`` also takes records that carry no collection
-    (unless ``legacy`` is False: the caller knows there are none, `IndexLayout.legacy_chunks`)."""
+def collection_clause(collection_ids: Any) -> dict[str, Any]:
+    """Only records of these collections; ``default`` also takes records that carry no collection."""
     ids = list(collection_ids)
-    if DEFAULT_COLLECTION not in ids or not legacy:
+    if DEFAULT_COLLECTION not in ids:
         return {"terms": {"collection_id": ids}}
     return {
         "bool": {
@@ -155,6 +143,11 @@ def collection_clause(collection_ids: Any, *, legacy: bool = True) -> dict[str, 
 
 def version_record_id(document_id: str) -> str:
     return f"version-{document_id}"
+
+
+def version_ids(document_id: str, chunk_count: int) -> list[str]:
+    """Every id a version occupies: its chunks, then its version record."""
+    return [chunk_id(document_id, index) for index in range(chunk_count)] + [version_record_id(document_id)]
 
 
 # --- documents -----------------------------------------------------------------------------------
@@ -191,38 +184,22 @@ def version_record(document: DocumentRecord, chunk_count: int, written_at: str) 
     }
 
 
-def neighbours_of(chunks: Sequence[Chunk], chunk: Chunk, radius: int = STORED_NEIGHBOURS) -> list[Chunk]:
-    """The chunks of ``chunks`` (one version's) within ``radius`` of ``chunk`` by chunk index, itself
-    left out: what a window read of the version would return around it."""
-    centre = chunk.chunk_index
-    if 0 <= centre < len(chunks) and chunks[centre].chunk_index == centre:  # the usual 0..n-1 order
-        nearby: Sequence[Chunk] = chunks[max(centre - radius, 0) : centre + radius + 1]
-    else:
-        nearby = chunks
-    return sorted(
-        (other for other in nearby if other.chunk_index != centre and abs(other.chunk_index - centre) <= radius),
-        key=lambda other: other.chunk_index,
-    )
-
-
-def _neighbour_entry(chunk: Chunk) -> dict[str, Any]:
-    """A stored neighbour: the chunk fields of `to_chunk`; the document fields are the hit's own."""
-    return {
-        "chunk_index": chunk.chunk_index,
-        "content": chunk.text,
-        "char_start": chunk.char_start,
-        "char_end": chunk.char_end,
-        "pages": list(chunk.pages),
-        "section": chunk.section,
-    }
-
-
 def chunk_source(
-    document: DocumentRecord, chunk: Chunk, vector: np.ndarray, neighbours: Sequence[Chunk] | None = None
+    document: DocumentRecord, chunk: Chunk, vector: np.ndarray, neighbours: Sequence[Chunk] = ()
 ) -> dict[str, Any]:
-    """A chunk's JSON; ``neighbours`` (`neighbours_of`, within ``STORED_NEIGHBOURS``) stored with it,
-    unless None (then none are stored and its window is read when needed)."""
-    source: dict[str, Any] = {
+    """A chunk's JSON; ``neighbours``: its version's chunks within ``STORED_NEIGHBOURS`` (`neighbours_of`)."""
+    entries = [
+        {
+            "chunk_index": n.chunk_index,
+            "content": n.text,
+            "char_start": n.char_start,
+            "char_end": n.char_end,
+            "pages": list(n.pages),
+            "section": n.section,
+        }
+        for n in neighbours
+    ]
+    source = {
         "doc_kind": "chunk",
         "document_id": document.document_id,
         "source_id": document.source_id,
@@ -242,50 +219,44 @@ def chunk_source(
         "created_at": document.created_at,
         "metadata_pairs": metadata_pairs(document.user_metadata),
         "collection_id": document.collection_id,
+        "neighbours": {"radius": STORED_NEIGHBOURS, "chunks": entries},
     }
-    if neighbours is not None:
-        source["neighbours"] = {"radius": STORED_NEIGHBOURS, "chunks": [_neighbour_entry(n) for n in neighbours]}
     if chunk.regions:
         source["regions"] = encode_regions(chunk.regions)
     return source
 
 
-def stores_neighbours(source: dict[str, Any], radius: int) -> bool:
-    """Whether a chunk's JSON stores its neighbours at least ``radius`` on each side."""
+def neighbours_of(chunks: Sequence[Chunk], chunk: Chunk) -> list[Chunk]:
+    """The chunks of ``chunks`` (one version's) within ``STORED_NEIGHBOURS`` of ``chunk``, itself left out."""
+    centre = chunk.chunk_index
+    in_order = 0 <= centre < len(chunks) and chunks[centre].chunk_index == centre  # the usual 0..n-1
+    nearby = chunks[max(centre - STORED_NEIGHBOURS, 0) : centre + STORED_NEIGHBOURS + 1] if in_order else chunks
+    return sorted(
+        (other for other in nearby if 0 < abs(other.chunk_index - centre) <= STORED_NEIGHBOURS),
+        key=lambda other: other.chunk_index,
+    )
+
+
+def stored_neighbours(source: dict[str, Any], chunk: StoredChunk) -> tuple[StoredChunk, ...] | None:
+    """The neighbours a chunk's JSON stores (``chunk``: the chunk itself, read from it), as the chunks
+    themselves read back; None when it stores none (written before the field)."""
     stored = source.get("neighbours")
-    return isinstance(stored, dict) and stored.get("radius", 0) >= radius
-
-
-def stored_neighbours(
-    source: dict[str, Any], radius: int, chunk: StoredChunk | None = None
-) -> list[StoredChunk] | None:
-    """The neighbours within ``radius`` that a chunk's JSON stores, equal to what `to_chunk` reads
-    from the neighbours themselves (document fields from the chunk, ``chunk`` if already read,
-    chunk fields from each entry); None when it stores none, or fewer than ``radius`` on each side."""
-    if not stores_neighbours(source, radius):
+    if not isinstance(stored, dict):
         return None
-    return neighbour_chunks(source, radius, chunk)
-
-
-def neighbour_chunks(source: dict[str, Any], radius: int, chunk: StoredChunk | None = None) -> list[StoredChunk]:
-    """`stored_neighbours` of a chunk's JSON known to store them (`stores_neighbours`)."""
-    own = chunk if chunk is not None else to_chunk(source)
-    centre = own.chunk_index
-    return [
+    return tuple(
         dataclasses.replace(
-            own,
+            chunk,
             chunk_index=entry["chunk_index"],
             text=entry["content"],
             char_start=entry["char_start"],
             char_end=entry["char_end"],
-            tags=list(own.tags),
+            tags=list(chunk.tags),
             pages=list(entry.get("pages") or []),
             section=entry.get("section"),
             regions=[],  # not stored with neighbours
         )
-        for entry in source["neighbours"].get("chunks") or []
-        if abs(entry["chunk_index"] - centre) <= radius
-    ]
+        for entry in stored.get("chunks") or []
+    )
 
 
 def to_chunk(source: dict[str, Any]) -> StoredChunk:

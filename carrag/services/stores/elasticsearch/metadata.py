@@ -4,7 +4,7 @@ The chunks of the live version are updated by id (ids are derived, no search nee
 partial update and ``refresh=wait_for``, then the source record is rewritten conditionally
 (``if_seq_no``/``if_primary_term``), the same way a flip is (`versions.py`). A conflict means the
 record changed meanwhile: it is read again, and if it now names another version the document
-being changed is gone (answered "not found"); the chunks of that replaced version are retired
+being changed is gone (answered "not found"); the chunks of that replaced version are deleted
 by the writer that replaced it.
 """
 
@@ -13,12 +13,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from elasticsearch import ApiError
-
-from carrag.services.errors import CarragError, DependencyUnavailable
+from carrag.services.errors import DependencyUnavailable
 from carrag.services.ids import chunk_id
 from carrag.services.models import DocumentRecord, MetadataValue, chunk_heading, metadata_pairs
-from carrag.services.stores.elasticsearch.connection import api_status, bulk_failure
+from carrag.services.stores.elasticsearch.connection import bulk_failure
 from carrag.services.stores.elasticsearch.mapping import document_key, source_record, source_record_id
 from carrag.services.stores.elasticsearch.versions import BULK_MAX_OPS, FLIP_ATTEMPTS, Versions
 
@@ -47,25 +45,21 @@ async def update_metadata(
             title=title if title is not None else state.document.title,
             user_metadata=dict(user_metadata) if user_metadata is not None else state.document.user_metadata,
         )
-        try:
-            with versions.connection.errors("updating a document", versions.alias):
-                await versions.connection.writer.index(
-                    index=versions.alias,
-                    id=source_record_id(document_key(current)),
-                    document=source_record(updated, updated.chunk_count),
-                    if_seq_no=state.seq_no,
-                    if_primary_term=state.primary_term,
-                    refresh=versions.refresh,
-                    require_alias=versions.require_alias,
-                )
-        except ApiError as exc:  # raised as-is: errors() maps only what it knows
-            if api_status(exc) == 409:
-                continue
-            raise
-        except CarragError as exc:
-            if isinstance(exc.__cause__, ApiError) and api_status(exc.__cause__) == 409:
-                continue
-            raise
+        written = await versions.connection.conditionally(
+            "updating a document",
+            versions.alias,
+            versions.connection.writer.index(
+                index=versions.alias,
+                id=source_record_id(document_key(current)),
+                document=source_record(updated, updated.chunk_count),
+                if_seq_no=state.seq_no,
+                if_primary_term=state.primary_term,
+                refresh=versions.refresh,
+                require_alias=versions.require_alias,
+            ),
+        )
+        if written is None:
+            continue
         return updated
     raise DependencyUnavailable("store", "the document kept changing while it was being updated; retry")
 

@@ -26,13 +26,20 @@ from elasticsearch import ApiError, NotFoundError
 
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.models import Original, OriginalFile
-from carrag.services.stores.elasticsearch.connection import BulkItem, Connection, api_reason, bulk_failure
+from carrag.services.stores.elasticsearch.connection import (
+    BulkItem,
+    Connection,
+    api_reason,
+    bulk_failure,
+    every_bucket,
+    every_hit,
+    failures_by_owner,
+)
 
 logger = logging.getLogger(__name__)
 
 PART_BYTES = 1024 * 1024  # bytes per part (base64 makes it ~1.4 MB of JSON)
 PARTS_PER_REQUEST = 8  # parts per bulk request, so one request stays ~11 MB whatever the file size
-PAGE = 1000
 
 _STORED_ONLY = {"type": "keyword", "index": False, "doc_values": False}
 ORIGINALS_MAPPINGS: dict[str, Any] = {
@@ -143,17 +150,13 @@ class OriginalsIndex:
             for operation in original_operations(document_id, original, written_at):
                 operations.append(operation)
                 owners.append(document_id)
-        failures: dict[str, list[BulkItem]] = {}
         errors: dict[str, CarragError] = {}
         try:
             results = await self._bulk(operations, "storing originals")
         except CarragError as exc:
             errors = {document_id: exc for document_id, _ in originals}
         else:
-            for owner, result in zip(owners, results, strict=True):
-                if not result.ok:
-                    failures.setdefault(owner, []).append(result)
-            for document_id, failed in failures.items():
+            for document_id, failed in failures_by_owner(owners, results).items():
                 errors[document_id] = bulk_failure(
                     failed, owners.count(document_id), "storing the original", "; nothing of the document was stored"
                 )
@@ -244,23 +247,20 @@ class OriginalsIndex:
         if not await client.indices.exists(index=self.name):
             return []
         await client.indices.refresh(index=self.name)
-        headers: dict[str, int] = {}
-        after: list[Any] | None = None
-        while True:
-            response = await client.search(
-                index=self.name,
+        headers = {
+            hit["_source"]["document_id"]: int(hit["_source"]["parts"])
+            async for hit in every_hit(
+                client,
+                self.name,
                 query={"term": {"kind": "header"}},
                 sort=[{"document_id": "asc"}],
-                size=PAGE,
                 source_includes=["document_id", "parts"],
-                search_after=after or None,
             )
-            hits = response["hits"]["hits"]
-            headers.update({hit["_source"]["document_id"]: int(hit["_source"]["parts"]) for hit in hits})
-            if len(hits) < PAGE:
-                break
-            after = hits[-1]["sort"]
-        stored = await self._parts_per_document()
+        }
+        stored = {
+            bucket["key"]["key"]: bucket["doc_count"]
+            async for bucket in every_bucket(client, self.name, {"term": {"kind": "part"}}, "document_id")
+        }
         problems = []
         orphans = [document_id for document_id in headers if document_id not in live_document_ids]
         if orphans:
@@ -272,22 +272,3 @@ class OriginalsIndex:
         if headless:
             problems.append(f"{headless} parts of originals belong to no original")
         return problems
-
-    async def _parts_per_document(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        after: dict[str, Any] | None = None
-        while True:
-            composite: dict[str, Any] = {"size": PAGE, "sources": [{"id": {"terms": {"field": "document_id"}}}]}
-            if after:
-                composite["after"] = after
-            response = await self.connection.client.search(
-                index=self.name,
-                query={"term": {"kind": "part"}},
-                size=0,
-                aggregations={"documents": {"composite": composite}},
-            )
-            aggregation = response.get("aggregations", {}).get("documents", {})
-            counts.update({bucket["key"]["id"]: bucket["doc_count"] for bucket in aggregation.get("buckets", [])})
-            after = aggregation.get("after_key")
-            if not aggregation.get("buckets") or not after:
-                return counts

@@ -3,7 +3,6 @@ and the two search legs' request bodies."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -72,18 +71,6 @@ def _glob_class(glob: str, start: int) -> tuple[str, int] | None:
     return "[" + ("^" if invert else "") + "".join(members) + "]", position
 
 
-@dataclass(frozen=True, slots=True)
-class ExcludingVersions:
-    """Search filters plus versions to leave out (ones found not live by an earlier attempt)."""
-
-    filters: SearchFilters
-    stale: frozenset[str]
-
-
-def excluding(filters: SearchFilters, stale: set[str]) -> SearchFilters | ExcludingVersions:
-    return ExcludingVersions(filters, frozenset(stale)) if stale else filters
-
-
 def filename_clause(filename: str, is_glob: bool) -> dict[str, Any]:
     """Documents whose lower-case file name (``filename_lower``) matches a glob whole, or contains
     ``filename`` (lower case already)."""
@@ -96,14 +83,11 @@ def filename_clause(filename: str, is_glob: bool) -> dict[str, Any]:
     return {"regexp": {"filename_lower": {"value": pattern, "flags": "NONE"}}}
 
 
-def filter_clauses(filters: SearchFilters | ExcludingVersions, *, legacy: bool = True) -> list[dict[str, Any]]:
-    """``legacy``: the index may hold chunks written before collections (`collection_clause`)."""
-    if isinstance(filters, ExcludingVersions):
-        return [
-            *filter_clauses(filters.filters, legacy=legacy),
-            {"bool": {"must_not": {"terms": {"document_id": sorted(filters.stale)}}}},
-        ]
+def filter_clauses(filters: SearchFilters, *, exclude: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """``exclude``: versions to leave out (found not live by an earlier attempt, `live_filter.py`)."""
     clauses: list[dict[str, Any]] = [{"term": {"doc_kind": "chunk"}}]
+    if exclude:
+        clauses.append({"bool": {"must_not": {"terms": {"document_id": sorted(exclude)}}}})
     if filters.tags:
         clauses.append({"terms": {"tags.keyword": list(filters.tags)}})
     if filters.source is not None:
@@ -120,7 +104,7 @@ def filter_clauses(filters: SearchFilters | ExcludingVersions, *, legacy: bool =
         clauses.append({"terms": {"document_id": list(filters.document_ids)}})
     clauses.extend(metadata_clauses(filters))
     if filters.collection_ids:
-        clauses.append(collection_clause(filters.collection_ids, legacy=legacy))
+        clauses.append(collection_clause(filters.collection_ids))
     return clauses
 
 
@@ -151,7 +135,7 @@ def metadata_clauses(filters: SearchFilters) -> list[dict[str, Any]]:
 
 
 def lexical_request(
-    query: str, size: int, filters: SearchFilters | ExcludingVersions, *, legacy: bool = True
+    query: str, size: int, filters: SearchFilters, *, exclude: frozenset[str] = frozenset()
 ) -> dict[str, Any] | None:
     """The BM25 leg; None when the query has no searchable words.
 
@@ -164,7 +148,7 @@ def lexical_request(
         "query": {
             "bool": {
                 "must": {"multi_match": {"query": " ".join(terms), "fields": BM25_FIELDS, "type": "most_fields"}},
-                "filter": filter_clauses(filters, legacy=legacy),
+                "filter": filter_clauses(filters, exclude=exclude),
             }
         },
         "size": min(size, MAX_RESULT_WINDOW),
@@ -172,7 +156,12 @@ def lexical_request(
 
 
 def knn_request(
-    vector: np.ndarray, k: int, num_candidates: int, filters: SearchFilters | ExcludingVersions, *, legacy: bool = True
+    vector: np.ndarray,
+    k: int,
+    num_candidates: int,
+    filters: SearchFilters,
+    *,
+    exclude: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     k = min(k, MAX_NUM_CANDIDATES)
     return {
@@ -181,7 +170,7 @@ def knn_request(
             "query_vector": np.asarray(vector, dtype=np.float32).tolist(),
             "k": k,
             "num_candidates": min(max(num_candidates, k), MAX_NUM_CANDIDATES),
-            "filter": filter_clauses(filters, legacy=legacy),
+            "filter": filter_clauses(filters, exclude=exclude),
         },
         "size": k,
     }

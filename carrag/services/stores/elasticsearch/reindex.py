@@ -28,6 +28,7 @@ import numpy as np
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.ingestion import embedding_input
 from carrag.services.models import Chunk, DocumentRecord, ParsedDocument
+from carrag.services.stores.elasticsearch.connection import every_hit
 from carrag.services.stores.elasticsearch.layout import generation_name, generation_of
 from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, document_key, to_document
 from carrag.services.stores.elasticsearch.store import ElasticsearchStore
@@ -35,7 +36,6 @@ from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
 
 logger = logging.getLogger(__name__)
 
-PAGE = 500
 Report = Callable[[str], None]
 Progress = Callable[[int, int], None]  # documents copied, documents to copy
 
@@ -72,8 +72,7 @@ async def reindex(
     await layout.create_generation(generation, with_alias=False)
     identity = await embedder.embedding_identity()
     await layout.claim_identity(identity, new)
-    # no reader searches the new index before the swap: its retired chunks may go at once
-    target = Versions(store.connection, new, refresh="false", require_alias=False, served=False)
+    target = Versions(store.connection, new, refresh="false", require_alias=False)
     report(f"re-embedding {old} into {new} with {identity.describe()}")
     await store.collections.copy_to(new)
     try:
@@ -92,7 +91,6 @@ async def reindex(
         await client.indices.put_settings(index=old, settings={"index.blocks.write": False})
         raise
     report(f"alias {alias} now points to {new}")
-    layout.legacy_chunks = False  # every chunk of the new index was written with its collection
     layout.forget_identity()
     store.served_identity.forget()
     deleted = plain
@@ -105,22 +103,14 @@ async def reindex(
 async def _source_records(store: ElasticsearchStore, index: str) -> list[tuple[DocumentRecord, int]]:
     """Every source record of ``index`` (refreshed state) with its sequence number."""
     await store.client.indices.refresh(index=index)
-    records: list[tuple[DocumentRecord, int]] = []
-    after: list[Any] | None = None
-    while True:
-        response = await store.client.search(
-            index=index,
-            query={"term": {"doc_kind": "document"}},
-            sort=[{"source_id": "asc"}],
-            size=PAGE,
-            seq_no_primary_term=True,
-            search_after=after or None,
-        )
-        hits = response["hits"]["hits"]
-        records += [(to_document(hit["_source"]), hit["_seq_no"]) for hit in hits]
-        if len(hits) < PAGE:
-            return records
-        after = hits[-1]["sort"]
+    pages = every_hit(
+        store.client,
+        index,
+        query={"term": {"doc_kind": "document"}},
+        sort=[{"source_id": "asc"}],
+        seq_no_primary_term=True,
+    )
+    return [(to_document(hit["_source"]), hit["_seq_no"]) async for hit in pages]
 
 
 async def _copy_sources(

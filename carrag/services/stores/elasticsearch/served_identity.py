@@ -1,18 +1,14 @@
 """The embedding model of the index searches are served from, without a mapping read per search.
 
-Every search checks the store's model beside its legs (`model_change.py`); reading it from
-Elasticsearch is a mapping request per search. But a concrete index's model never changes once
-recorded (`IndexLayout.claim_identity` refuses another; a model change is a new index generation,
-`reindex.py`, and ``wipe`` starts a new generation too), so it is kept per concrete index. What can
-change is which index the alias names. That is learnt from the searches themselves: every hit says
-which concrete index it came from (``_index``), so a kNN leg whose hits come from an index not seen
-before reads that index's model (one mapping request) and reports it (`searched_model.py`); the
-query path runs the leg again when it is not the model the query was embedded for. So a search
-never returns kNN hits embedded by another model than its query, and the check costs nothing while
-the alias stays where it is.
-
-The index answered is the newest generation seen (`generation_of`): a slow search that started
-before a swap and ends after it cannot move it back. An index whose model is not recorded yet (no
+Every search asks for the store's model before embedding its query (`model_change.py`); reading it
+from Elasticsearch is a mapping request. But a concrete index's model never changes once recorded
+(`IndexLayout.claim_identity` refuses another; a model change is a new index generation, `reindex.py`,
+and ``wipe`` starts a new generation too), so it is kept per concrete index. What can change is which
+index the alias names, and the searches see that themselves: every hit says which concrete index it
+came from (``_index``), so the kNN leg returns the model of its hits' index (`VectorHits.model`; one
+mapping read the first time an index is met), and the query path runs the leg again when that model
+does not accept the query's. The index answered is the newest generation seen (`generation_of`), so a
+slow search from before a swap cannot move it back. An index whose model is not recorded yet (no
 vectors written) is not remembered: it is read again at the next check.
 """
 

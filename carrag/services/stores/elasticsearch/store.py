@@ -1,6 +1,7 @@
 """The production store (seed 001, step 6) on Elasticsearch: the `Store` port over an alias
 (`layout.py`), with writes batched across callers (`batching.py`) and published through the
-visibility protocol (`versions.py`). Reads are searches filtered to live versions.
+visibility protocol (`versions.py`). It delegates: documents to `document_reads.py`, searches to
+`search_legs.py`, collections to `collections.py`, originals to `originals.py`.
 
 No lock anywhere: several API processes can share one index, with any number of shards and
 replicas (docs/architecture.md, "Elasticsearch: many writers").
@@ -28,24 +29,25 @@ from carrag.services.models import (
     MetadataValue,
     Original,
     OriginalFile,
+    ScoredChunk,
+    SearchFilters,
+    StoredChunk,
 )
 from carrag.services.settings import revealed
-from carrag.services.stores.base import (
-    checked_vectors,
-)
+from carrag.services.stores.base import ChunkListing, DocumentPage, DocumentSort, SortOrder, VectorHits, checked_vectors
 from carrag.services.stores.elasticsearch.batching import WriteBatcher
 from carrag.services.stores.elasticsearch.collections import CollectionRegistry
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
 from carrag.services.stores.elasticsearch.document_reads import DocumentReads
 from carrag.services.stores.elasticsearch.integrity import integrity_problems
 from carrag.services.stores.elasticsearch.layout import IndexLayout
-from carrag.services.stores.elasticsearch.live_filter import LiveFilter
 from carrag.services.stores.elasticsearch.metadata import update_metadata
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex
+from carrag.services.stores.elasticsearch.reads import IndexReads
 from carrag.services.stores.elasticsearch.search_legs import SearchLegs
 from carrag.services.stores.elasticsearch.served_identity import ServedIdentity
+from carrag.services.stores.elasticsearch.sweep import sweep_abandoned
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
-from carrag.services.stores.elasticsearch.windows import PrefetchedWindows
 
 logger = logging.getLogger(__name__)
 
@@ -53,11 +55,8 @@ logger = logging.getLogger(__name__)
 DEFAULT_COLLECTION_CREATED_AT = "1970-01-01T00:00:00+00:00"
 
 
-class ElasticsearchStore(DocumentReads, SearchLegs):
+class ElasticsearchStore:
     backend = "elasticsearch"
-    # A hybrid search sends BM25 once its query's embedding is under way (`retrieval/search.py`):
-    # sending it and the epoch read costs the event loop ~0.9 ms, while the embedding's thread waits.
-    bm25_after_embedding_starts = True
 
     def __init__(
         self,
@@ -76,13 +75,8 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
         abandoned_after: float = 600.0,
         batch_chunks: int = 2000,
         batches_in_flight: int = 4,
-        neighbour_window: int = 0,
-        retrieval_k_multiplier: int = 1,
     ) -> None:
-        self.url = url
         self.index = index  # the alias
-        self.num_candidates = num_candidates
-        self.timeout = timeout
         self.connection = Connection(url, api_key=api_key, username=username, password=password, timeout=timeout)
         self.layout = IndexLayout(
             self.connection, index, shards=shards, replicas=replicas, refresh_interval=refresh_interval
@@ -94,9 +88,10 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
         self.collections = CollectionRegistry(self.versions)
         self.batcher = WriteBatcher(self._write_batch, max_chunks=batch_chunks, max_in_flight=batches_in_flight)
         self._sweeper: asyncio.Task[None] | None = None
-        self._windows = PrefetchedWindows(neighbour_window, 1 / max(retrieval_k_multiplier, 1))
-        self._live_filter = LiveFilter(self._live_check, self._epoch_beside)
         self.served_identity = ServedIdentity(index, self.layout.identity_with_index)
+        self.reads = IndexReads(self.connection, self.layout, self.originals)
+        self.documents = DocumentReads(self.reads, self.versions)
+        self.legs = SearchLegs(self.reads, self.versions, self.served_identity, num_candidates, self.embedding_identity)
 
     @classmethod
     def from_settings(cls, settings: Any) -> ElasticsearchStore:
@@ -113,8 +108,6 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
             refresh_interval=settings.elasticsearch_refresh_interval,
             write_refresh=settings.elasticsearch_write_refresh,
             abandoned_after=settings.elasticsearch_abandoned_after_seconds,
-            neighbour_window=settings.neighbour_window,
-            retrieval_k_multiplier=settings.retrieval_k_multiplier,
         )
 
     @property
@@ -124,7 +117,7 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
 
     # --- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
-        await self._ready()
+        await self.reads.ready()
         if self._sweeper is None:
             self._sweeper = asyncio.create_task(self._sweep_periodically(), name="es-version-sweeper")
 
@@ -135,7 +128,6 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
                 await self._sweeper
             self._sweeper = None
         await self.batcher.aclose()
-        await self.versions.retired.close()  # what this process retired, deleted once the grace is over
         await self.connection.close()
 
     async def _sweep_periodically(self) -> None:
@@ -144,32 +136,28 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
         while True:
             await asyncio.sleep(interval)
             try:
-                await self._ready()
-                removed = await self.versions.sweep()
+                await self.reads.ready()
+                removed = await sweep_abandoned(self.versions)
                 if removed:
                     logger.info("removed abandoned versions", extra={"versions": removed, "index": self.index})
             except DependencyUnavailable as exc:
                 logger.warning("sweep of abandoned versions failed", extra={"reason": exc.message})
 
     async def sweep(self, older_than: float | None = None) -> int:
-        """Remove versions that are not live and older than ``older_than`` seconds (see `Versions.sweep`)."""
-        await self._ready()
-        return await self.versions.sweep(older_than)
+        """Remove versions that are not live and older than ``older_than`` seconds (`sweep.py`)."""
+        await self.reads.ready()
+        return await sweep_abandoned(self.versions, older_than)
 
     async def health(self) -> ComponentHealth:
         try:
             count = await self.count_chunks()
         except DependencyUnavailable as exc:
             return ComponentHealth("store", "unavailable", self.backend, None, exc.message)
-        detail = (
-            f"{self.connection.display_url} index {self.index} ({count} chunks, "
-            f"Elasticsearch {self.layout.server_version})"
+        server = f"Elasticsearch {self.layout.server_version}"
+        detail = "; ".join(
+            [f"{self.connection.display_url} index {self.index} ({count} chunks, {server})", *self.layout.warnings]
         )
-        if self.layout.warnings:
-            return ComponentHealth(
-                "store", "degraded", self.backend, None, f"{detail}; {'; '.join(self.layout.warnings)}"
-            )
-        return ComponentHealth("store", "ok", self.backend, None, detail)
+        return ComponentHealth("store", "degraded" if self.layout.warnings else "ok", self.backend, None, detail)
 
     # --- writes --------------------------------------------------------------------------------
     async def write_document(
@@ -188,7 +176,7 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
     async def _write_batch(self, batch: list[PendingWrite]) -> None:
         """One batch: check each model once, then write every version (`Versions.write`)."""
         try:
-            await self._ready()
+            await self.reads.ready()
             for identity in dict.fromkeys(item.identity for item in batch):
                 try:
                     with self.connection.errors("recording the embedding model", self.index):
@@ -212,7 +200,7 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
 
     async def delete_document(self, document_id: str) -> bool:
         return await asyncio.shield(
-            self._guarded("deleting a document", lambda: self.versions.delete(document_id), False)
+            self.reads.guarded("deleting a document", lambda: self.versions.delete(document_id), False)
         )
 
     async def update_metadata(
@@ -224,7 +212,7 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
         user_metadata: dict[str, MetadataValue] | None = None,
     ) -> DocumentRecord | None:
         return await asyncio.shield(
-            self._guarded(
+            self.reads.guarded(
                 "updating a document",
                 lambda: update_metadata(
                     self.versions, document_id, tags=tags, title=title, user_metadata=user_metadata
@@ -235,7 +223,7 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
 
     async def wipe(self) -> None:
         """Documents, chunks and the embedding model go; the collections stay (registered again, empty)."""
-        await self._ready()
+        await self.reads.ready()
         try:
             collections = [c for c in await self.list_collections() if c.collection_id != DEFAULT_COLLECTION]
         except DependencyUnavailable:
@@ -263,7 +251,7 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
                 return False
             return True
 
-        return await asyncio.shield(self._guarded("storing an original", put, False))
+        return await asyncio.shield(self.reads.guarded("storing an original", put, False))
 
     async def get_original(self, document_id: str) -> Original | None:
         async def get() -> Original | None:
@@ -271,45 +259,98 @@ class ElasticsearchStore(DocumentReads, SearchLegs):
                 return None
             return await self.originals.get(document_id)
 
-        return await self._guarded("reading an original", get, None)
+        return await self.reads.guarded("reading an original", get, None)
 
-    # --- document reads ------------------------------------------------------------------------
+    # --- reads ---------------------------------------------------------------------------------
+    async def embedding_identity(self) -> EmbeddingIdentity | None:
+        """Read from Elasticsearch (a mapping request); `query_identity` is the searches' cheap one."""
+
+        async def read() -> EmbeddingIdentity | None:
+            index, identity = await self.layout.identity_with_index(self.index)
+            self.served_identity.learn(index, identity)
+            return identity
+
+        return await self.reads.guarded("reading the embedding model", read, None)
+
+    async def query_identity(self) -> EmbeddingIdentity | None:
+        """The model of the index searches are served from, as last seen (`served_identity.py`)."""
+        return await self.reads.guarded("reading the embedding model", self.served_identity.current, None)
+
+    async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
+        return await self.legs.lexical(query, k, filters)
+
+    async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> VectorHits:
+        return await self.legs.vector(vector, k, filters)
+
+    async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
+        return await self.legs.windows(centres, radius)
+
+    async def get_document(self, document_id: str) -> DocumentRecord | None:
+        return await self.documents.get_document(document_id)
+
+    async def find_by_source(self, source_id: str, collection_id: str = DEFAULT_COLLECTION) -> DocumentRecord | None:
+        return await self.documents.find_by_source(source_id, collection_id)
+
+    async def find_by_content_hash(
+        self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
+    ) -> DocumentRecord | None:
+        return await self.documents.find_by_content_hash(content_hash, collection_id)
+
+    async def list_documents(
+        self,
+        *,
+        offset: int,
+        limit: int,
+        tag: str | None = None,
+        collection_ids: Sequence[str] = (),
+        sort: DocumentSort = "created_at",
+        order: SortOrder = "desc",
+        filename: str | None = None,
+    ) -> DocumentPage:
+        return await self.documents.list_documents(
+            offset=offset,
+            limit=limit,
+            tag=tag,
+            collection_ids=collection_ids,
+            sort=sort,
+            order=order,
+            filename=filename,
+        )
+
+    async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
+        return await self.documents.find_documents(reference, limit=limit, collection_ids=collection_ids)
+
+    async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
+        return await self.documents.list_sources(collection_ids)
+
+    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]:
+        return await self.documents.get_chunks(document_id, offset=offset, limit=limit)
+
+    async def count_chunks(self) -> int:
+        return await self.documents.count_chunks()
+
     async def check_integrity(self) -> list[str]:
-        """Everything that would make the store inconsistent, as readable lines (empty: consistent).
-        Sends this process's deletes of retired versions first (waiting out their grace,
-        `retirement.py`) and refreshes the index, so what was deleted is gone from the counts."""
-        await self.versions.retired.flush()
-
-        async def check() -> list[str]:
-            problems = await integrity_problems(self.connection.client, self.index)
-            hits, _ = await self._walk(
-                "checking integrity",
-                {"term": {"doc_kind": "document"}},
-                [{"source_id": "asc"}],
-                source_includes=["document_id"],
-            )
-            live = {hit["_source"]["document_id"] for hit in hits}
-            return problems + await self.originals.problems(live)
-
-        return await self._guarded("checking integrity", check, [])
+        """Everything that would make the store inconsistent, as readable lines (empty: consistent)."""
+        check = lambda: integrity_problems(self.connection.client, self.index, self.originals)  # noqa: E731
+        return await self.reads.guarded("checking integrity", check, [])
 
     # --- collections ---------------------------------------------------------------------------
     async def create_collection(self, collection: Collection) -> Collection:
-        await self._ready()
+        await self.reads.ready()
         return await asyncio.shield(self.collections.create(collection))
 
     async def list_collections(self) -> list[Collection]:
         default = [Collection(DEFAULT_COLLECTION, DEFAULT_COLLECTION, DEFAULT_COLLECTION_CREATED_AT)]
-        return await self._guarded(
+        return await self.reads.guarded(
             "listing collections", lambda: self.collections.list(DEFAULT_COLLECTION_CREATED_AT), default
         )
 
     async def rename_collection(self, collection_id: str, name: str) -> Collection | None:
-        await self._ready()
+        await self.reads.ready()
         return await asyncio.shield(self.collections.rename(collection_id, name))
 
     async def delete_collection(self, collection_id: str) -> bool:
-        await self._ready()
+        await self.reads.ready()
         return await asyncio.shield(self.collections.delete(collection_id))
 
 

@@ -1,45 +1,27 @@
-"""The visibility protocol: how a document version becomes visible, is replaced and is deleted,
-correctly with any number of writing processes, shards and replicas, and without locks.
+"""The visibility protocol, writer's side: how a document version becomes visible, is replaced and is
+deleted, correctly with any number of writing processes, shards and replicas, and without locks.
+The reader's side is `live_filter.py`; docs/architecture.md has the argument in full.
 
 Every write creates a new *version* (its ``document_id``): its chunks and a version record. A
-version is visible only while the source's record (one per collection and ``source_id``, `mapping.py`)
-names it. Sources are named by their key (`source_key`: collection and source id).
-Readers check each hit against that record (`live_filter.py`, a real-time multi-get), so the
-chunks of a version still being written, or already replaced, are never returned.
-
-Writing a batch of versions (`write`):
+version is live exactly while its source's record (one per collection and ``source_id``, `mapping.py`)
+names it. Writing a batch of versions (`write`):
 
 1. Index every chunk and version record with ``refresh=wait_for``: when Elasticsearch answers,
    the chunks are searchable on every shard copy, yet no reader returns them (no record names them).
    An item that fails fails its version: what was written of it is deleted, the source is untouched.
 2. Flip each source record to its new version, conditionally: ``if_seq_no``/``if_primary_term`` of
-   the record as read, or ``create`` when there was none. A flip either happens whole (one document)
-   or not at all; on a conflict (another process flipped or deleted the record since it was read)
-   the record is read again and the flip retried, so the last flip wins and one version survives.
-3. Write a new value into the *epoch* document, then, a grace period later (`retirement.py`),
-   delete the replaced version's chunks and version record (no refresh needed: readers already
-   ignore them).
+   the record as read, or ``create`` when there was none. A flip happens whole (one document) or not
+   at all; on a conflict (another process flipped or deleted the record since it was read) the
+   record is read again and the flip retried, so the last flip wins and one version survives.
+3. Delete the replaced version: its original, its chunks, its version record (ids are derived, no
+   search needed; readers already drop it, so no refresh either).
 
-Deleting (`delete`) removes the source record conditionally in the same way, then writes a new
-epoch, then deletes the chunks (after the grace). `sweep` writes one before deleting too.
-
-The epoch is what lets most searches skip reading the records (`live_filter.py`): no chunk of
-a version that was ever live is deleted without the epoch changing first, so a reader that
-read a source's record, and reads the same epoch after its search as before that read, knows
-the version it saw then was still whole during the search. Since the delete comes a grace
-period after the epoch, a reader may also read the epoch *beside* its search, if the search ends
-well within the grace (`retirement.py`). If the epoch cannot be written, the chunks are not
-deleted (`sweep` does it later).
-
-Kept originals (`originals.py`, an index of their own) ride along, keyed by the version's id: written
-after step 1 (a failure fails the version), removed with a replaced, deleted, rolled-back or abandoned
-version and always before its version record, so what a failed removal leaves is found by `sweep`.
-
-A crash leaves, after step 1 or during it, a version no record names: invisible, and removed by
-`sweep` once older than ``abandoned_after``; after step 2, a replaced version that readers already
-ignore, also removed by `sweep`. A writer gives up on a flip after half of ``abandoned_after``, so
-`sweep` never removes a version that could still become visible. docs/architecture.md has the
-argument in full.
+Deleting (`delete`) removes the source record conditionally in the same way, then the chunks.
+Kept originals (`originals.py`) ride along, keyed by the version's id: written after step 1 (a
+failure fails the version), removed before the version record, so what a failed removal leaves is
+found by the sweep (`sweep.py`). A crash leaves a version no record names (invisible) or a replaced
+one (dropped by readers); the sweep removes both once older than ``abandoned_after``. A writer gives up
+a flip after half of that, so the sweep never removes a version that could still become live.
 """
 
 from __future__ import annotations
@@ -47,13 +29,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from elasticsearch import ApiError
+from elasticsearch import NotFoundError
 
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.ids import chunk_id
@@ -61,37 +43,38 @@ from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, Ori
 from carrag.services.stores.elasticsearch.connection import (
     BulkItem,
     Connection,
-    api_status,
     bulk_failure,
+    failures_by_owner,
 )
-from carrag.services.stores.elasticsearch.live_state import LiveState, SourceState
 from carrag.services.stores.elasticsearch.mapping import (
-    EPOCH_ID,
     chunk_source,
     document_key,
-    epoch_record,
     neighbours_of,
     record_key,
     source_record,
     source_record_id,
+    to_document,
+    version_ids,
     version_record,
     version_record_id,
 )
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex, part_count
-from carrag.services.stores.elasticsearch.retirement import DelayedDeletes
-from carrag.services.stores.elasticsearch.sweep import sweep_abandoned, version_ids
 
 logger = logging.getLogger(__name__)
 
-EPOCH_ATTEMPTS = (0.0, 0.2, 0.5, 1.0, 2.0)  # delays before each try to write a new epoch
-EPOCH_REFUSED = (
-    "the document was {what}, but Elasticsearch refused to record that its old version is gone (the "
-    "epoch), so other API replicas may go on returning the old version until the version sweep removes "
-    "it (ELASTICSEARCH_ABANDONED_AFTER_SECONDS); check the cluster's health"
-)
 BULK_MAX_OPS = 1000  # chunks per bulk request; a larger write is split into requests sent together
 FLIP_UNKNOWN = 0  # a flip's bulk status when the request failed: it may or may not have been applied
 FLIP_ATTEMPTS = 50  # conflicting flips retried (each retry means another process flipped meanwhile)
+Operation = tuple[dict[str, Any], dict[str, Any] | None]  # a bulk action line and its source
+
+
+@dataclass(slots=True, frozen=True)
+class SourceState:
+    """A source's record as read: the live version and the record's concurrency token."""
+
+    document: DocumentRecord
+    seq_no: int
+    primary_term: int
 
 
 @dataclass(slots=True)
@@ -104,7 +87,7 @@ class PendingWrite:
     original: OriginalFile | None = field(default=None, repr=False)
 
 
-class Versions(LiveState):
+class Versions:
     def __init__(
         self,
         connection: Connection,
@@ -114,7 +97,6 @@ class Versions(LiveState):
         abandoned_after: float = 600.0,
         require_alias: bool = True,
         originals: OriginalsIndex | None = None,
-        served: bool = True,
     ) -> None:
         self.connection = connection
         self.originals = originals  # None: originals are not this instance's business (reindex's copy)
@@ -122,9 +104,6 @@ class Versions(LiveState):
         self.require_alias = require_alias
         self.refresh = refresh
         self.abandoned_after = abandoned_after
-        self.retired = DelayedDeletes(
-            lambda ids, action, refresh: self._delete_ids(ids, action, refresh), immediate=not served
-        )
 
     # --- writing -------------------------------------------------------------------------------------
     async def write(self, items: list[PendingWrite]) -> list[str | BaseException | None]:
@@ -134,17 +113,13 @@ class Versions(LiveState):
         written = await self._write_versions(items, outcomes)
         written = await self._write_originals(items, written, outcomes)
         if written:
-            superseded = await self._flip(items, written, outcomes, started)
-            if not await self._retire(superseded, "removing replaced versions"):
-                for position, outcome in enumerate(outcomes):
-                    if isinstance(outcome, str):  # it replaced a version
-                        outcomes[position] = DependencyUnavailable("store", EPOCH_REFUSED.format(what="replaced"))
+            await self._remove_replaced(await self._flip(items, written, outcomes, started))
         return outcomes
 
     async def _write_versions(self, items: list[PendingWrite], outcomes: list[Any]) -> list[int]:
         """Step 1; returns the positions of the items whose versions were written whole."""
         written_at = datetime.now(UTC).isoformat()
-        operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        operations: list[Operation] = []
         owners: list[int] = []
         for position, item in enumerate(items):
             document = item.document
@@ -171,10 +146,7 @@ class Versions(LiveState):
                 outcomes[position] = exc
             await self._roll_back([items[p] for p in range(len(items))])
             return []
-        failures: dict[int, list[BulkItem]] = {}
-        for owner, result in zip(owners, results, strict=True):
-            if not result.ok:
-                failures.setdefault(owner, []).append(result)
+        failures = failures_by_owner(owners, results)
         for position, failed in failures.items():
             item = items[position]
             outcomes[position] = bulk_failure(
@@ -202,14 +174,15 @@ class Versions(LiveState):
         return [p for p in written if p not in failed]
 
     async def _bulk_in_parts(
-        self, operations: list[tuple[dict[str, Any], dict[str, Any] | None]], action: str
+        self, operations: list[Operation], action: str, refresh: str | bool | None = None
     ) -> list[BulkItem]:
+        """``operations`` in requests of ``BULK_MAX_OPS``, sent together; ``refresh``: the writes' own."""
+        refresh = self.refresh if refresh is None else refresh
         parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
+        bulk = self.connection.bulk
         answers = await asyncio.gather(
             *(
-                self.connection.bulk(
-                    part, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias
-                )
+                bulk(part, index=self.alias, action=action, refresh=refresh, require_alias=self.require_alias)
                 for part in parts
             )
         )
@@ -238,7 +211,7 @@ class Versions(LiveState):
                 else:
                     this_round[source] = position
             states = await self._states_or_fail(items, this_round, outcomes, conflicted)
-            operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+            operations: list[Operation] = []
             flipping: list[tuple[int, SourceState | None]] = []
             for source, position in this_round.items():
                 if isinstance(outcomes[position], BaseException):
@@ -252,7 +225,7 @@ class Versions(LiveState):
                     line = {"index": {**target, "if_seq_no": state.seq_no, "if_primary_term": state.primary_term}}
                 operations.append((line, source_record(item.document, len(item.chunks))))
                 flipping.append((position, state))
-            results = await self._flip_bulk(operations, [items[p] for p, _ in flipping], flipping, outcomes)
+            results = await self._flip_bulk(operations, flipping, outcomes)
             retry = []
             for (position, state), result in zip(flipping, results, strict=True):
                 item = items[position]
@@ -294,22 +267,12 @@ class Versions(LiveState):
             return {}
 
     async def _flip_bulk(
-        self,
-        operations: list[tuple[dict[str, Any], dict[str, Any] | None]],
-        flipping_items: list[PendingWrite],
-        flipping: list[tuple[int, SourceState | None]],
-        outcomes: list[Any],
+        self, operations: list[Operation], flipping: list[tuple[int, SourceState | None]], outcomes: list[Any]
     ) -> list[BulkItem]:
         if not operations:
             return []
         try:
-            return await self.connection.bulk(
-                operations,
-                index=self.alias,
-                action="publishing documents",
-                refresh=self.refresh,
-                require_alias=self.require_alias,
-            )
+            return await self._bulk_in_parts(operations, "publishing documents")
         except CarragError as exc:
             # The flips may or may not have happened; an unflipped version is swept later, a flipped
             # one is live. Report the failure either way (the client retries; a retry is idempotent).
@@ -327,8 +290,8 @@ class Versions(LiveState):
         ids = [i for item in items for i in version_ids(item.document.document_id, len(item.chunks))]
         await self._delete_ids(ids, "rolling back a failed write")
 
-    async def _retire(self, superseded: list[tuple[str, int, set[str]]], action: str) -> bool:
-        """Step 3; False if the epoch could not be written (then nothing was deleted)."""
+    async def _remove_replaced(self, superseded: list[tuple[str, int, set[str]]]) -> None:
+        """Step 3: the replaced versions' originals, then their chunks and version records."""
         # a version re-published under its own id (reindex's catch-up) keeps its original
         retired = [document_id for document_id, _, reused in superseded if version_record_id(document_id) not in reused]
         kept_records = set() if await self._delete_originals(retired) else set(map(version_record_id, retired))
@@ -338,60 +301,19 @@ class Versions(LiveState):
             for i in version_ids(document_id, count)
             if i not in reused and i not in kept_records
         ]
-        return await self._delete_retired(ids, action)
+        await self._delete_ids(ids, "removing replaced versions")
 
     async def _delete_originals(self, document_ids: list[str]) -> bool:
         """Remove these versions' originals; False if that failed (the caller then keeps their version
-        records, so `sweep` finds the versions and tries again)."""
+        records, so the sweep finds the versions and tries again)."""
         return self.originals is None or await self.originals.delete(document_ids)
 
-    async def new_epoch(self) -> bool:
-        """Change the epoch document (before deleting chunks of versions that were live); False
-        if that failed (after a few tries), and then the caller must not delete them."""
-        reason = ""
-        for delay in EPOCH_ATTEMPTS:
-            await asyncio.sleep(delay)
-            try:
-                with self.connection.errors("recording that a version was retired", self.alias):
-                    await self.connection.writer.index(
-                        index=self.alias,
-                        id=EPOCH_ID,
-                        document=epoch_record(uuid.uuid4().hex),
-                        require_alias=self.require_alias,
-                    )
-                return True
-            except CarragError as exc:
-                reason = exc.message
-        logger.warning("retired versions left to the sweep: no new epoch", extra={"reason": reason})
-        return False
-
-    async def _delete_retired(self, ids: list[str], action: str, refresh: str | bool = False) -> bool:
-        """Delete chunks (and records) of versions that were live: a new epoch first, the deletes
-        a grace period after it (`retirement.py`); False if the epoch could not be written
-        (nothing is deleted then: the sweep does it later)."""
-        if not ids:
-            return True
-        if not await self.new_epoch():
-            return False
-        await self.retired.retire(ids, action, refresh)
-        return True
-
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
+        """Delete by id; what fails is logged and left to the sweep."""
         if not ids:
             return
-        operations: list[tuple[dict[str, Any], dict[str, Any] | None]] = [
-            ({"delete": {"_id": doc_id}}, None) for doc_id in ids
-        ]
         try:
-            results: list[BulkItem] = []
-            for low in range(0, len(operations), BULK_MAX_OPS):
-                results += await self.connection.bulk(
-                    operations[low : low + BULK_MAX_OPS],
-                    index=self.alias,
-                    action=action,
-                    refresh=refresh,
-                    require_alias=self.require_alias,
-                )
+            results = await self._bulk_in_parts([({"delete": {"_id": i}}, None) for i in ids], action, refresh)
         except CarragError as exc:
             logger.warning(
                 "deletes left to the sweep", extra={"action": action, "ids": len(ids), "reason": exc.message}
@@ -412,34 +334,83 @@ class Versions(LiveState):
             state = await self.source_state(key)
             if state is None or state.document.document_id != document_id:
                 return False
-            try:
-                with self.connection.errors("deleting a document", self.alias):
-                    await self.connection.writer.delete(
-                        index=self.alias,
-                        id=source_record_id(key),
-                        if_seq_no=state.seq_no,
-                        if_primary_term=state.primary_term,
-                        refresh=self.refresh,
-                    )
-            except ApiError as exc:  # raised as-is: errors() maps only what it knows
-                if api_status(exc) in (404, 409):
-                    continue  # changed meanwhile: look again
-                raise
-            except CarragError as exc:
-                if isinstance(exc.__cause__, ApiError) and api_status(exc.__cause__) in (404, 409):
-                    continue
-                raise
+            deleted = await self.connection.conditionally(
+                "deleting a document",
+                self.alias,
+                self.connection.writer.delete(
+                    index=self.alias,
+                    id=source_record_id(key),
+                    if_seq_no=state.seq_no,
+                    if_primary_term=state.primary_term,
+                    refresh=self.refresh,
+                ),
+            )
+            if deleted is None:
+                continue  # changed meanwhile: look again
             ids = version_ids(document_id, state.document.chunk_count)
             if not await self._delete_originals([document_id]):
                 ids.remove(version_record_id(document_id))  # left for the sweep, which removes the original
-            if not await self._delete_retired(ids, "deleting a document", refresh=self.refresh):
-                raise DependencyUnavailable("store", EPOCH_REFUSED.format(what="deleted"))
+            await self._delete_ids(ids, "deleting a document", refresh=self.refresh)
             return True
         raise DependencyUnavailable("store", "the document kept changing while it was being deleted; retry")
 
-    # --- cleaning up ---------------------------------------------------------------------------------
-    async def sweep(self, older_than: float | None = None) -> int:
-        """Remove versions that are not live and were written more than ``older_than`` seconds ago
-        (default ``abandoned_after``): the remains of crashed writes and of replaced versions whose
-        deletion failed. Returns how many versions were removed (`sweep.py`)."""
-        return await sweep_abandoned(self, older_than)
+    # --- reading the live state (real time: a get or a multi-get, no refresh needed) ---------------
+    async def source_state(self, key: str) -> SourceState | None:
+        """The record of the source ``key`` (`source_key`), with its concurrency token."""
+        with self.connection.errors("looking up a document", self.alias):
+            try:
+                response = await self.connection.client.get(index=self.alias, id=source_record_id(key))
+            except NotFoundError as exc:
+                if "index_not_found" in str(exc.body):
+                    raise
+                return None
+        return SourceState(to_document(response["_source"]), response["_seq_no"], response["_primary_term"])
+
+    async def source_states(self, source_ids: Sequence[str]) -> dict[str, SourceState]:
+        unique = list(dict.fromkeys(source_ids))
+        if not unique:
+            return {}
+        with self.connection.errors("looking up documents", self.alias):
+            response = await self.connection.client.mget(
+                index=self.alias, ids=[source_record_id(source) for source in unique], realtime=True
+            )
+        states = {}
+        for doc in response["docs"]:
+            if doc.get("found"):
+                record = to_document(doc["_source"])
+                states[document_key(record)] = SourceState(record, doc["_seq_no"], doc["_primary_term"])
+        return states
+
+    async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
+        """``source key → document_id`` of the live version of each of these sources that has one."""
+        unique = list(dict.fromkeys(source_ids))
+        if not unique:
+            return {}
+        fields = ["source_id", "document_id", "collection_id"]
+        with self.connection.errors("checking which versions are live", self.alias):
+            response = await self.connection.client.mget(
+                index=self.alias,
+                docs=[{"_id": source_record_id(key), "_source": {"includes": fields}} for key in unique],
+                realtime=True,
+            )
+        return {
+            record_key(doc["_source"]): doc["_source"]["document_id"] for doc in response["docs"] if doc.get("found")
+        }
+
+    async def version(self, document_id: str) -> dict[str, Any] | None:
+        """The version record of ``document_id``, live or not."""
+        with self.connection.errors("looking up a document", self.alias):
+            try:
+                response = await self.connection.client.get(index=self.alias, id=version_record_id(document_id))
+            except NotFoundError as exc:
+                if "index_not_found" in str(exc.body):
+                    raise
+                return None
+        return response["_source"]
+
+    async def live_document(self, document_id: str) -> DocumentRecord | None:
+        version = await self.version(document_id)
+        if version is None:
+            return None
+        state = await self.source_state(record_key(version))
+        return state.document if state is not None and state.document.document_id == document_id else None

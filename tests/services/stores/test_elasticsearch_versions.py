@@ -1,11 +1,10 @@
-"""The epoch (`versions.py`, `live_filter.py`): a reader that remembers a source's record reads no
-record while nothing was retired, and reads them again as soon as another process replaced or
-deleted a version, so it never returns a version retired before its search began."""
+"""The visibility protocol across processes (`versions.py`, `live_filter.py`): a reader never
+returns a version another process replaced or deleted before its search, even while the old chunks
+are still in the index; a flip that may have happened is never rolled back; and a replaced version
+is gone when its replace returns."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,9 +12,8 @@ from elasticsearch import AsyncElasticsearch
 
 from carrag.services.errors import DependencyUnavailable, UpstreamError
 from carrag.services.models import SearchFilters
-from carrag.services.stores.elasticsearch import ElasticsearchStore, retirement
+from carrag.services.stores.elasticsearch import ElasticsearchStore
 from carrag.services.stores.elasticsearch.connection import BulkItem
-from carrag.services.stores.elasticsearch.mapping import EPOCH_ID
 from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
 from tests.services.stores.test_store_contract import IDENTITY, chunks_of, record, unit_vectors
 
@@ -44,29 +42,13 @@ async def write(store: ElasticsearchStore, name: str, *texts: str) -> None:
 
 
 async def warm(reader: ElasticsearchStore, query: str) -> None:
-    """Three searches: first sight, then remembered with an epoch, then steady."""
+    """Searches that see the version, as a busy replica's would before the change."""
     for _ in range(3):
-        await reader.lexical_search(query, 5, SearchFilters())
-
-
-async def epoch(store: ElasticsearchStore) -> str:
-    return (await store.client.get(index=store.index, id=EPOCH_ID))["_source"]["content_hash"]
-
-
-async def test_a_steady_reader_reads_no_record(
-    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore],
-) -> None:
-    reader, writer = reader_and_writer
-    await write(writer, "v1", "heron one", "heron two")
-    await warm(reader, "heron")
-    before = reader._live_filter.records_read
-    hits = await reader.lexical_search("heron", 5, SearchFilters())
-    assert {h.chunk.document_id for h in hits} == {"v1"} and len(hits) == 2
-    assert reader._live_filter.records_read == before, "nothing was retired: the epoch alone confirms the hits"
+        assert await reader.lexical_search(query, 5, SearchFilters())
 
 
 async def keep_deleted_chunks(store: ElasticsearchStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The writer's deletes do nothing: its retired chunks stay searchable, as they are for a moment
+    """The writer's deletes do nothing: its replaced chunks stay searchable, as they are for a moment
     while a writer deletes them (or longer, when its deletes fail)."""
 
     async def nothing(*args: object, **kwargs: object) -> None:
@@ -78,15 +60,13 @@ async def keep_deleted_chunks(store: ElasticsearchStore, monkeypatch: pytest.Mon
 async def test_a_replace_by_another_process_is_seen_by_a_reader_that_remembers_the_old_version(
     reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The query matches only the old version's text: without the epoch changing when v1 is retired,
-    the reader's memory would confirm v1's chunks and return a version already replaced."""
+    """The query matches only the old version's text, whose chunks stay in the index: the record
+    read after the search names v2, so v1's chunks are never returned."""
     reader, writer = reader_and_writer
     await write(writer, "v1", "bittern old text", "bittern more old text")
     await warm(reader, "bittern")
-    first = await epoch(writer)
     await keep_deleted_chunks(writer, monkeypatch)
     await write(writer, "v2", "completely different words")
-    assert await epoch(writer) != first, "retiring v1 wrote a new epoch"
     assert await reader.lexical_search("bittern", 5, SearchFilters()) == []
     assert [h.chunk.document_id for h in await reader.lexical_search("different", 5, SearchFilters())] == ["v2"]
 
@@ -102,56 +82,14 @@ async def test_a_delete_by_another_process_is_seen_by_a_reader_that_remembers_th
     assert await reader.lexical_search("plover", 5, SearchFilters()) == []
 
 
-async def test_the_old_chunks_stay_and_the_client_is_told_when_the_epoch_cannot_be_written(
-    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """If the epoch cannot be written, the replaced version's chunks are not deleted (the sweep
-    removes them later), so no reader sees that version in part; and the client is not told the
-    replace succeeded, since a process that remembers v1 may still return it, whole."""
-    reader, writer = reader_and_writer
-    await write(writer, "v1", "curlew a", "curlew b")
-    await warm(reader, "curlew")
-
-    async def fails() -> bool:
-        return False
-
-    monkeypatch.setattr(writer.versions, "new_epoch", fails)
-    with pytest.raises(DependencyUnavailable, match="refused to record that its old version is gone"):
-        await write(writer, "v2", "godwit a")
-    await writer.client.indices.refresh(index=writer.index)
-    left = await writer.client.count(
-        index=writer.index,
-        query={"bool": {"filter": [{"term": {"doc_kind": "chunk"}}, {"term": {"document_id": "v1"}}]}},
-    )
-    assert left["count"] == 2, "v1's chunks wait for the sweep"
-    assert [h.chunk.document_id for h in await writer.lexical_search("godwit", 5, SearchFilters())] == ["v2"]
-    with pytest.raises(DependencyUnavailable, match="deleted, but Elasticsearch refused"):
-        await writer.delete_document("v2")
-    monkeypatch.undo()
-    assert await writer.sweep(older_than=0) == 2, "v1 and v2, neither live, go with a new epoch"
-
-
-async def test_a_new_index_has_an_epoch_of_its_own(
-    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore],
-) -> None:
-    """After a wipe the epoch is another random value, so memories of the old index never match."""
-    _, writer = reader_and_writer
-    await write(writer, "v1", "dunlin")
-    old = await epoch(writer)
-    await writer.wipe()
-    await writer.open()
-    assert await epoch(writer) != old
-
-
 async def test_a_store_opens_and_searches_an_index_it_cannot_write(
     reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], es_url: str
 ) -> None:
     """A write block (reindex's catch-up, a full disk) must not stop a process from opening the index
-    to read it; without an epoch document a check just reads every record. (Found by review.)"""
+    to read it. (Found by review.)"""
     _, writer = reader_and_writer
     await write(writer, "v1", "sanderling")
     concrete = next(iter(await writer.client.indices.get_alias(name=writer.index)))
-    await writer.client.delete(index=concrete, id=EPOCH_ID, refresh=True)
     await writer.client.indices.put_settings(index=concrete, settings={"index.blocks.write": True})
     fresh = ElasticsearchStore(es_url, index=writer.index, refresh_interval=ES_TEST_REFRESH_INTERVAL)
     try:
@@ -196,63 +134,16 @@ async def chunk_ids_of(store: ElasticsearchStore, document_id: str) -> list[str]
     return sorted(hit["_id"] for hit in response["hits"]["hits"])
 
 
-async def test_a_steady_search_sends_no_check_after_it(
-    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
+async def test_a_replaced_version_is_gone_when_its_replace_returns(
+    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore],
 ) -> None:
-    """The epoch read beside the search confirms the hits (`live_filter.py`, ``EpochRead``)."""
-    monkeypatch.setattr(retirement, "RETIRE_GRACE_SECONDS", 3.0)
-    reader, writer = reader_and_writer
-    await write(writer, "v1", "heron one", "heron two")
-    await warm(reader, "heron")
-    checks = []
-    check = reader.versions.live_check_read
-
-    async def counted(*args: object) -> object:
-        checks.append(args)
-        return await check(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(reader.versions, "live_check_read", counted)
-    before = reader._live_filter.unchecked
-    lexical = await reader.lexical_search("heron", 5, SearchFilters())
-    semantic = await reader.vector_search(unit_vectors(1, 3)[0], 5, SearchFilters())
-    assert {h.chunk.document_id for h in (*lexical, *semantic)} == {"v1"}
-    assert checks == [] and reader._live_filter.unchecked == before + 2
-
-
-async def test_a_replace_answered_before_a_search_began_is_seen_while_the_old_chunks_wait_out_the_grace(
-    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """v1's chunks are still in the index (their delete waits 3 s), and the reader remembers v1 with
-    the epoch it read: the epoch read beside its next search has moved, so it reads the records."""
-    monkeypatch.setattr(retirement, "RETIRE_GRACE_SECONDS", 3.0)
-    reader, writer = reader_and_writer
-    await write(writer, "v1", "kestrel ancient words", "kestrel more ancient words")
-    await warm(reader, "ancient")
-    await write(writer, "v2", "kestrel fresh words")
-    assert await chunk_ids_of(writer, "v1"), "the retired chunks wait out the grace"
-    for _ in range(3):  # only v1's chunks match: without the epoch, memory would confirm them
-        assert await reader.lexical_search("ancient", 5, SearchFilters()) == []
-        assert {h.chunk.document_id for h in await reader.lexical_search("kestrel", 5, SearchFilters())} == {"v2"}
-    deleted = await reader.delete_document("v2")
-    assert deleted and await reader.lexical_search("kestrel", 5, SearchFilters()) == []
-    assert await writer.lexical_search("kestrel", 5, SearchFilters()) == [], "the other process sees the delete"
-
-
-async def test_retired_chunks_are_deleted_once_the_grace_is_over_or_when_the_writer_stops(
-    reader_and_writer: tuple[ElasticsearchStore, ElasticsearchStore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(retirement, "RETIRE_GRACE_SECONDS", 1.0)
     reader, writer = reader_and_writer
     await write(writer, "v1", "osprey one", "osprey two")
     await write(writer, "v2", "osprey three")
-    assert len(await chunk_ids_of(reader, "v1")) == 2
-    await asyncio.sleep(1.3)
-    assert await chunk_ids_of(reader, "v1") == [], "deleted by the writer's own timer"
-    await write(writer, "v3", "osprey four")
-    started = time.monotonic()
-    await writer.close()
-    assert time.monotonic() - started >= 0.9, "a stopping process waits out the grace of what it retired"
+    assert await chunk_ids_of(reader, "v1") == []
+    assert await writer.delete_document("v2")
     assert await chunk_ids_of(reader, "v2") == []
+    assert await reader.check_integrity() == []
 
 
 async def test_a_flip_answered_by_a_conflict_to_its_own_retry_is_not_rolled_back(
