@@ -1,13 +1,14 @@
 """Where a document's text is drawn on its pages (PDFs), and the regions a span of the text covers.
 
-The PDF parser records, for each word of a page's text layer and each box of text read by OCR, the
-characters of the document text it holds and its rectangle (`parsers/pdf_positions.py`). Chunking
-asks for the regions of each chunk's span (`TextPositions.regions`): the pieces the span touches,
-merged per line into one rectangle, rounded outwards to whole points; at most `MAX_REGIONS` per
-chunk (beyond that, neighbouring lines of a page are merged). The stores keep them with the chunk
-as JSON, ``[[page, start, end, x0, y0, x1, y1], ...]`` (`encode_regions`).
+The PDF parser records pieces of the document text with their rectangles: each line's run of words
+of a page's text layer, and each box of text read by OCR (`parsers/pdf_positions.py`). Chunking asks
+for the regions of each chunk's span (`TextPositions.regions`): the pieces the span touches (of a
+piece it holds only part of, that share of its width), merged per line into one rectangle, rounded
+outwards to whole points; at most `MAX_REGIONS` per chunk (beyond that, neighbouring lines of a page
+are merged). The stores keep them with the chunk as JSON, ``[[page, start, end, x0, y0, x1, y1], ...]``
+(`encode_regions`).
 
-The pieces are kept in flat arrays: a 600-page manual has a quarter of a million words.
+The pieces are kept in flat arrays: a 600-page manual has tens of thousands of lines.
 """
 
 from __future__ import annotations
@@ -59,7 +60,12 @@ class TextPositions:
             if self._ends[index] > start:
                 key = tuple(self._lines[3 * index : 3 * index + 3])
                 x0, y0, x1, y1 = self._boxes[4 * index : 4 * index + 4]
-                piece = [max(self._starts[index], start), min(self._ends[index], end), x0, y0, x1, y1]
+                first, last = self._starts[index], self._ends[index]
+                low, high = max(first, start), min(last, end)
+                if (low, high) != (first, last):  # part of a piece: its share of the width, left to right
+                    width = (x1 - x0) / (last - first)
+                    x0, x1 = x0 + (low - first) * width, x0 + (high - first) * width
+                piece = [low, high, x0, y0, x1, y1]
                 found = merged.get(key)
                 merged[key] = piece if found is None else _union(found, piece)
             index += 1

@@ -73,15 +73,18 @@ def locate(positions: TextPositions, page: int, offset: int, text: str, pieces: 
             found.append((characters[used], characters[used + len(left[a]) - 1] + 1, owners[a]))
             used += len(left[a])
     found.sort()
-    merged: list[list[int]] = []
-    for start, end, index in found:  # consecutive stretches of one piece are one
-        if merged and merged[-1][2] == index:
-            merged[-1][1] = end
-        else:
-            merged.append([start, end, index])
-    for start, end, index in merged:
+    # consecutive stretches on one line are one piece (what `TextPositions.regions` merges them into)
+    merged: list[list[Any]] = []  # [start, end, (block, line), [x0, y0, x1, y1]]
+    for start, end, index in found:
         x0, y0, x1, y1, _, block, line, _ = pieces[index]
-        positions.add(page, offset + start, offset + end, block, line, (x0, y0, x1, y1))
+        last = merged[-1] if merged else None
+        if last is not None and last[2] == (block, line):
+            box = last[3]
+            last[1], last[3] = end, [min(box[0], x0), min(box[1], y0), max(box[2], x1), max(box[3], y1)]
+        else:
+            merged.append([start, end, (block, line), [x0, y0, x1, y1]])
+    for start, end, (block, line), box in merged:
+        positions.add(page, offset + start, offset + end, block, line, tuple(box))
 
 
 def _aligned(left: list[str], right: list[str]) -> list[tuple[str, list[int], list[int]]]:
