@@ -6,9 +6,11 @@ from __future__ import annotations
 import sqlite3
 
 from carrag.services.models import Chunk, Region, SearchFilters
+from carrag.services.reindexing import Reindexer
 from carrag.services.stores.base import Store
 from carrag.services.stores.sqlite import SqliteStore
 from tests.services.stores import test_store_contract as contract
+from tests.services.stores.test_elasticsearch_reindex import HashingEmbedder
 from tests.services.stores.test_store_contract import IDENTITY, record, unit_vectors
 
 open_store = contract.open_store
@@ -30,6 +32,14 @@ async def test_regions_are_kept_with_their_chunk_and_read_by_listings(store: Sto
 
     listed = [listing.chunk for listing in await store.get_chunks("manual")]
     assert [chunk.regions for chunk in listed] == [REGIONS, []]
+
+
+async def test_a_reindex_keeps_the_regions(store: Store) -> None:
+    await store.write_document(record("manual", "manual.pdf", chunks=2), placed_chunks(), unit_vectors(2, 0), IDENTITY)
+
+    status = await Reindexer(store, HashingEmbedder()).run()  # type: ignore[arg-type]
+    assert status.state == "done", status
+    assert [listing.chunk.regions for listing in await store.get_chunks("manual")] == [REGIONS, []]
 
 
 async def test_searches_do_not_read_regions(store: Store) -> None:
