@@ -3,11 +3,15 @@ the chunk tinted where its stored regions say and an answer's sentences marked; 
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import httpx
 import pytest
 
 from carrag.api.main import create_app
 from carrag.services import page_images
+from carrag.services.admission import AdmissionGate
 from carrag.services.container import Container
 from tests.api.page_pixels import count_outside, orange, pixels, scale_of, share_inside, tinted
 from tests.conftest import close_container, make_settings, open_container
@@ -152,3 +156,29 @@ def test_the_cache_keeps_within_its_size() -> None:
     assert cache.size == 200 and cache.get(("d", 0)) is None and cache.get(("d", 4)) is not None
     cache.put(("d", 9), PageImage(b"x" * 300, 1, 1, 1, 1.0, 1.0))  # larger than the whole cache: not kept
     assert cache.get(("d", 9)) is None and cache.size == 200
+
+
+async def test_drawing_is_bounded_and_off_the_event_loop(
+    client: httpx.AsyncClient, container: Container, manual_pdf: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document_id = await upload(client, "manual.pdf", manual_pdf)
+    container.page_images.admission = AdmissionGate(1, None, "page drawing", timeout=0.3)
+    started, release = threading.Event(), threading.Event()
+    draw = page_images.draw_page
+
+    def slow(*args, **kwargs):
+        started.set()
+        release.wait(10)
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(page_images, "draw_page", slow)
+    first = asyncio.create_task(client.get(f"/documents/{document_id}/pages/1/image", params={"chunk": 0}))
+    try:
+        assert await asyncio.to_thread(started.wait, 10)
+        # the loop still answers while a page is drawn; a second drawing waits for the slot, then 429
+        assert (await client.get(f"/documents/{document_id}")).status_code == 200
+        second = await client.get(f"/documents/{document_id}/pages/3/image")
+        assert second.status_code == 429 and "no free slot" in second.json()["detail"], second.text
+    finally:
+        release.set()
+    assert (await first).status_code == 200
