@@ -1,19 +1,20 @@
 """Drawing one page of a PDF as a PNG picture, with rectangles marked as with a highlighter.
 
-Synchronous CPU work (MuPDF renders, Pillow marks and encodes): `page_images.py` runs it off the event
+Synchronous CPU work (MuPDF renders and encodes, numpy marks): `page_images.py` runs it off the event
 loop. The page is drawn at the resolution that fits ``max_pixels`` (never above `MAX_ZOOM`), after
 the images on it are checked against ``MAX_IMAGE_PIXELS`` (MuPDF decodes an image whole to draw it),
 as the OCR reader does. Rectangles are in the page's unrotated coordinates (what text extraction
 gives, `positions.py`) and are turned with the page as it is shown. Marking multiplies the page by
-the colour, so text stays black on a tinted background.
+the colour (numpy), so text stays black on a tinted background.
 """
 
 from __future__ import annotations
 
-import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from carrag.services.errors import NotFound
 from carrag.services.parsers.budget import ParseBudget
@@ -49,7 +50,6 @@ def draw_page(
     """Page ``page_number`` (1-based) of ``pdf`` with ``chunk`` tinted yellow and ``highlights`` orange;
     NotFound when the document has no such page."""
     import pymupdf
-    from PIL import Image, ImageChops, ImageDraw
 
     with open_pdf(pdf, filename, budget.max_pdf_pages) as document:
         if not 1 <= page_number <= document.page_count:
@@ -59,18 +59,17 @@ def draw_page(
         shown = page.rect
         zoom = min(MAX_ZOOM, fitting_zoom(shown.width, shown.height, max_pixels))
         pixmap = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=pymupdf.csRGB, alpha=False)
-        picture = Image.frombytes("RGB", (pixmap.width, pixmap.height), pixmap.samples)
-        tint = Image.new("RGB", picture.size, "white")
-        pen = ImageDraw.Draw(tint)
+        width, height = pixmap.width, pixmap.height
+        picture = np.frombuffer(pixmap.samples, dtype=np.uint8).reshape(height, pixmap.stride // 3, 3)[:, :width]
+        tint = np.full((height, width, 3), 255, dtype=np.uint16)
         to_pixels = page.rotation_matrix * pymupdf.Matrix(zoom, zoom)
         for rects, colour in ((chunk, CHUNK_TINT), (highlights, HIGHLIGHT_TINT)):
             for rect in rects:
-                box = pymupdf.Rect(rect) * to_pixels
-                pen.rectangle((box.x0, box.y0, box.x1, box.y1), fill=colour)
-        marked = ImageChops.multiply(picture, tint)
-        out = io.BytesIO()
-        marked.save(out, format="PNG")
-        return PageImage(out.getvalue(), marked.width, marked.height, document.page_count, shown.width, shown.height)
+                box = (pymupdf.Rect(rect) * to_pixels).round()  # the pixels it touches
+                tint[max(box.y0, 0) : max(box.y1, 0), max(box.x0, 0) : max(box.x1, 0)] = colour
+        marked = (picture * tint // 255).astype(np.uint8)
+        png = pymupdf.Pixmap(pymupdf.csRGB, width, height, marked.tobytes(), False).tobytes("png")
+        return PageImage(png, width, height, document.page_count, shown.width, shown.height)
 
 
 def fitting_zoom(width: float, height: float, max_pixels: int) -> float:
