@@ -73,28 +73,6 @@ async def test_highlights_mark_part_of_the_chunk(client: httpx.AsyncClient, manu
     assert count_outside(marked, [left_part], scale) == 0, "ten characters mark the start of the line only"
 
 
-def test_passage_offsets_map_to_the_document_as_stitch_joins_chunks() -> None:
-    from carrag.services.chunking import chunk_document
-    from carrag.services.models import ParsedDocument, StoredChunk
-    from carrag.services.retrieval.expansion import stitch
-
-    text = (
-        "| a | b |\n| --- | --- |\n" + "".join(f"| row {i} | {i * i} |\n" for i in range(60)) + "\n\nEnd words. " * 30
-    )
-    parsed = ParsedDocument(text=text, filename="t.md", source_type="text")
-    chunks = [
-        StoredChunk("d", c.chunk_index, c.text, c.char_start, c.char_end, "t.md", "t.md", [])
-        for c in chunk_document(parsed, "recursive", 200, 50)
-    ]
-    for first in range(len(chunks) - 3):
-        window = chunks[first : first + 3]
-        if first % 2:
-            window = [window[0], window[2]]  # a gap: stitched with a line break
-        passage = stitch(window)
-        for passage_start, document_start, length in page_images.passage_segments(window):
-            assert passage[passage_start : passage_start + length] == text[document_start : document_start + length]
-
-
 async def test_refusals_say_why(client: httpx.AsyncClient, manual_pdf: bytes, tmp_path, embedding_backend) -> None:
     document_id = await upload(client, "manual.pdf", manual_pdf)
     text_id = await upload(client, "notes.txt", b"Rotate the tyres every 10,000 km. " * 20)
@@ -145,17 +123,6 @@ async def test_pictures_are_cached(
     assert (await client.delete(f"/documents/{document_id}")).status_code == 200
     gone = await client.get(f"/documents/{document_id}/pages/1/image", params={"chunk": 0})
     assert gone.status_code == 404, "a cached picture of a deleted document is not served"
-
-
-def test_the_cache_keeps_within_its_size() -> None:
-    from carrag.services.page_drawing import PageImage
-
-    cache = page_images.PictureCache(capacity=250)
-    for index in range(5):
-        cache.put(("d", index), PageImage(b"x" * 100, 1, 1, 1, 1.0, 1.0))
-    assert cache.size == 200 and cache.get(("d", 0)) is None and cache.get(("d", 4)) is not None
-    cache.put(("d", 9), PageImage(b"x" * 300, 1, 1, 1, 1.0, 1.0))  # larger than the whole cache: not kept
-    assert cache.get(("d", 9)) is None and cache.size == 200
 
 
 async def test_drawing_is_bounded_and_off_the_event_loop(
