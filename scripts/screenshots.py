@@ -6,7 +6,8 @@ It starts a fresh server (`carrag.bench.server`, driven by `carrag.bench.browser
 a few documents through the UI (a page of the FAA's maintenance handbook and two Markdown notes, chosen at once),
 and captures each screen: ingest (three jobs done, one embedding), documents list, one document (the overlap its
 chunks share greyed), a conversation of two answers with their citations (the second from a Markdown table, shown
-as formatting), a cited passage opened (the chunk that matched set apart), and the documents on a phone-sized
+as formatting), a cited passage opened (the chunk that matched set apart, beside its PDF page with the passage
+highlighted), and the documents on a phone-sized
 viewport. The default
 `--llm none` is the extractive answerer: it quotes the best passages with their [Source n]
 citations, which shows the citation links; the packaged SmolLM2-135M rarely cites.
@@ -104,8 +105,14 @@ def take_screenshots(out: Path, llm: str) -> list[Path]:
 
             first_turn = page.locator("#conversation .turn").first
             citation = first_turn.locator('.answer-text a.citation[title*="page"]')  # into the PDF, with its page
-            (citation if citation.count() else first_turn.locator(".sources a.source-link")).first.click()
+            into_pdf = citation.count() > 0
+            (citation if into_pdf else first_turn.locator(".sources a.source-link")).first.click()
             page.wait_for_selector("#source-dialog[open]")
+            if into_pdf:  # its page drawn beside it, the passage highlighted
+                page.wait_for_function(
+                    "() => { const image = document.querySelector('#source-page:not([hidden]) #source-page-image');"
+                    " return image && image.complete && image.naturalWidth > 0; }"
+                )
             shot("ask-citation")
 
             phone = open_page(browser, server, viewport={"width": 390, "height": 844})

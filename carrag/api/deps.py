@@ -14,6 +14,7 @@ from carrag.services.collections import CollectionService
 from carrag.services.container import Container
 from carrag.services.documents import DocumentService
 from carrag.services.ingestion import IngestionService
+from carrag.services.page_images import PageImageService
 from carrag.services.requests import RequestFactory
 from carrag.services.retrieval.search import SearchService
 from carrag.services.settings import Settings
@@ -36,6 +37,10 @@ async def get_settings(container: ContainerDep) -> Settings:
 
 async def get_documents(container: ContainerDep) -> DocumentService:
     return container.documents
+
+
+async def get_page_images(container: ContainerDep) -> PageImageService:
+    return container.page_images
 
 
 async def get_ingestion(container: ContainerDep) -> IngestionService:
@@ -61,6 +66,7 @@ async def get_collections(container: ContainerDep) -> CollectionService:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
 IngestionDep = Annotated[IngestionService, Depends(get_ingestion)]
+PageImagesDep = Annotated[PageImageService, Depends(get_page_images)]
 SearchDep = Annotated[SearchService, Depends(get_search)]
 AnswersDep = Annotated[AnswerService, Depends(get_answers)]
 RequestsDep = Annotated[RequestFactory, Depends(get_requests)]

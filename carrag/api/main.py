@@ -32,6 +32,7 @@ from carrag.api.routes import (
     jobs,
     openai_compat,
     ops,
+    pages,
     query,
     search,
     sync,
@@ -113,6 +114,7 @@ def create_app(settings: Settings | None = None, container: Container | None = N
     app.include_router(ingest.router, dependencies=protected)
     app.include_router(sync.router, dependencies=protected)
     app.include_router(documents.router, dependencies=protected)
+    app.include_router(pages.router, dependencies=protected)
     app.include_router(collections.router, dependencies=protected)
     app.include_router(admin.router, dependencies=protected)
     app.include_router(query.router, dependencies=protected)

@@ -31,6 +31,7 @@ from carrag.services.llms.base import LLM
 from carrag.services.llms.extractive import ExtractiveLLM
 from carrag.services.model_change import ModelChange
 from carrag.services.models import ComponentHealth
+from carrag.services.page_images import PageImageService
 from carrag.services.reindexing import Reindexer
 from carrag.services.requests import RequestFactory
 from carrag.services.rerankers.base import Reranker
@@ -239,6 +240,11 @@ class Container:
     def collections(self) -> CollectionService:
         """The collections (knowledge bases), shared by every service."""
         return self.documents.collections
+
+    @functools.cached_property
+    def page_images(self) -> PageImageService:
+        """Pictures of PDF pages with a chunk marked (GET /documents/{id}/pages/{n}/image)."""
+        return PageImageService(self.settings, self.documents)
 
     @functools.cached_property
     def sync(self) -> SyncService:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from carrag.services.errors import EmbeddingModelMismatch
 from carrag.services.vocabulary import HealthStatus
+
+if TYPE_CHECKING:
+    from carrag.services.positions import TextPositions
 
 MetadataValue = str | int | float | bool
 
@@ -44,6 +47,22 @@ class ParsedDocument:
     metadata: dict[str, Any] = field(default_factory=dict)
     page_spans: list[PageSpan] = field(default_factory=list)
     title: str | None = None
+    positions: TextPositions | None = None  # PDFs: where the text is drawn on its pages
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Where part of a chunk is drawn on a PDF page: the rectangle of one line's stretch of it, in PDF
+    points from the top-left of the page as stored (unrotated, within its crop box), rounded outwards,
+    and which characters of the chunk's span (offsets from ``char_start``) that stretch holds."""
+
+    page: int
+    start: int
+    end: int
+    x0: int
+    y0: int
+    x1: int
+    y1: int
 
 
 @dataclass(slots=True)
@@ -58,6 +77,7 @@ class Chunk:
     char_end: int
     pages: list[int] = field(default_factory=list)
     section: str | None = None  # header path, for markdown chunking
+    regions: list[Region] = field(default_factory=list)  # PDFs: where its span is drawn on its pages
 
 
 @dataclass(slots=True)
@@ -98,6 +118,7 @@ class StoredChunk:
     title: str | None = None
     external_id: str | None = None
     collection_id: str = "default"
+    regions: list[Region] = field(default_factory=list)  # read by chunk listings only, not by searches
 
     @property
     def key(self) -> tuple[str, int]:

@@ -161,6 +161,21 @@ class Settings(BaseSettings):
         "garbage text blocks; progress is reported in the ingest job. False turns it off.",
     )
     ocr_dpi: int = Field(300, ge=72, le=600, description="Resolution at which PDF pages are rendered for OCR.")
+    page_image_max_pixels: int = Field(
+        2_000_000,
+        ge=100_000,
+        le=50_000_000,
+        description="Most pixels (width × height) of a page picture drawn by `GET /documents/{id}/pages/{n}/image` "
+        "(a letter page at about 145 dpi); a larger page is drawn at a lower resolution to fit.",
+    )
+    page_image_cache_mb: int = Field(
+        32, ge=0, description="Megabytes of page pictures kept in memory for repeated requests (0: none kept)."
+    )
+    max_concurrent_page_images: int = Field(
+        2,
+        ge=1,
+        description="Page pictures drawn at once (CPU work); more wait up to QUERY_QUEUE_TIMEOUT, then get 429.",
+    )
 
     # --- parser budgets: what one document may make a parser read (docs/security.md) --------------
     ocr_max_page_pixels: int = Field(

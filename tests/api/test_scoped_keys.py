@@ -131,11 +131,15 @@ ONE_DOCUMENT_OR_JOB: dict[tuple[str, str], Build] = {
     ("GET", "/documents/{document_id}"): document(),
     ("GET", "/documents/{document_id}/chunks"): document("/chunks"),
     ("GET", "/documents/{document_id}/file"): document("/file"),
+    ("GET", "/documents/{document_id}/pages/{page}/image"): document("/pages/1/image?chunk=0"),
     ("PATCH", "/documents/{document_id}"): document(json={"tags": ["changed"]}),
     ("DELETE", "/documents/{document_id}"): document(),
     ("GET", "/jobs/{job_id}"): job(),
     ("DELETE", "/jobs/{job_id}"): job(),
 }
+# Reads that reach the world's document and refuse it for its format (a page picture of a .txt file):
+# the key got through; the route's own tests (tests/api/test_pages.py) draw a PDF's pages.
+REACHED_BUT_REFUSED = {("GET", "/documents/{document_id}/pages/{page}/image"): 409}
 # Listings: only what the key may see (checked in test_listings_show_only_what_the_key_may_see).
 LISTINGS = {("GET", "/documents"), ("GET", "/jobs"), ("GET", "/collections"), ("GET", "/v1/models")}
 # Administration: a key limited in any way gets 403.
@@ -284,6 +288,10 @@ async def test_a_scoped_key_works_inside_its_scope(world: World) -> None:
         for method, url, kwargs in reads:
             response = await world.call(key, (method, url), fixed(url, **kwargs))
             assert response.status_code == 200, (key, method, url, response.text[:300])
+    picture = f"{team_document}/pages/1/image"
+    for key in (TEAM, TEAM_READER):  # reached: refused for what the document is, not for the key
+        refused = await world.call(key, ("GET", picture), fixed(picture))
+        assert refused.status_code == 409 and "only for PDFs" in refused.json()["detail"], refused.text
     hits = (await world.call(TEAM, ("POST", "/search"), fixed("/search", json=in_team_a))).json()["results"]
     assert hits and {hit["document_id"] for hit in hits} == {world.team_document_id}
     patch = fixed(team_document, json={"tags": ["changed"]})
@@ -304,7 +312,8 @@ async def test_keys_that_reach_the_collection_read_as_before(world: World, key: 
         if route in MUTATING:
             continue
         response = await world.call(key, route, build)
-        assert response.status_code == 200, (key, route, response.status_code, response.text[:300])
+        expected = REACHED_BUT_REFUSED.get(route, 200)
+        assert response.status_code == expected, (key, route, response.status_code, response.text[:300])
     for route in SCOPE_FREE:
         response = await world.call(key, route, fixed(route[1]))
         assert response.status_code == 200, (key, route, response.status_code)

@@ -162,6 +162,7 @@ class RecordingObserver:
 
 async def test_ocr_progress_is_reported_while_parsing(container: Container) -> None:
     from carrag.bench.ocr import scanned_copy
+    from carrag.services.parsers.pdf import PlacedText
     from tests.services.parsers.formats import REAL
 
     scan, _ = scanned_copy((REAL / "fake-memo.pdf").read_bytes(), pages=1, dpi=50)
@@ -169,7 +170,7 @@ async def test_ocr_progress_is_reported_while_parsing(container: Container) -> N
 
     def reader(page, area):  # the real engine is exercised in tests/services/parsers/test_pdf_ocr.py
         pages_read.append(page.number)
-        return "There were 20,000 bottles of water delivered on January 23, 2023."
+        return PlacedText("There were 20,000 bottles of water delivered on January 23, 2023.")
 
     container.ingestion.ocr = reader
     observer = RecordingObserver()

@@ -19,7 +19,7 @@ from carrag.api.json_body import JsonBodyRoute
 UI_DIR = Path(__file__).resolve().parent.parent / "ui"
 
 CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 UI_HEADERS = {

@@ -62,6 +62,18 @@ class DocumentPageOut(Schema):
     limit: int
 
 
+class RegionOut(Schema):
+    """Where part of a PDF chunk is drawn: one line's stretch of it (`carrag.services.models.Region`)."""
+
+    page: int
+    start: int = Field(description="Offset from `char_start` of the first character of the chunk on this line.")
+    end: int
+    x0: int = Field(description="The rectangle in PDF points from the page's top-left (unrotated), rounded outwards.")
+    y0: int
+    x1: int
+    y1: int
+
+
 class ChunkOut(Schema):
     chunk_index: int = Field(validation_alias=read_from("chunk", "chunk_index"))
     text: str = Field(validation_alias=read_from("chunk", "text"))
@@ -69,6 +81,11 @@ class ChunkOut(Schema):
     char_end: int = Field(validation_alias=read_from("chunk", "char_end"))
     pages: list[int] = Field(validation_alias=read_from("chunk", "pages"))
     section: str | None = Field(None, validation_alias=read_from("chunk", "section"))
+    regions: list[RegionOut] = Field(
+        default_factory=list,
+        validation_alias=read_from("chunk", "regions"),
+        description="PDFs: where the chunk is drawn on its pages, one rectangle per line (empty for other formats).",
+    )
     vector_dimension: int
 
 

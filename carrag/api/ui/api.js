@@ -82,7 +82,7 @@ export async function getJson(path, options) {
   return (await request(path, options)).body;
 }
 
-/** GET a file: resolves to {blob, filename} (the name from Content-Disposition); rejects with ApiError. */
+/** GET a file: resolves to {blob, filename, headers} (the name from Content-Disposition); rejects with ApiError. */
 export async function fetchBlob(path) {
   const key = apiKey();
   let response;
@@ -96,7 +96,7 @@ export async function fetchBlob(path) {
   const encoded = /filename\*=UTF-8''([^;]+)/i.exec(disposition);
   const plain = /filename="([^"]*)"/i.exec(disposition);
   const filename = encoded ? decodeURIComponent(encoded[1]) : plain ? plain[1] : "";
-  return { blob: await response.blob(), filename };
+  return { blob: await response.blob(), filename, headers: response.headers };
 }
 
 /** POST a multipart form with upload progress (fetch has none). Resolves to {status, body}. */

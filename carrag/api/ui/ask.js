@@ -15,6 +15,7 @@ import { currentCollection } from "./collections.js";
 import { $, h, pagesLabel, replaceChildren, splitTags } from "./dom.js";
 import { passageBlocks, snippetBlocks } from "./highlight.js";
 import { markdownBlocks, markdownInline } from "./markdown.js";
+import { initPageView, showPages } from "./page_view.js";
 
 // "[Source 2]", "[Source 1, Source 3]", "[Sources 1 and 2]", "[Source 1, 2]"
 const CITATION = /\[Sources? \d+(?:\s*(?:,|and|&)\s*(?:Source )?\d+)*\]/g;
@@ -48,6 +49,7 @@ export function initAsk() {
   });
   $("#ask-stop").addEventListener("click", () => controller && controller.abort());
   $("#ask-new").addEventListener("click", newConversation);
+  initPageView();
 }
 
 /** Say what "Server default" means on this server (GET /health's `defaults`, and its reranker). */
@@ -370,6 +372,7 @@ function openSource(source, number) {
   const highlights = Array.isArray(source.highlights) ? source.highlights : [];
   replaceChildren($("#source-dialog-text"), passageBlocks(source.text || "", highlights, source.chunk_span));
   $("#source-dialog-open").href = chunkHref(source);
+  showPages(source);
   $("#source-dialog").showModal();
   const first = $("#source-dialog-text mark") || $("#source-dialog-text .matched-chunk");
   if (first) first.scrollIntoView({ block: "center" });

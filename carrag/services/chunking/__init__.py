@@ -2,7 +2,8 @@
 
 Every strategy works on character offsets into the extracted text (see `spans.py`), so for each
 chunk ``text[char_start:char_end] == chunk.text``, no non-whitespace character is left out, chunk
-indexes run 0, 1, 2, ... and PDF page numbers follow from the offsets.
+indexes run 0, 1, 2, ... and PDF page numbers follow from the offsets, as do the regions of the
+pages a PDF chunk is drawn in (`positions.TextPositions.regions`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,16 @@ def default_strategy(document: ParsedDocument, configured: ChunkingStrategy) -> 
 
 def chunk_document(
     document: ParsedDocument, strategy: ChunkingStrategy, size: int, overlap: int, min_chunk_size: int = 0
+) -> list[Chunk]:
+    chunks = _split(document, strategy, size, overlap, min_chunk_size)
+    if document.positions is not None:
+        for chunk in chunks:
+            chunk.regions = document.positions.regions(chunk.char_start, chunk.char_end)
+    return chunks
+
+
+def _split(
+    document: ParsedDocument, strategy: ChunkingStrategy, size: int, overlap: int, min_chunk_size: int
 ) -> list[Chunk]:
     if size < 1 or not 0 <= overlap < size:
         raise InvalidInput(f"chunk_overlap ({overlap}) must be at least 0 and smaller than chunk_size ({size}).")

@@ -8,6 +8,10 @@ reader is given (`pdf_ocr.py`, ``OCR_ENABLED``), pages without usable text are r
 is the area of each garbage block on other pages. The document's metadata reports all of it:
 ``hyphen_joins``, ``garbage_pages``, ``garbage_spans_dropped``, ``ocr_pages``, ``ocr_spans``.
 
+Each page's words (and the boxes OCR read) are located in the final text (`pdf_positions.py`), so
+the document carries where its text is drawn (`ParsedDocument.positions`) and each chunk where it is
+(`Chunk.regions`); the text itself is the same with or without them.
+
 A damaged file that PyMuPDF can repair (e.g. truncated) is accepted with ``metadata.repaired =
 true`` and whatever text survived; one it cannot open is refused with 400."""
 
@@ -21,25 +25,37 @@ from typing import Any, Protocol
 from carrag.services.errors import InvalidInput, NoExtractableText, PayloadTooLarge
 from carrag.services.models import PageSpan, ParsedDocument
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
+from carrag.services.parsers.pdf_positions import Piece, after_blocks, locate, text_layer_pieces
 from carrag.services.parsers.pdf_text_quality import (
     document_vocabulary,
     is_garbage,
     join_hyphenated_breaks,
     normalise_text,
 )
+from carrag.services.positions import TextPositions
 
 PAGE_SEPARATOR = "\n\n"
 GARBAGE_PAGE_SHARE = 0.5  # a page with at least this share of garbage characters counts as without text
 
 Rect = tuple[float, float, float, float]
-PageReader = Callable[[Any, Rect | None], str]  # (pymupdf.Page, area or None for all) -> its text by OCR
 Progress = Callable[[int, int], None]  # (pages done, pages to do)
+
+
+@dataclass(slots=True, frozen=True)
+class PlacedText:
+    """Text read by OCR from a page, with the boxes it was read from (in the order of the text)."""
+
+    text: str
+    pieces: tuple[Piece, ...] = ()
+
+
+PageReader = Callable[[Any, Rect | None], PlacedText]  # (pymupdf.Page, area or None for all) -> its text by OCR
 
 
 class OcrReader(Protocol):
     """Reads text by OCR: a PDF page or an area of it (a `PageReader`), or a picture."""
 
-    def __call__(self, page: Any, area: Rect | None, /) -> str: ...
+    def __call__(self, page: Any, area: Rect | None, /) -> PlacedText: ...
 
     def picture(self, image: Any, /) -> str: ...  # an H×W×3 BGR array
 
@@ -86,10 +102,11 @@ def join_pages(pages: Iterable[tuple[int, str]]) -> tuple[str, list[PageSpan]]:
 
 @dataclass(slots=True, frozen=True)
 class TextSpan:
-    """A block (text mode) or paragraph (Markdown mode) of a page, with its area when known."""
+    """A block (text mode) or paragraph (Markdown mode) of a page, with its area and words when known."""
 
     text: str
     area: Rect | None = None
+    pieces: tuple[Piece, ...] = ()
 
 
 @dataclass(slots=True)
@@ -127,7 +144,8 @@ def _visible_chars(text: str) -> int:
 class CleanPage:
     number: int
     text: str
-    garbage_areas: list[Rect]  # garbage blocks with a known area (read by OCR when enabled)
+    garbage_areas: list[Rect] = field(default_factory=list)  # garbage blocks with a known area (read by OCR)
+    pieces: list[Piece] = field(default_factory=list)  # the words (or OCR boxes) of its text, in order
 
 
 def usable_text(number: int, spans: Sequence[TextSpan]) -> tuple[CleanPage, int, bool]:
@@ -135,6 +153,7 @@ def usable_text(number: int, spans: Sequence[TextSpan]) -> tuple[CleanPage, int,
     garbage page's text is empty."""
     kept: list[str] = []
     areas: list[Rect] = []
+    pieces: list[Piece] = []
     garbage_chars = total_chars = dropped = 0
     for span in spans:
         chars = _visible_chars(span.text)
@@ -146,9 +165,11 @@ def usable_text(number: int, spans: Sequence[TextSpan]) -> tuple[CleanPage, int,
                 areas.append(span.area)
         else:
             kept.append(span.text)
+            pieces.extend(span.pieces)
     garbage_page = bool(total_chars) and garbage_chars / total_chars >= GARBAGE_PAGE_SHARE
-    text = "" if garbage_page else "".join(kept).rstrip()
-    return CleanPage(number, text, [] if garbage_page else areas), dropped, garbage_page
+    if garbage_page:
+        return CleanPage(number, ""), dropped, True
+    return CleanPage(number, "".join(kept).rstrip(), areas, pieces), dropped, False
 
 
 def read_by_ocr(
@@ -165,11 +186,17 @@ def read_by_ocr(
         try:
             pdf_page = document[page.number - 1]
             if not page.text.strip():
-                page.text = ocr(pdf_page, None).rstrip()
+                read = ocr(pdf_page, None)
+                page.text, page.pieces = read.text.rstrip(), list(read.pieces)
                 if page.text.strip():
                     hygiene.ocr_pages.append(page.number)
             else:
-                recovered = [text for area in page.garbage_areas if (text := ocr(pdf_page, area).strip())]
+                recovered: list[str] = []
+                for area in page.garbage_areas:
+                    read = ocr(pdf_page, area)
+                    if read.text.strip():
+                        recovered.append(read.text.strip())
+                        page.pieces += after_blocks(page.pieces, read.pieces)
                 hygiene.ocr_spans += len(recovered)
                 page.text = "\n\n".join([page.text, *recovered])
         except (InvalidInput, PayloadTooLarge) as exc:
@@ -188,10 +215,10 @@ def clean_pages(
     ocr: PageReader | None = None,
     on_progress: Progress | None = None,
     filename: str = "the PDF",
-) -> tuple[list[tuple[int, str]], PageHygiene]:
-    """``(page_number, spans)`` → ``(page_number, text)`` with garbage dropped, pages without usable
-    text (and garbage areas) read by ``ocr`` when given, accents composed and NFKC applied, and
-    line-break hyphens joined."""
+) -> tuple[list[CleanPage], PageHygiene]:
+    """``(page_number, spans)`` → pages with garbage dropped, pages without usable text (and garbage
+    areas) read by ``ocr`` when given, accents composed and NFKC applied, and line-break hyphens
+    joined; each with the pieces its text came from."""
     cleaned: list[CleanPage] = []
     garbage_pages: list[int] = []
     dropped_total = 0
@@ -206,12 +233,19 @@ def clean_pages(
     for page in cleaned:
         page.text = normalise_text(page.text)
     vocabulary = document_vocabulary(page.text for page in cleaned)
-    result: list[tuple[int, str]] = []
     for page in cleaned:
-        joined, count = join_hyphenated_breaks(page.text, vocabulary)
+        page.text, count = join_hyphenated_breaks(page.text, vocabulary)
         hygiene.hyphen_joins += count
-        result.append((page.number, joined))
-    return result, hygiene
+    return cleaned, hygiene
+
+
+def page_positions(text: str, spans: Sequence[PageSpan], pages: Sequence[CleanPage]) -> TextPositions:
+    """Where the pieces of each page with text lie in the document text (`pdf_positions.locate`)."""
+    positions = TextPositions()
+    pieces = {page.number: page.pieces for page in pages}
+    for span in spans:
+        locate(positions, span.page, span.start, text[span.start : span.end], pieces.get(span.page, ()))
+    return positions
 
 
 def pdf_document(
@@ -221,6 +255,7 @@ def pdf_document(
     document: Any,
     extra: dict[str, Any] | None = None,
     hygiene: PageHygiene | None = None,
+    positions: TextPositions | None = None,
 ) -> ParsedDocument:
     if not spans:
         why = "OCR found none either" if hygiene and hygiene.ocr_enabled else "OCR is off or not installed"
@@ -237,14 +272,20 @@ def pdf_document(
         metadata=metadata | (extra or {}),
         page_spans=spans,
         title=(document.metadata or {}).get("title") or None,
+        positions=positions,
     )
 
 
 def page_blocks(page: Any) -> list[TextSpan]:
-    """The page's text blocks in content order (joined, they are ``page.get_text()``), with their areas."""
+    """The page's text blocks in content order (joined, they are ``page.get_text()``), with their areas
+    and words (read from the same text page)."""
+    import pymupdf
+
+    textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_BLOCKS)  # what get_text("blocks") reads
+    words = text_layer_pieces(textpage)
     return [
-        TextSpan(block[4], (block[0], block[1], block[2], block[3]))
-        for block in page.get_text("blocks", sort=False)
+        TextSpan(block[4], (block[0], block[1], block[2], block[3]), tuple(words.get(block[5], ())))
+        for block in textpage.extractBLOCKS()
         if block[6] == 0
     ]
 
@@ -267,5 +308,6 @@ def parse_pdf(
                     raise InvalidInput(f"{filename}: page {index + 1} cannot be read ({exc}).") from exc
 
         pages, hygiene = clean_pages(document, list(page_spans()), ocr, on_progress, filename)
-        text, spans = join_pages(pages)
-        return pdf_document(text, spans, filename, document, hygiene=hygiene)
+        text, spans = join_pages((page.number, page.text) for page in pages)
+        positions = page_positions(text, spans, pages)
+        return pdf_document(text, spans, filename, document, hygiene=hygiene, positions=positions)

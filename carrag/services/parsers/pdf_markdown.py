@@ -5,7 +5,8 @@ on. It is several times slower than plain text extraction (a layout analysis per
 opt-in. The conversion runs page by page (``page_chunks=True``), so each page's span in the joined
 text is still known exactly and chunks keep their page numbers, as in text mode. The same text
 hygiene as in text mode applies, with paragraphs as the spans judged for garbage, and pages without
-usable text go to the OCR reader when one is given (pymupdf4llm's own OCR is not used).
+usable text go to the OCR reader when one is given (pymupdf4llm's own OCR is not used). The words of
+each page's text layer are located in its Markdown like in text mode (`pdf_positions.py`).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from carrag.services.parsers.pdf import (
     clean_pages,
     join_pages,
     open_pdf,
+    page_positions,
     pdf_document,
 )
+from carrag.services.parsers.pdf_positions import after_blocks, page_words
 
 _PARAGRAPH_END = re.compile(r"(?<=\n\n)")
 
@@ -53,5 +56,10 @@ def parse_pdf_markdown(
             for index, page in enumerate(pages)
         ]
         cleaned, hygiene = clean_pages(document, paragraphs, ocr, on_progress, filename)
-        text, spans = join_pages((number, page_text.strip()) for number, page_text in cleaned)
-        return pdf_document(text, spans, filename, document, {"pdf_mode": "markdown"}, hygiene)
+        for page in cleaned:
+            if page.text.strip() and page.number not in hygiene.ocr_pages:
+                words = page_words(document[page.number - 1])
+                page.pieces = words + after_blocks(words, page.pieces)
+        text, spans = join_pages((page.number, page.text.strip()) for page in cleaned)
+        positions = page_positions(text, spans, cleaned)
+        return pdf_document(text, spans, filename, document, {"pdf_mode": "markdown"}, hygiene, positions)

@@ -11,7 +11,8 @@ it) is rendered at ``OCR_DPI`` with PyMuPDF — at a lower resolution when that 
 (MuPDF decodes it whole to draw it) — and read (`read_image`); pictures (`image.py`) are shrunk to
 the same pixel budget. The text boxes found are put back into lines (boxes whose vertical centres
 fall inside the line's height, left to right) and the lines into paragraphs (a gap taller than
-1.5 lines starts a new paragraph).
+1.5 lines starts a new paragraph). A page's boxes are returned with its text, in page coordinates,
+so a chunk read by OCR knows where it is on the page (`PlacedText`).
 The engine is loaded once per process on first use (about 2 s) and used by one thread at a time;
 the parsers run off the event loop, so OCR never blocks it.
 """
@@ -27,7 +28,8 @@ from functools import lru_cache
 from typing import Any
 
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget, too_large
-from carrag.services.parsers.pdf import OcrReader, Rect
+from carrag.services.parsers.pdf import OcrReader, PlacedText, Rect
+from carrag.services.parsers.pdf_positions import Piece
 
 OCR_PACKAGE = "rapidocr_onnxruntime"
 PARAGRAPH_GAP_LINES = 1.5
@@ -54,6 +56,7 @@ class TextBox:
     top: float
     bottom: float
     left: float
+    right: float
     text: str
 
     @property
@@ -61,8 +64,8 @@ class TextBox:
         return (self.top + self.bottom) / 2
 
 
-def boxes_to_text(boxes: list[TextBox]) -> str:
-    """Text boxes → lines (top to bottom, each left to right) → paragraphs."""
+def boxes_to_lines(boxes: list[TextBox]) -> list[list[TextBox]]:
+    """Text boxes → lines, top to bottom, each left to right."""
     lines: list[list[TextBox]] = []
     for box in sorted(boxes, key=lambda box: (box.centre, box.left)):
         line = lines[-1] if lines else None
@@ -70,6 +73,17 @@ def boxes_to_text(boxes: list[TextBox]) -> str:
             line.append(box)
         else:
             lines.append([box])
+    for line in lines:
+        line.sort(key=lambda box: box.left)
+    return lines
+
+
+def boxes_to_text(boxes: list[TextBox]) -> str:
+    """Text boxes → lines → paragraphs."""
+    return lines_to_text(boxes_to_lines(boxes))
+
+
+def lines_to_text(lines: list[list[TextBox]]) -> str:
     if not lines:
         return ""
     heights = [max(b.bottom for b in line) - min(b.top for b in line) for line in lines]
@@ -80,13 +94,13 @@ def boxes_to_text(boxes: list[TextBox]) -> str:
         top = min(b.top for b in line)
         if previous_bottom is not None:
             parts.append("\n\n" if top - previous_bottom > PARAGRAPH_GAP_LINES * line_height else "\n")
-        parts.append(" ".join(box.text for box in sorted(line, key=lambda box: box.left)))
+        parts.append(" ".join(box.text for box in line))
         previous_bottom = max(b.bottom for b in line)
     return "".join(parts)
 
 
-def read_image(image: Any) -> str:
-    """OCR text of an image (an ``H×W×3`` uint8 BGR array).
+def read_image(image: Any) -> list[list[TextBox]]:
+    """The lines of text boxes OCR reads in an image (an ``H×W×3`` uint8 BGR array), in pixels.
 
     RapidOCR's one-call pipeline either detects at full resolution (slow: ~5x the time on a 300 dpi
     page) or, past its ``max_side_len``, shrinks the image before cropping the lines it reads (at
@@ -109,7 +123,7 @@ def read_image(image: Any) -> str:
         engine = _engine()
         found, _ = engine.text_det(small)
         if found is None or len(found) == 0:
-            return ""
+            return []
         corners = (np.asarray(engine.sorted_boxes(found), dtype=np.float32) / scale).astype(np.float32)
         read, _ = engine.text_rec(engine.get_crop_img_list(image, corners))
     boxes = [
@@ -117,12 +131,13 @@ def read_image(image: Any) -> str:
             top=float(box[:, 1].min()),
             bottom=float(box[:, 1].max()),
             left=float(box[:, 0].min()),
+            right=float(box[:, 0].max()),
             text=text.strip(),
         )
         for box, (text, confidence) in zip(corners, read, strict=True)
         if text.strip() and float(confidence) >= MIN_CONFIDENCE
     ]
-    return boxes_to_text(boxes)
+    return boxes_to_lines(boxes)
 
 
 def fitting_dpi(width_points: float, height_points: float, dpi: int, max_pixels: int) -> int:
@@ -150,27 +165,20 @@ class RapidOcrReader:
         self.dpi = dpi
         self.budget = budget
 
-    def __call__(self, page: Any, area: Rect | None = None) -> str:
+    def __call__(self, page: Any, area: Rect | None = None) -> PlacedText:
         images = page.get_images(full=True)
         if area is None and not images and not page.get_drawings():
-            return ""  # a page with neither images nor vector graphics is blank: nothing to read
-        for image in images:  # (xref, smask, width, height, ...) from the image's header
-            width, height = int(image[2]), int(image[3])
-            if width * height > self.budget.max_image_pixels:
-                raise too_large(
-                    f"page {page.number + 1}",
-                    f"holds an image of {width:,} × {height:,} pixels",
-                    self.budget.max_image_pixels,
-                    "MAX_IMAGE_PIXELS",
-                )
+            return PlacedText("")  # a page with neither images nor vector graphics is blank: nothing to read
+        check_images(page, self.budget.max_image_pixels)
         import pymupdf
 
         rect = page.rect if area is None else pymupdf.Rect(area)
         dpi = fitting_dpi(rect.width, rect.height, self.dpi, self.budget.ocr_max_page_pixels)
         image = render(page, dpi, area)
         if image.shape[0] < 8 or image.shape[1] < 8:  # nothing to read in a sliver
-            return ""
-        return read_image(image)
+            return PlacedText("")
+        lines = read_image(image)
+        return PlacedText(lines_to_text(lines), tuple(placed(page, lines, rect, image.shape[1] / rect.width, area)))
 
     def picture(self, image: Any) -> str:
         """The OCR text of a picture (an ``H×W×3`` BGR array within the pixel budget). A picture smaller
@@ -185,7 +193,42 @@ class RapidOcrReader:
         scale = min(2.0, page_side / max(height, width), math.sqrt(self.budget.ocr_max_page_pixels / (height * width)))
         if scale > 1.05:
             image = cv2.resize(image, (round(width * scale), round(height * scale)), interpolation=cv2.INTER_CUBIC)
-        return read_image(image)
+        return lines_to_text(read_image(image))
+
+
+def check_images(page: Any, max_pixels: int) -> None:
+    """Refuse (413) a page holding an image larger than ``max_pixels``: MuPDF decodes an image whole to
+    draw it, whatever the size it is drawn at."""
+    for image in page.get_images(full=True):  # (xref, smask, width, height, ...) from the image's header
+        width, height = int(image[2]), int(image[3])
+        if width * height > max_pixels:
+            raise too_large(
+                f"page {page.number + 1}",
+                f"holds an image of {width:,} × {height:,} pixels",
+                max_pixels,
+                "MAX_IMAGE_PIXELS",
+            )
+
+
+def placed(page: Any, lines: list[list[TextBox]], rect: Any, scale: float, area: Rect | None) -> list[Piece]:
+    """The boxes of ``lines`` (pixels of ``rect`` rendered at ``scale`` pixels per point) as pieces in the
+    page's unrotated coordinates, which text extraction uses: a whole page is rendered as shown
+    (rotated), an area as given."""
+    import pymupdf
+
+    pieces: list[Piece] = []
+    for number, line in enumerate(lines):
+        for box in line:
+            found = pymupdf.Rect(box.left, box.top, box.right, box.bottom) / scale + (
+                rect.x0,
+                rect.y0,
+                rect.x0,
+                rect.y0,
+            )
+            if area is None:
+                found = found * page.derotation_matrix
+            pieces.append((found.x0, found.y0, found.x1, found.y1, box.text, 0, number, len(pieces)))
+    return pieces
 
 
 def reader_for(enabled: bool, dpi: int = 300, budget: ParseBudget = DEFAULT_BUDGET) -> OcrReader | None:

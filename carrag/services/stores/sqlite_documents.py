@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from carrag.services.positions import decode_regions
 from carrag.services.stores.base import ChunkListing, DocumentPage, DocumentSort, SortOrder, is_glob
 from carrag.services.stores.sqlite_rows import CHUNK_COLUMNS, row_to_chunk, row_to_document
 
@@ -94,15 +95,21 @@ def sources_read(collection_ids: Sequence[str]) -> Callable[[sqlite3.Connection]
 def chunk_listing_read(
     document_id: str, *, offset: int, limit: int
 ) -> Callable[[sqlite3.Connection], list[ChunkListing]]:
-    """A document's chunks in order, each with its vector's dimension."""
+    """A document's chunks in order, each with its vector's dimension and its regions (searches do not
+    read those)."""
 
     def chunks(connection: sqlite3.Connection) -> list[ChunkListing]:
         rows = connection.execute(
-            f"SELECT {CHUNK_COLUMNS}, length(c.embedding) AS vector_bytes FROM chunks c"
+            f"SELECT {CHUNK_COLUMNS}, c.regions, length(c.embedding) AS vector_bytes FROM chunks c"
             " JOIN documents d ON d.document_id = c.document_id"
             " WHERE c.document_id = ? ORDER BY c.chunk_index LIMIT ? OFFSET ?",
             (document_id, limit, offset),
         ).fetchall()
-        return [ChunkListing(row_to_chunk(r), r["vector_bytes"] // 4) for r in rows]
+        listings = []
+        for row in rows:
+            chunk = row_to_chunk(row)
+            chunk.regions = decode_regions(row["regions"])
+            listings.append(ChunkListing(chunk, row["vector_bytes"] // 4))
+        return listings
 
     return chunks

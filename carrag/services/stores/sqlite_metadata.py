@@ -13,7 +13,10 @@ from typing import Any
 from carrag.services.models import SearchFilters, metadata_pairs
 
 # Columns added after the first release, created on open in a store that lacks them.
-ADDED_COLUMNS = {"documents": {"user_metadata": "TEXT NOT NULL DEFAULT '{}'"}}
+ADDED_COLUMNS = {
+    "documents": {"user_metadata": "TEXT NOT NULL DEFAULT '{}'"},
+    "chunks": {"regions": "TEXT"},  # where a PDF chunk is on its pages (`positions.encode_regions_json`)
+}
 
 
 def add_missing_columns(connection: sqlite3.Connection) -> None:

@@ -1,6 +1,8 @@
 """The SQLite store's tables, how a file is opened onto them, and the check that they agree.
 
 - ``documents`` and ``chunks`` tables; chunk vectors as float32 BLOBs with their dimension in ``meta``.
+  Columns added since the first release (``documents.user_metadata``, ``chunks.regions``: where a PDF
+  chunk is drawn on its pages) are added on open to a store that lacks them (`sqlite_metadata.py`).
 - ``chunks_fts``: an FTS5 index over chunk text (porter stemming), kept in sync by triggers, so it
   changes in the same transaction as the chunks it indexes (searched in `sqlite_search.py`).
 - ``chunk_changes``: every chunk insert and delete, written by triggers in the same transaction.

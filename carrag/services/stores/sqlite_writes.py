@@ -13,6 +13,7 @@ import numpy as np
 from carrag.services.errors import NotFound
 from carrag.services.ids import chunk_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, MetadataValue, chunk_heading
+from carrag.services.positions import encode_regions_json
 from carrag.services.stores.sqlite_metadata import index_user_metadata
 from carrag.services.stores.sqlite_rows import row_to_document, stored_identity
 
@@ -72,7 +73,7 @@ def insert_document(
     index_user_metadata(connection, document.document_id, document.user_metadata)
     connection.executemany(
         "INSERT INTO chunks(chunk_id, document_id, chunk_index, text, heading, char_start, char_end,"
-        " pages, section, embedding) VALUES (?,?,?,?,?,?,?,?,?,?)",
+        " pages, section, embedding, regions) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         [
             (
                 chunk_id(document.document_id, chunk.chunk_index),
@@ -85,6 +86,7 @@ def insert_document(
                 json.dumps(chunk.pages),
                 chunk.section,
                 matrix[position].tobytes(),
+                encode_regions_json(chunk.regions),
             )
             for position, chunk in enumerate(chunks)
         ],

@@ -17,10 +17,10 @@ needs_ocr = pytest.mark.skipif(not ocr_available(), reason="rapidocr-onnxruntime
 
 def test_boxes_become_lines_and_paragraphs() -> None:
     boxes = [
-        TextBox(top=10, bottom=20, left=60, text="world"),
-        TextBox(top=11, bottom=21, left=0, text="Hello"),
-        TextBox(top=24, bottom=34, left=0, text="second line"),
-        TextBox(top=80, bottom=90, left=0, text="New paragraph"),
+        TextBox(top=10, bottom=20, left=60, right=110, text="world"),
+        TextBox(top=11, bottom=21, left=0, right=50, text="Hello"),
+        TextBox(top=24, bottom=34, left=0, right=120, text="second line"),
+        TextBox(top=80, bottom=90, left=0, right=130, text="New paragraph"),
     ]
     assert boxes_to_text(boxes) == "Hello world\nsecond line\n\nNew paragraph"
     assert boxes_to_text([]) == ""
@@ -41,7 +41,7 @@ def test_scanned_pdf_without_ocr_says_why_it_has_no_text() -> None:
 def test_blank_pages_are_not_sent_to_the_engine() -> None:
     with pymupdf.open() as document:
         page = document.new_page()
-        assert reader_for(True)(page, None) == ""  # type: ignore[misc]
+        assert reader_for(True)(page, None).text == ""  # type: ignore[misc]
 
 
 @needs_ocr

@@ -7,7 +7,7 @@ import pymupdf
 import pytest
 
 from carrag.services.parsers import parse_file
-from carrag.services.parsers.pdf import TextSpan, clean_pages
+from carrag.services.parsers.pdf import PlacedText, TextSpan, clean_pages
 from carrag.services.parsers.pdf_text_quality import (
     document_vocabulary,
     is_garbage,
@@ -83,14 +83,14 @@ def test_a_page_of_mostly_garbage_counts_as_a_page_without_text() -> None:
             (2, [TextSpan(GARBAGE[1]), TextSpan(GARBAGE[2]), TextSpan("p. 2\n")]),
         ]
         cleaned, hygiene = clean_pages(document, pages)
-        assert cleaned == [(1, "A readable first page of the manual."), (2, "")]
+        assert [(page.number, page.text) for page in cleaned] == [(1, "A readable first page of the manual."), (2, "")]
         assert hygiene.garbage_pages == [2] and hygiene.garbage_spans_dropped == 2
 
         def fake_ocr(page, area):
-            return "Text read from the image of page 2"
+            return PlacedText("Text read from the image of page 2")
 
         cleaned, hygiene = clean_pages(document, pages, ocr=fake_ocr)
-        assert cleaned[1] == (2, "Text read from the image of page 2")
+        assert (cleaned[1].number, cleaned[1].text) == (2, "Text read from the image of page 2")
         assert hygiene.ocr_pages == [2] and hygiene.metadata()["ocr_pages"] == [2]
 
 

@@ -142,7 +142,7 @@ async def test_only_the_search_legs_fetch_the_stored_neighbours_on_a_node(store:
     store.client.search = spied  # type: ignore[method-assign]
     await store.lexical_search("sandpiper", 3, SearchFilters())
     await store.get_chunks("doc")
-    assert sent[0] == ["embedding"] and "neighbours" in sent[-1]  # type: ignore[operator]
+    assert sent[0] == ["embedding", "regions"] and "neighbours" in sent[-1]  # type: ignore[operator]
 
 
 @pytest.mark.elasticsearch

@@ -18,6 +18,7 @@ import numpy as np
 
 from carrag.services.ids import chunk_id
 from carrag.services.models import DEFAULT_COLLECTION, Chunk, DocumentRecord, StoredChunk, chunk_heading, metadata_pairs
+from carrag.services.positions import decode_regions, encode_regions
 
 SCHEMA_VERSION = 3
 HNSW_OPTIONS = {"type": "hnsw", "m": 16, "ef_construction": 100}
@@ -53,10 +54,13 @@ BASE_PROPERTIES: dict[str, Any] = {
     "collection_name": {"type": "keyword"},  # collection records
     # chunks: {"radius": r, "chunks": [the chunk fields of each chunk within r of it]} (`chunk_source`)
     "neighbours": {"type": "object", "enabled": False},
+    # chunks of PDFs: where the chunk is drawn on its pages, [[page, start, end, x0, y0, x1, y1], ...]
+    # (`positions.encode_regions`); read with the chunk itself, not by search legs
+    "regions": {"type": "object", "enabled": False},
 }
 STORED_NEIGHBOURS = 1  # chunks on each side stored in each chunk
 CHUNK_SOURCE_EXCLUDES = ["embedding", "neighbours"]  # a chunk read as itself
-SEARCH_SOURCE_EXCLUDES = ["embedding"]  # a chunk read by a search leg: with its neighbours
+SEARCH_SOURCE_EXCLUDES = ["embedding", "regions"]  # a chunk read by a search leg: with its neighbours
 
 
 def index_mappings() -> dict[str, Any]:
@@ -179,7 +183,7 @@ def chunk_source(
     document: DocumentRecord, chunk: Chunk, vector: np.ndarray, neighbours: Sequence[Chunk] = ()
 ) -> dict[str, Any]:
     """A chunk's JSON; ``neighbours``: its version's chunks within ``STORED_NEIGHBOURS`` (`neighbours_of`)."""
-    return {
+    source = {
         **_chunk_fields(chunk),
         "doc_kind": "chunk",
         "document_id": document.document_id,
@@ -196,6 +200,9 @@ def chunk_source(
         "collection_id": document.collection_id,
         "neighbours": {"radius": STORED_NEIGHBOURS, "chunks": [_chunk_fields(n) for n in neighbours]},
     }
+    if chunk.regions:
+        source["regions"] = encode_regions(chunk.regions)
+    return source
 
 
 def neighbours_of(chunks: Sequence[Chunk], chunk: Chunk) -> list[Chunk]:
@@ -215,7 +222,7 @@ def stored_neighbours(source: dict[str, Any]) -> tuple[StoredChunk, ...] | None:
     stored = source.get("neighbours")
     if stored is None:
         return None
-    return tuple(to_chunk({**source, **entry}) for entry in stored["chunks"])
+    return tuple(to_chunk({**source, "regions": None, **entry}) for entry in stored["chunks"])  # regions: the chunk's own
 
 
 def to_chunk(source: dict[str, Any]) -> StoredChunk:
@@ -233,6 +240,7 @@ def to_chunk(source: dict[str, Any]) -> StoredChunk:
         title=source.get("title"),
         external_id=source.get("external_id"),
         collection_id=source.get("collection_id") or DEFAULT_COLLECTION,
+        regions=decode_regions(source.get("regions")),
     )
 
 

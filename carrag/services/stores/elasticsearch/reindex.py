@@ -17,6 +17,7 @@ import numpy as np
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.ingestion import embedding_input
 from carrag.services.models import Chunk, DocumentRecord, ParsedDocument
+from carrag.services.positions import decode_regions
 from carrag.services.stores.elasticsearch.connection import every_hit
 from carrag.services.stores.elasticsearch.layout import generation_name, generation_of
 from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, document_key, to_document
@@ -139,6 +140,7 @@ async def _copy_sources(
                 s["char_end"],
                 list(s.get("pages") or []),
                 s.get("section"),
+                decode_regions(s.get("regions")),
             )
             for s in sources
         ]
