@@ -222,7 +222,9 @@ def stored_neighbours(source: dict[str, Any]) -> tuple[StoredChunk, ...] | None:
     stored = source.get("neighbours")
     if stored is None:
         return None
-    return tuple(to_chunk({**source, "regions": None, **entry}) for entry in stored["chunks"])  # regions: the chunk's own
+    return tuple(
+        to_chunk({**source, "regions": None, **entry}) for entry in stored["chunks"]
+    )  # regions: the chunk's own
 
 
 def to_chunk(source: dict[str, Any]) -> StoredChunk:
