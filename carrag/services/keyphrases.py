@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from carrag.services.tag_word_lists import CHROME_WORDS, FILLER_WORDS, LOREM_WORDS
+from carrag.services.stop_words import word_list
 
 MAX_TAG_LENGTH = 40
 SAMPLE_CHARS = 20_000  # of the document, for extraction; language detection reads the first 5,000
@@ -34,6 +34,9 @@ _TOKEN = re.compile(r"[^\W\d_][\w'’\-]*|\d+", re.UNICODE)
 _MARKUP = re.compile(r"[|#*_`<>\[\]{}()=\\/@]|://|\.\w{2,4}$")
 _LINE_BREAK = re.compile(r"(?<![.!?:;,])[ \t]*\n")
 _PARAGRAPH = re.compile(r"\n\s*\n|\n(?=[#\-*|])")
+FILLER_WORDS = word_list("filler")
+CHROME_WORDS = word_list("site_chrome")  # a phrase holding any of them is not a topic
+LOREM_WORDS = word_list("lorem_ipsum")
 
 
 def _stopword_dir() -> Path:
