@@ -1,9 +1,4 @@
-"""What `carrag eval-answers` prints: progress bars, then per question set one row of scores per answer
-mode and the accuracy of each kind of question.
-
-The work lives in `carrag/bench/answer_runner.py` and `carrag/bench/answer_scoring.py`; the question
-sets (development and validation, split by document) in `carrag/bench/answer_questions.py`.
-"""
+"""What `carrag eval-answers` prints: progress, then per question set a row of scores per answer mode."""
 
 from __future__ import annotations
 

@@ -1,18 +1,7 @@
-"""How CLI commands print data: one description of the columns, three renderings.
-
-- On a terminal: a rich table that fits the terminal's width. Every column stays on one line; long
-  cells are cut with an ellipsis (never wrapped a few characters a line), at their end or, for paths,
-  at their start so the part that tells them apart stays; ids are shortened to their first `SHORT_ID`
-  characters, which `carrag documents show|delete` accept back as a prefix. Columns that matter less
-  are left out of narrow terminals.
-- Not on a terminal (a pipe, a file, a script): tab-separated lines, a header line first, full
-  values (whole ids, whole timestamps), tabs and newlines inside a value turned into spaces, so
-  ``cut -f1`` and ``awk -F'\\t'`` work.
-- ``--json``: the API's own JSON for the same data (`carrag.api.schemas`), so a script sees the
-  same shape from the CLI as from HTTP.
-
-Rich decides what is a terminal: ``TTY_COMPATIBLE=1`` forces tables into a pipe (``| less -S``),
-``TTY_COMPATIBLE=0`` forces plain lines; ``COLUMNS`` sets the width.
+"""How CLI commands print data, from one description of the columns: a rich table fitted to the terminal
+(cells cut, not wrapped; ids shortened to `SHORT_ID`, which the commands accept back), tab-separated
+lines with full values when not on a terminal, or ``--json`` with the API's own shapes.
+``TTY_COMPATIBLE`` and ``COLUMNS`` override rich's detection.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The ingestion pipeline (seed 001): parse → auto-tag → chunk → embed → store.
-
-File uploads and URLs converge after parsing (`ingest_reading.py` reads them). Nothing reaches the store
-until every chunk has a vector; the store then writes the document in one atomic step (replacing an older
-version of the same source), so a failure or cancellation at any stage leaves no partial document. Many
-documents at once share their embedding calls (`ingest_bulk.py`).
+"""The ingestion pipeline: parse → auto-tag → chunk → embed → store. Nothing reaches the store until every
+chunk has a vector; the store then writes the document in one atomic step, so a failure or cancel at any
+stage leaves no partial document.
 """
 
 from __future__ import annotations
@@ -82,9 +79,6 @@ class IngestResult:
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     collection: str = DEFAULT_COLLECTION  # the name of the collection it went into
-
-
-IngestOptions = IngestCommand  # the former name; other open branches still use it. Remove once they have merged.
 
 
 def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:

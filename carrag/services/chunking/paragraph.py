@@ -1,9 +1,5 @@
-"""Paragraph chunking (seed 000 ``strategy: paragraph``).
-
-Paragraphs are the text between blank lines (lines holding only whitespace count as blank).
-Consecutive paragraphs are merged while the chunk stays within ``size``; when a chunk is full, the
-next one starts with up to the last ``overlap`` characters of it (from a word boundary). A
-paragraph longer than ``size`` is split by the recursive character splitter first.
+"""Paragraph chunking: paragraphs (between blank lines) merged up to ``size`` with overlap; a longer
+paragraph is split by the recursive splitter.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Recursive character chunking (the default strategy, seed 001 step 4).
-
-Split on the coarsest separator that occurs (``\\n\\n``, ``\\n``, ``. ``, `` ``), recurse into
-pieces still longer than the limit with the next separator, hard-split what no separator can
-break, then merge the small pieces back up to the limit with overlap between consecutive chunks.
-Separators stay attached to the piece before them, so the pieces tile the text exactly.
+"""Recursive character chunking (the default): split on the coarsest separator that occurs, recurse into
+longer pieces with the next, then merge back up to the limit with overlap; separators stay attached,
+so the pieces tile the text.
 """
 
 from __future__ import annotations

