@@ -15,12 +15,13 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from carrag.bench.beir import load_beir
 from carrag.bench.bench import BenchConfig, BenchReport, run_bench
 from carrag.bench.runner import MEASURES, MODE_LABELS, EvalReport, eval_settings, evaluate, parse_modes
+from carrag.cli.output import progress_bars
 from carrag.services.container import build_container
 from carrag.services.errors import CarragError
 from carrag.services.llms.extractive import ExtractiveLLM
@@ -41,17 +42,6 @@ class RichEvalProgress:
 
     def advance(self, phase: str, amount: int = 1) -> None:
         self.progress.advance(self.tasks[phase], amount)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
 
 
 def _fail(message: str) -> typer.Exit:
@@ -103,7 +93,7 @@ def run_eval_command(
             existing = await container.store.count_chunks()
             if existing:
                 console.print(f"{store_path} already holds {existing} chunks: re-running the queries only.")
-            with _progress() as progress:
+            with progress_bars(console, transient=False) as progress:
                 return await evaluate(
                     container, dataset, mode_names, progress=RichEvalProgress(progress), ingest=not existing
                 )

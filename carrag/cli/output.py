@@ -19,6 +19,7 @@ from rich import box
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 SHORT_ID = 8
@@ -272,3 +273,11 @@ def readable_paragraphs(text: str) -> list[str]:
             paragraphs.append(line)
         joining = not raw.lstrip().startswith(("|", "#"))
     return paragraphs
+
+
+def progress_bars(out: Console, *, transient: bool = True) -> Progress:
+    """Description, bar, done/total and time elapsed. Transient bars (a spinner first) show on a terminal
+    only; the others stay as the record of a long run."""
+    spinner = [SpinnerColumn()] if transient else []
+    columns = [*spinner, TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    return Progress(*columns, console=out, transient=transient, disable=transient and not out.is_terminal)
