@@ -126,6 +126,13 @@ def _ms(value: float) -> str:
     return f"{value:.1f}"
 
 
+def _figures_table(title: str, *columns: str) -> Table:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right")
+    return table
+
+
 def bench_tables(report: BenchReport) -> list[Table]:
     machine = report.machine
     head = Table(
@@ -159,8 +166,8 @@ def bench_tables(report: BenchReport) -> list[Table]:
     head.add_row("raw embedder, same chunks (interleaved)", f"{raw['chunks_per_second']} chunks/s", "")
     head.add_row("pipeline / raw embedder", f"{ingest['pipeline_over_raw']:.2f}", "")
 
-    queries = Table(title="POST /search (top_k 5, hybrid, no generation), ms")
-    for column in (
+    queries = _figures_table(
+        "POST /search (top_k 5, hybrid, no generation), ms",
         "chunks",
         "search p50",
         "search p95",
@@ -171,8 +178,7 @@ def bench_tables(report: BenchReport) -> list[Table]:
         "open + first query",
         "disk MB",
         "peak RSS MB (serving; anon)",
-    ):
-        queries.add_column(column, justify="right")
+    )
     for figures in report.queries:
         rerank = (
             f"{_ms(figures.search_rerank.p50)} / {_ms(figures.search_rerank.p95)}" if figures.search_rerank else "n/a"
@@ -191,8 +197,8 @@ def bench_tables(report: BenchReport) -> list[Table]:
         )
     tables = [head, queries]
     if report.states:
-        states = Table(title="The store while documents arrive and change (POST /search, E = query embedding), ms")
-        for column in (
+        states = _figures_table(
+            "The store while documents arrive and change (POST /search, E = query embedding), ms",
             "state",
             "chunks",
             "queries",
@@ -203,8 +209,7 @@ def bench_tables(report: BenchReport) -> list[Table]:
             "kNN alone p50",
             "rows waiting",
             "peak RSS MB",
-        ):
-            states.add_column(column, justify="right")
+        )
         for state in report.states:
             states.add_row(
                 state.state,
@@ -220,11 +225,10 @@ def bench_tables(report: BenchReport) -> list[Table]:
             )
         tables.append(states)
     if report.peers:
-        peers = Table(
-            title="kNN leg against peers: same chunks, vectors, changes and query vectors (p50 ms; ratio to Carrag)"
+        peers = _figures_table(
+            "kNN leg against peers: same chunks, vectors, changes and query vectors (p50 ms; ratio to Carrag)",
+            *("chunks", "state", "store", "p50", "p95", "queries", "ratio", "nDCG@10"),
         )
-        for column in ("chunks", "state", "store", "p50", "p95", "queries", "ratio", "nDCG@10"):
-            peers.add_column(column, justify="right")
         for row in report.peers:
             mine = next(r for r in report.peers if (r.chunks, r.state, r.store) == (row.chunks, row.state, "carrag"))
             peers.add_row(
