@@ -5,9 +5,10 @@ so the pieces tile the text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks
+from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
 from carrag.services.chunking.tables import PipeTables
 from carrag.services.models import Chunk, PageSpan
 
@@ -67,3 +68,23 @@ def chunk_recursive(text: str, size: int, overlap: int, page_spans: Sequence[Pag
     tables = PipeTables(text, size)
     atoms = fit_to_headers(text, atomise(text, 0, len(text), size), size, tables)
     return spans_to_chunks(text, merge_atoms(text, atoms, size, overlap, tables), page_spans, tables=tables)
+
+
+def units_between(text: str, breaks: re.Pattern[str]) -> list[Span]:
+    """The spans between matches of ``breaks`` (paragraphs, sentences), trimmed; whitespace-only ones left out."""
+    spans: list[Span] = []
+    position = 0
+    for match in breaks.finditer(text):
+        spans.append(trim_span(text, position, match.start()))
+        position = match.end()
+    spans.append(trim_span(text, position, len(text)))
+    return [(start, end) for start, end in spans if start < end]
+
+
+def merge_units(text: str, units: Sequence[Span], size: int, overlap: int) -> tuple[list[Span], PipeTables]:
+    """Units merged up to ``size`` with overlap, a unit longer than ``size`` split by `atomise` first."""
+    atoms: list[Span] = []
+    for start, end in units:
+        atoms.extend(atomise(text, start, end, size) if end - start > size else [(start, end)])
+    tables = PipeTables(text, size)
+    return merge_atoms(text, fit_to_headers(text, atoms, size, tables), size, overlap, tables), tables
