@@ -1,7 +1,4 @@
-"""The optional parts of Carrag, installed as extras (``[project.optional-dependencies]`` in pyproject.toml).
-
-``pip install carrag`` is the service on SQLite with the embedded embedder and reranker, the CLI and the
-HTTP API; each extra adds one part. `installed` says whether an extra's package can be imported, and
+"""The optional parts of Carrag (pyproject's extras): `installed` says whether one can be imported, and
 `require` stops a feature whose extra is missing with the command that installs it.
 """
 

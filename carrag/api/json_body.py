@@ -1,11 +1,6 @@
-"""Request bodies hold only JSON that JSON can represent.
-
-Python's ``json.loads`` accepts ``NaN``, ``Infinity``, numbers that overflow to infinity (``1e309``)
-and lone surrogates (``"\\ud800"``, text no UTF-8 can encode). None of them can go back out as JSON,
-so a validation error echoing one could not be sent (a 500 and a dropped connection), and a lone
-surrogate in a question or tag broke the tokenizer or the store. Every route is a `JsonBodyRoute`,
-whose body is decoded by `strict_json`: such a body is a 422 naming what it holds, like any other
-JSON that does not parse.
+"""Request bodies hold only JSON that JSON can represent: ``json.loads`` accepts ``NaN``, ``Infinity``,
+``1e309`` and lone surrogates, none of which can be sent back out (a validation error echoing one would
+be a 500) and a lone surrogate breaks the tokenizer or the store. `JsonBodyRoute` makes them a 422.
 """
 
 from __future__ import annotations

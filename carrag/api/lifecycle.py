@@ -1,13 +1,6 @@
-"""Graceful shutdown on SIGTERM (and Ctrl-C).
-
-uvicorn owns the signal: it stops listening, waits up to ``timeout_graceful_shutdown`` for the
-requests in flight (a synchronous ingest among them), then runs the app's lifespan shutdown, where
-`JobManager.shutdown` drains the ingest jobs. `on_shutdown_signal` lets the app hear the signal the
-moment it arrives, so new ingests are refused (503), /health/ready turns 503 and the jobs' grace
-period starts while uvicorn is still draining connections, not after.
-
-An ingest cut short at any point before its final atomic store write leaves nothing behind, so
-"cancel the rest" is a rollback.
+"""Graceful shutdown on SIGTERM and Ctrl-C. uvicorn owns the signal and drains connections before the
+lifespan shutdown; `on_shutdown_signal` lets the app hear it at once, so new ingests get 503,
+/health/ready turns 503 and the jobs' grace period starts while uvicorn drains, not after.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""The MCP server (official ``mcp`` SDK, v2 ``MCPServer``): the agent tools over MCP.
-
-Tools: ``search_documents(query, top_k=None, source=None, collections=None, <filters>)``,
-``list_sources(collection=None)`` and ``list_collections()``, all answered by
-`carrag.services.agent_tools` (the `/search` code path). Two transports:
-
-- streamable HTTP, mounted in the API at ``/mcp`` (stateless, JSON responses; behind API_KEYS like
-  every other route) — see `McpEndpoint` and `carrag.api.main`;
-- stdio, ``carrag mcp``: a process of its own that opens the store and embedder from the settings.
+"""The MCP server (``mcp`` SDK v2): ``search_documents``, ``list_sources`` and ``list_collections``,
+answered by `carrag.services.agent_tools`, over streamable HTTP at ``/mcp`` (stateless, behind API_KEYS)
+or over stdio (``carrag mcp``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""Load a dataset in the BEIR layout: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``.
-
-- ``corpus.jsonl``: one JSON object per line with ``_id``, ``title`` (may be empty) and ``text``;
-- ``queries.jsonl``: ``_id`` and ``text``;
-- ``qrels/<split>.tsv``: tab-separated ``query-id``, ``corpus-id``, ``score`` with a header line.
-
-Only queries that have at least one judgement in the split are kept: the others cannot be scored.
+"""Load a dataset in the BEIR layout (``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``), keeping
+only queries judged in the split.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Drive the web UI in headless Chromium (Debian's `chromium`, through Playwright's sync API).
-
-Used by the browser tests (tests/api/test_ui_browser.py) and scripts/screenshots.py. Playwright is a
-development dependency (the ``dev`` extra); it is imported when a browser starts. No browser is ever
-downloaded: ``CARRAG_CHROMIUM`` (default /usr/bin/chromium) is the one launched.
+"""Drive the web UI in headless Chromium through Playwright (a ``dev`` dependency) for the browser tests
+and scripts/screenshots.py. No browser is downloaded: ``CARRAG_CHROMIUM`` (default /usr/bin/chromium).
 """
 
 from __future__ import annotations

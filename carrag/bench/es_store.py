@@ -1,23 +1,10 @@
-"""`carrag bench --store elasticsearch`: Carrag's Elasticsearch store next to raw Elasticsearch,
-same node, same mapping, same chunks and vectors (issue 12, item 3).
-
-1. Writes: chunks/s of ``helpers.async_bulk`` into a plain index with the store's mapping, next to
-   chunks/s of ``ElasticsearchStore.write_document`` from 1, 8, 64 and all concurrent writers (each
-   document: its chunks, a version record and the flip of its source record, visible when the call
-   returns). Both indices start with the vector field mapped: the raw one is created with it, the
-   store's gets it before the clock starts (`IndexLayout.claim_identity`, which a process otherwise
-   runs once, on its first write to an index). The ratio at the highest concurrency is the figure of
-   merit (target ≥ 0.8). A first, uncounted raw bulk warms the node up (a fresh JVM's first bulk is
-   several times slower), then raw bulk and the all-writers store run alternate ``write_rounds``
-   times, so load that drifts during the run (a shared machine) hits both sides; the ratio is the
-   median of each round's ratio.
-2. Search: p50/p95 of ``POST /search`` (hybrid, no reranking, through the real ASGI app) next to a
-   raw hybrid request on the same index: the query embedded by the same embedder, then the BM25 and
-   kNN searches sent concurrently and fused by RRF in Python (target ≤ 1.2×). The two alternate
-   question by question; the ratio is of the two p50s.
-
-Documents are synthetic (words drawn from a fixed vocabulary, random unit vectors), so the figures
-measure the store, not a model. Indices are created under ``<ELASTICSEARCH_INDEX>_bench_*`` and
+"""`carrag bench --store elasticsearch`: Carrag's Elasticsearch store next to raw Elasticsearch on the
+same node, mapping, chunks and vectors. Writes: chunks/s of ``write_document`` from 1, 8, 64 and all
+concurrent writers next to ``helpers.async_bulk``, raw and all-writers alternating ``write_rounds`` times
+after an uncounted warm-up (the ratio is the median of the rounds'). Search: p50/p95 of ``POST /search``
+(hybrid, no reranking, through the ASGI app) next to the raw BM25 and kNN requests fused by RRF in
+Python, alternating question by question. Documents are synthetic (fixed vocabulary, random unit
+vectors), so the figures measure the store, not a model; indices ``<ELASTICSEARCH_INDEX>_bench_*`` are
 deleted afterwards.
 """
 
@@ -254,45 +241,6 @@ async def drop(client: AsyncElasticsearch, alias: str) -> None:
     except NotFoundError:
         concrete = []
     await client.indices.delete(index=",".join([*concrete, originals_index_name(alias)]), ignore_unavailable=True)
-
-
-@dataclass(slots=True)
-class FilledIndex:
-    """A search index of the bench's synthetic documents, for the measuring scripts (`fill_search_index`)."""
-
-    container: Any  # carrag.services.container.Container
-    settings: Settings
-    alias: str
-    config: EsBenchConfig
-    documents: list[SyntheticDocument]
-    identity: EmbeddingIdentity
-
-    async def close(self) -> None:
-        """Drop the index and close the store."""
-        await drop(self.container.store.client, self.alias)
-        await self.container.store.close()
-
-
-async def fill_search_index(settings: Settings, purpose: str, documents: int = 400) -> FilledIndex:
-    """A container with the search settings (`search_settings`) on a new index
-    ``<ELASTICSEARCH_INDEX>_<purpose>_<hex>``, filled with ``documents`` synthetic documents by the
-    store's own writes; ``close()`` drops it."""
-    from carrag.services.container import build_container
-
-    alias = f"{settings.elasticsearch_index}_{purpose}_{uuid.uuid4().hex[:6]}"
-    settings = search_settings(settings, alias)
-    container = await build_container(settings)
-    store: Any = container.store  # an ElasticsearchStore (STORE=elasticsearch)
-    try:
-        identity = await container.embedder.embedding_identity()
-        config = EsBenchConfig(documents=documents, dimension=identity.dimension)
-        written = synthetic_documents(config)
-        await store_writes(store, written, config.documents, identity)
-    except BaseException:
-        await drop(store.client, alias)
-        await store.close()
-        raise
-    return FilledIndex(container, settings, alias, config, written, identity)
 
 
 def _percentile(values: list[float], fraction: float) -> float:

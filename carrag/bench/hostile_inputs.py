@@ -1,13 +1,7 @@
-"""The hostile uploads of issue 25, each parsed in a child process: the answer, the time, the memory.
+"""The hostile uploads of issue 25, each parsed in a child process with the default budgets: the answer,
+the time and how far peak RSS rose.
 
     python -m carrag.bench.hostile_inputs [--no-ocr]
-
-Each builder returns the bytes of one upload that used to take gigabytes, minutes or a 500; they are
-made in memory (a few hundred KB at most) and written to a temporary folder for the child. The child
-reads the file, notes its peak RSS, parses it with the default budgets (`parsers/budget.py`) and
-reports the error and how far the peak rose — the parse's own memory. For the OCR rows the OCR
-engine is loaded first, as a serving process keeps it after its first scan. The tests
-(`tests/services/parsers/test_budgets.py`) check the same numbers against the documented bounds.
 """
 
 from __future__ import annotations

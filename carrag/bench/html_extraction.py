@@ -1,34 +1,13 @@
 """How much of an HTML page ingestion keeps is content, and how much is site chrome.
 
-    python -m carrag.bench.html_extraction [--data ../shared/data]
+    python -m carrag.bench.html_extraction [--data ../shared/data] [--grid]
     python -m carrag.bench.html_extraction ../shared/data/corpus/html/docling
 
-**Hand-marked references** (the default): the pages listed in `html_references/pages.json`, each with
-its content marked by hand (`html_references/README.md`), are parsed as uploads and chunked as the
-pipeline would by default. Reported per page, per part (``tuning``: pages the chrome removal was tuned
-on; ``measuring``: pages only measured) and overall:
-
-- ``boilerplate``: the share of chunks holding any chrome: a line equal to one of the page's marked
-  chrome lines (compared without list, table and emphasis markup, case and spacing; a heading's
-  ``#`` kept, so a heading never matches its table-of-contents entry), or a marked chrome character
-  such as a pilcrow. Chrome lines that equal a content line are not used.
-- ``F1``: token F1 of the extracted text against the page's content.
-
-**Docling's references** (a folder argument): for every ``X.html`` with a reference conversion
-``groundtruth/X.html.md`` (docling's whole-page Markdown), both ingestion paths are run: the upload
-parser (`parse_file`) and the URL parser (`parse_web_page`), each followed by the chunking the
-pipeline would use by default. Reported:
-
-- ``f1_page``: token F1 of the extracted text against the whole reference page.
-- ``f1_content``: token F1 against the reference's *content lines*: the reference without its
-  link-dominated lines (at least half of a line's visible text is link text — menus, tables of
-  contents, language lists, category lists; the link-density rule of boilerplate detection).
-- ``boilerplate``: the share of chunks of which fewer than half the tokens occur in the content
-  lines (navigation the reference kept, or text it dropped, such as "Jump to content").
-
-Tokens are lower-cased ``\\w+`` runs; link targets and image markers are removed from the reference
-first (they are not visible text). The numbers are micro-averaged over all pages, and printed per
-page for the pages with more than ten content lines.
+By default, the hand-marked pages of `html_references/` (split into ``tuning`` and ``measuring``) are
+parsed and chunked as the pipeline would: ``boilerplate`` is the share of chunks holding a marked chrome
+line, ``F1`` the token F1 against the marked content. With a folder of docling references, both the
+upload and URL parsers are scored by token F1 against the whole page and its content lines (the
+reference without link-dominated lines), and boilerplate is the share of chunks mostly outside them.
 """
 
 from __future__ import annotations

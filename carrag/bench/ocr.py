@@ -1,9 +1,5 @@
-"""`carrag bench`, OCR row: pages/s of the OCR reader on scanned copies of a PDF's first pages.
-
-A scanned copy is made the way a scanner would: each page rendered to an image (``SCAN_DPI``), and
-a new PDF built from the images alone, with no text layer. The copy goes through `parse_file` with
-the configured OCR reader (``OCR_DPI``), so the time includes rendering, detection, recognition and
-text hygiene. Quality is the token F1 of the OCR text against the original pages' text layer.
+"""`carrag bench`, OCR row: pages/s of the OCR reader on scanned copies (images only, no text layer) of a
+PDF's first pages, through `parse_file`; quality is token F1 against the original text layer.
 """
 
 from __future__ import annotations

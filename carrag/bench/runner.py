@@ -1,14 +1,7 @@
-"""`carrag eval`: ingest a BEIR corpus into a fresh store, search every judged query in each mode,
-and score the rankings with ir-measures (pytrec_eval underneath; no metric is written here).
-
-- Ingestion is the real pipeline (`IngestionService.ingest_many`): one document per corpus record,
-  its title as the document title, its text as the content, its ``_id`` as the external id.
-- Searching is the code behind ``/search`` (`SearchService.search`) without neighbour expansion.
-  Search returns chunks; a document ranks where its best chunk ranks. Each leg retrieves
-  ``100 × ceil(chunks / documents)`` chunks, enough for Recall@100 at the document level.
-- Modes: BM25 only, kNN only, hybrid (RRF of both legs), hybrid + rerank (the cross-encoder reranks
-  the best ``rerank_depth`` fused chunks; reported as n/a, with the reason, when no reranker model
-  is installed).
+"""`carrag eval`: ingest a BEIR corpus into a fresh store through the real pipeline, search every judged
+query in each mode (BM25, kNN, hybrid, hybrid + rerank) by `SearchService.search` without expansion,
+and score with ir-measures. A document ranks where its best chunk ranks; each leg retrieves
+``100 × ceil(chunks / documents)`` chunks, enough for Recall@100.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""A real Carrag server process on loopback: for the end-to-end tests (browser, CLI ``--url``, docs/api.md)
-and the tools that drive a live server (scripts/screenshots.py).
-
-The server is ``uvicorn carrag.api.main:app_factory`` in a child process, on a socket bound here (``--fd``)
-so the port is known before it starts and nothing else can take it. Its working directory is a
-fresh data directory, and every Carrag setting is removed from its environment, so neither the
-developer's environment nor a `.env` file leaks in; the caller passes the settings it wants.
+"""A real Carrag server process on loopback, for end-to-end tests and scripts: uvicorn in a child on a
+socket bound here (the port is known before it starts), in a fresh data directory, with every Carrag
+setting removed from its environment so nothing leaks in but what the caller passes.
 """
 
 from __future__ import annotations

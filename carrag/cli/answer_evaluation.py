@@ -1,9 +1,4 @@
-"""What `carrag eval-answers` prints: progress bars, then per question set one row of scores per answer
-mode and the accuracy of each kind of question.
-
-The work lives in `carrag/bench/answer_runner.py` and `carrag/bench/answer_scoring.py`; the question
-sets (development and validation, split by document) in `carrag/bench/answer_questions.py`.
-"""
+"""What `carrag eval-answers` prints: progress, then per question set a row of scores per answer mode."""
 
 from __future__ import annotations
 
@@ -19,7 +14,8 @@ from rich.table import Table
 
 from carrag.bench.answer_questions import PARTS, Question, load_questions
 from carrag.bench.answer_runner import AnswerEvalReport, answer_eval_settings, evaluate_answers, parse_answer_modes
-from carrag.cli.evaluation import RichEvalProgress, _fail, _progress, _quiet_logs, console
+from carrag.cli.evaluation import RichEvalProgress, _fail, _quiet_logs, console
+from carrag.cli.output import progress_bars
 from carrag.services.container import build_container
 from carrag.services.errors import CarragError, InvalidInput
 from carrag.services.settings import Settings
@@ -99,7 +95,7 @@ def run_eval_answers_command(
                 write_json(reports | {name: report}, json_out)
 
         try:
-            with _progress() as progress:
+            with progress_bars(console, transient=False) as progress:
                 return await evaluate_answers(
                     container,
                     questions,

@@ -1,14 +1,6 @@
-"""One small client interface over Carrag, with two implementations the CLI commands share:
-
-- `LocalClient` opens the store and models in this process (the same composition root the server
-  uses, `carrag.services.container.build_container`), for use without a server;
-- `HttpClient` talks to a running server (``--url``), ingesting through the async jobs API.
-
-Both return the API's wire types (`carrag.api.schemas`): the local client validates them from the
-services' domain objects, the HTTP client from the server's JSON, so every command is written once.
-Failures of either kind surface as `ClientError`, carrying the HTTP status the API would answer with.
-This module holds the interface and what both share; the two implementations are `local_client.py`
-and `http_client.py`.
+"""The client interface the CLI commands share: `LocalClient` (`local_client.py`, the store in this
+process) and `HttpClient` (`http_client.py`, a running server). Both return the API's wire types and
+raise `ClientError` with the HTTP status the API would answer, so every command is written once.
 """
 
 from __future__ import annotations

@@ -15,12 +15,13 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from carrag.bench.beir import load_beir
 from carrag.bench.bench import BenchConfig, BenchReport, run_bench
 from carrag.bench.runner import MEASURES, MODE_LABELS, EvalReport, eval_settings, evaluate, parse_modes
+from carrag.cli.output import progress_bars
 from carrag.services.container import build_container
 from carrag.services.errors import CarragError
 from carrag.services.llms.extractive import ExtractiveLLM
@@ -41,17 +42,6 @@ class RichEvalProgress:
 
     def advance(self, phase: str, amount: int = 1) -> None:
         self.progress.advance(self.tasks[phase], amount)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
 
 
 def _fail(message: str) -> typer.Exit:
@@ -103,7 +93,7 @@ def run_eval_command(
             existing = await container.store.count_chunks()
             if existing:
                 console.print(f"{store_path} already holds {existing} chunks: re-running the queries only.")
-            with _progress() as progress:
+            with progress_bars(console, transient=False) as progress:
                 return await evaluate(
                     container, dataset, mode_names, progress=RichEvalProgress(progress), ingest=not existing
                 )
@@ -134,6 +124,13 @@ def run_eval_command(
 # --- bench -----------------------------------------------------------------------------------------------
 def _ms(value: float) -> str:
     return f"{value:.1f}"
+
+
+def _figures_table(title: str, *columns: str) -> Table:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, justify="right")
+    return table
 
 
 def bench_tables(report: BenchReport) -> list[Table]:
@@ -169,8 +166,8 @@ def bench_tables(report: BenchReport) -> list[Table]:
     head.add_row("raw embedder, same chunks (interleaved)", f"{raw['chunks_per_second']} chunks/s", "")
     head.add_row("pipeline / raw embedder", f"{ingest['pipeline_over_raw']:.2f}", "")
 
-    queries = Table(title="POST /search (top_k 5, hybrid, no generation), ms")
-    for column in (
+    queries = _figures_table(
+        "POST /search (top_k 5, hybrid, no generation), ms",
         "chunks",
         "search p50",
         "search p95",
@@ -181,8 +178,7 @@ def bench_tables(report: BenchReport) -> list[Table]:
         "open + first query",
         "disk MB",
         "peak RSS MB (serving; anon)",
-    ):
-        queries.add_column(column, justify="right")
+    )
     for figures in report.queries:
         rerank = (
             f"{_ms(figures.search_rerank.p50)} / {_ms(figures.search_rerank.p95)}" if figures.search_rerank else "n/a"
@@ -201,8 +197,8 @@ def bench_tables(report: BenchReport) -> list[Table]:
         )
     tables = [head, queries]
     if report.states:
-        states = Table(title="The store while documents arrive and change (POST /search, E = query embedding), ms")
-        for column in (
+        states = _figures_table(
+            "The store while documents arrive and change (POST /search, E = query embedding), ms",
             "state",
             "chunks",
             "queries",
@@ -213,8 +209,7 @@ def bench_tables(report: BenchReport) -> list[Table]:
             "kNN alone p50",
             "rows waiting",
             "peak RSS MB",
-        ):
-            states.add_column(column, justify="right")
+        )
         for state in report.states:
             states.add_row(
                 state.state,
@@ -230,11 +225,10 @@ def bench_tables(report: BenchReport) -> list[Table]:
             )
         tables.append(states)
     if report.peers:
-        peers = Table(
-            title="kNN leg against peers: same chunks, vectors, changes and query vectors (p50 ms; ratio to Carrag)"
+        peers = _figures_table(
+            "kNN leg against peers: same chunks, vectors, changes and query vectors (p50 ms; ratio to Carrag)",
+            *("chunks", "state", "store", "p50", "p95", "queries", "ratio", "nDCG@10"),
         )
-        for column in ("chunks", "state", "store", "p50", "p95", "queries", "ratio", "nDCG@10"):
-            peers.add_column(column, justify="right")
         for row in report.peers:
             mine = next(r for r in report.peers if (r.chunks, r.state, r.store) == (row.chunks, row.state, "carrag"))
             peers.add_row(

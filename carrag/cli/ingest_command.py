@@ -13,14 +13,14 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import TaskID
 
 from carrag.api.schemas.ingest import IngestResponse
 from carrag.cli.client import CarragClient, ClientError, IngestSettings, ProgressCallback, all_documents
 from carrag.cli.filters import Meta, metadata_option
 from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
 from carrag.cli.options import ApiKey, AsJson, CollectionOption, Url
-from carrag.cli.output import one_line, plural, print_json
+from carrag.cli.output import one_line, plural, print_json, progress_bars
 from carrag.cli.running import console, run_with_client
 from carrag.services.requests import split_tags
 from carrag.services.vocabulary import ChunkingStrategy
@@ -97,16 +97,7 @@ async def ingest_all(
     ]
     jobs += [(link, functools.partial(client.ingest_url, link, options)) for link in resolved.urls]
 
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    ) as progress:
+    with progress_bars(console) as progress:
         overall = progress.add_task("sources", total=len(jobs))
         for name, start in jobs:
             current = progress.add_task(f"{one_line(name, 40)}: queued", total=None)

@@ -1,13 +1,7 @@
-"""What ``carrag ingest`` was asked to ingest: files, globs and URLs, resolved against the working
-directory; and which stored documents ``--prune`` removes.
-
-A file's source id is its path relative to the folder the argument names (its *base*): a directory
-argument is its own base, a glob's base is its path before the first wildcard (``docs/**/*.md`` →
-``docs``), and a single file's base is the folder it is in, so its source id is its file name — what
-the web UI and ``curl -F file=@…`` send. The same file ingested either way is one source, the id is
-the same from any working directory, and it is never absolute and never holds ``..``. Two files of
-one run with the same source id (``a/README.md`` and ``b/README.md`` named one by one) would replace
-each other: the second is refused, naming the folder to ingest them from.
+"""What ``carrag ingest`` was asked to ingest (files, globs, URLs) and which documents ``--prune`` removes.
+A file's source id is its path relative to its argument's base (a directory, a glob's part before the
+first wildcard, or a single file's folder), so it is the same from any working directory and a single
+file's id is its name, as the UI sends. Two files of one run with the same id are refused.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The ``carrag`` command line: the typer app and its entry point (`main`).
-
-Every command but ``serve`` works either on the local store directly (the default: the same
-composition root as the server, from the same settings) or against a running server (``--url``,
-with ``--api-key`` when the server has API_KEYS). Both go through `carrag.cli.client.CarragClient`, so each
-command is written once, and `carrag.cli.running.run_with_client` runs it. The larger commands live in
-their own modules (`ingest_command`, `questions`: query and search, `documents`, `collections`); this
-one registers them, in the order `carrag --help` lists them, and holds the small ones.
+"""The ``carrag`` command line: the typer app, its small commands, and the larger ones registered from
+their modules in the order ``carrag --help`` lists them. Every command but ``serve`` works on the local
+store or, with ``--url``, against a running server, through one `CarragClient`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""How CLI commands print data: one description of the columns, three renderings.
-
-- On a terminal: a rich table that fits the terminal's width. Every column stays on one line; long
-  cells are cut with an ellipsis (never wrapped a few characters a line), at their end or, for paths,
-  at their start so the part that tells them apart stays; ids are shortened to their first `SHORT_ID`
-  characters, which `carrag documents show|delete` accept back as a prefix. Columns that matter less
-  are left out of narrow terminals.
-- Not on a terminal (a pipe, a file, a script): tab-separated lines, a header line first, full
-  values (whole ids, whole timestamps), tabs and newlines inside a value turned into spaces, so
-  ``cut -f1`` and ``awk -F'\\t'`` work.
-- ``--json``: the API's own JSON for the same data (`carrag.api.schemas`), so a script sees the
-  same shape from the CLI as from HTTP.
-
-Rich decides what is a terminal: ``TTY_COMPATIBLE=1`` forces tables into a pipe (``| less -S``),
-``TTY_COMPATIBLE=0`` forces plain lines; ``COLUMNS`` sets the width.
+"""How CLI commands print data, from one description of the columns: a rich table fitted to the terminal
+(cells cut, not wrapped; ids shortened to `SHORT_ID`, which the commands accept back), tab-separated
+lines with full values when not on a terminal, or ``--json`` with the API's own shapes.
+``TTY_COMPATIBLE`` and ``COLUMNS`` override rich's detection.
 """
 
 from __future__ import annotations
@@ -30,6 +19,7 @@ from rich import box
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 SHORT_ID = 8
@@ -283,3 +273,11 @@ def readable_paragraphs(text: str) -> list[str]:
             paragraphs.append(line)
         joining = not raw.lstrip().startswith(("|", "#"))
     return paragraphs
+
+
+def progress_bars(out: Console, *, transient: bool = True) -> Progress:
+    """Description, bar, done/total and time elapsed. Transient bars (a spinner first) show on a terminal
+    only; the others stay as the record of a long run."""
+    spinner = [SpinnerColumn()] if transient else []
+    columns = [*spinner, TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    return Progress(*columns, console=out, transient=transient, disable=transient and not out.is_terminal)

@@ -1,11 +1,7 @@
 """`carrag query` (the answer as it streams, then how it was made and its sources) and `carrag search`
-(the best passages: on a terminal each with a few readable lines of the chunk that matched, otherwise
-one tab-separated row each).
-
-What the terminal shows of an answer: checked text as it arrives (extract, refusals, and `auto`, which
-the server sends only once checked), word-wrapped to the terminal. A `generate` answer streams the
-model's raw text under a "Draft" label, then the checked answer follows with each sentence no source
-supports marked (`answers.marking.MARK`)."""
+(the best passages). A `generate` answer streams the model's draft, then the checked answer with
+unsupported sentences marked.
+"""
 
 from __future__ import annotations
 

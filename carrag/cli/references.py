@@ -1,9 +1,6 @@
-"""Documents named the way people name them: `carrag documents show|delete <ref>` take an id, an id
-prefix (the 8 characters the tables show), a source id or a file name. The server resolves the
-reference (``GET /documents?ref=``, `DocumentService.find`), so nothing lists every document here.
-
-Exactly one match is the document; several are an `AmbiguousReference` (exit status 2) listing the
-candidates; none is a not-found error (exit status 1)."""
+"""Documents named the way people name them: an id, an id prefix, a source id or a file name, resolved by
+the server (``GET /documents?ref=``); several matches are an `AmbiguousReference` (exit status 2).
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""`carrag reindex`: re-embed every document with the configured model.
-
-SQLite: the new vectors are built beside the old ones with a progress bar and swapped in at the end
-(interrupt it and run it again: it continues). Elasticsearch: a new index generation, then the
-alias swap. `carrag/services/reindexing.py` does the work; ``POST /admin/reindex`` runs the same.
-"""
+"""`carrag reindex`: re-embed every document with the configured model (`services/reindexing.py`)."""
 
 from __future__ import annotations
 

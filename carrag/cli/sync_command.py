@@ -13,14 +13,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from carrag.api.schemas.jobs import JobOut
 from carrag.cli.client import CarragClient, ClientError, IngestSettings, SyncTarget
 from carrag.cli.filters import Meta, metadata_option
 from carrag.cli.ingest_sources import is_url
 from carrag.cli.options import ApiKey, AsJson, CollectionOption, Url
-from carrag.cli.output import print_json
+from carrag.cli.output import print_json, progress_bars
 from carrag.cli.running import console, run_with_client
 from carrag.services.requests import split_tags
 from carrag.services.sync.crawl import CrawlLimits
@@ -129,16 +128,7 @@ async def follow(
 async def run_once(
     client: CarragClient, target: SyncTarget, options: IngestSettings, reporter: Console, as_json: bool
 ) -> bool:
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=reporter,
-        transient=True,
-        disable=not reporter.is_terminal,
-    ) as progress:
+    with progress_bars(reporter) as progress:
         task = progress.add_task(f"syncing {target.source}", total=None)
 
         def show(job: JobOut) -> None:

@@ -1,16 +1,9 @@
-"""Who may do what: scoped API keys (API_KEY_SCOPES) and the `Principal` a request acts as.
+"""Who may do what: API_KEYS, optionally limited by API_KEY_SCOPES to named collections and/or to
+reading, and the `Principal` a request acts as.
 
-API_KEYS lists the keys; API_KEY_SCOPES may limit some of them to named collections and/or to
-reading. A key not named there (and every request when API_KEYS is unset) has full access.
-The services check a `Principal` wherever they touch a collection:
-
-- a collection outside the key's scope, named in the request or defaulted to → 403 (`Forbidden`);
-- a document (or job) in a collection the key may not read → 404, as if it did not exist;
-- listings show only what the key may read;
-- a read-only key may change nothing (403); collection management and /admin need full access.
-
-Scopes name collections, not their ids: renaming a collection takes it out of the scopes that
-named it until API_KEY_SCOPES is changed too (failing closed).
+Outside the key's scope a named collection is a 403 and a document or job a 404 (as if it did not
+exist); listings show only what the key may read. Scopes name collections, not ids, so a renamed
+collection leaves the scopes that named it (failing closed).
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Tools for agents (seed 000's ``search_documents``): the `/search` code path, answered as text.
-
-``search_documents`` returns one block per passage, best first, separated by ``\\n\\n---\\n\\n``::
-
-    [Source: manuals/f150.pdf | Score: 0.872 | Page: 3]
-    <the passage: the winning chunk widened with its neighbours>
-
-The score shown is the most meaningful one the search produced for that passage: the cross-encoder
-score when the results were reranked, otherwise the chunk's kNN cosine similarity (seed 000's
-"1 - distance") when the semantic leg found it, otherwise its fused RRF score (a BM25-only hit).
+"""Tools for agents: ``search_documents`` runs the `/search` path and answers one block per passage,
+``[Source: … | Score: … | Page: …]`` then the passage. The score is the rerank score, else the kNN
+cosine, else the fused RRF score.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Collections (knowledge bases): create, list, rename, delete, and turning the names callers give
-into the collections the store knows (`resolve`).
-
-Every document belongs to exactly one collection; ``default`` always exists, takes whatever arrives
-without a collection, and can be neither renamed nor deleted. Names are what callers see and type;
-documents and chunks carry the collection's stable id, so a rename rewrites nothing.
+"""Collections: create, list, rename, delete, and resolving the names callers give. ``default`` always
+exists and can be neither renamed nor deleted; documents carry the collection's stable id, so a rename
+rewrites nothing.
 """
 
 from __future__ import annotations

@@ -96,9 +96,5 @@ class NotRetryable(DependencyUnavailable):
     model, a rejected request, or the adapter has already retried): callers that retry give up (503)."""
 
 
-class IngestCancelled(CarragError):
-    """An ingest job was cancelled; nothing of it was stored."""
-
-
 class Forbidden(CarragError):
     """403: the API key may not do this (API_KEY_SCOPES: another collection, or read-only)."""

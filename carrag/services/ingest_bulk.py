@@ -1,8 +1,5 @@
-"""Bulk ingestion (`IngestionService.ingest_many`): many documents at once, their chunks embedded together.
-
-Each document still goes through the whole pipeline and is written in its own atomic step; only the
-embedding calls are shared (`carrag/services/embedders/coalescing.py`), which is what makes bulk loads
-of many small documents run at the embedder's full speed.
+"""Bulk ingestion (`IngestionService.ingest_many`): each document goes through the whole pipeline and is
+written in its own atomic step; only the embedding calls are shared (`embedders/coalescing.py`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The ingestion pipeline (seed 001): parse → auto-tag → chunk → embed → store.
-
-File uploads and URLs converge after parsing (`ingest_reading.py` reads them). Nothing reaches the store
-until every chunk has a vector; the store then writes the document in one atomic step (replacing an older
-version of the same source), so a failure or cancellation at any stage leaves no partial document. Many
-documents at once share their embedding calls (`ingest_bulk.py`).
+"""The ingestion pipeline: parse → auto-tag → chunk → embed → store. Nothing reaches the store until every
+chunk has a vector; the store then writes the document in one atomic step, so a failure or cancel at any
+stage leaves no partial document.
 """
 
 from __future__ import annotations
@@ -82,9 +79,6 @@ class IngestResult:
     replaced_document_id: str | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     collection: str = DEFAULT_COLLECTION  # the name of the collection it went into
-
-
-IngestOptions = IngestCommand  # the former name; other open branches still use it. Remove once they have merged.
 
 
 def embedding_input(chunk: Chunk, document: ParsedDocument) -> str:
@@ -334,16 +328,7 @@ class IngestionService:
             if updated is not None:
                 existing, status = updated, IngestStatus.UPDATED
             self._report(status, timings)
-            return IngestResult(
-                document_id=existing.document_id,
-                filename=existing.filename,
-                chunk_count=existing.chunk_count,
-                tags=existing.tags,
-                status=status,
-                source_id=source_id,
-                timings_ms=timings,
-                collection=collection.name,
-            )
+            return _stored_result(existing, status, source_id, timings, collection)
         if self.settings.allow_duplicates:
             return None
         twin = await self.store.find_by_content_hash(digest, collection.collection_id)
@@ -355,16 +340,7 @@ class IngestionService:
         )
         # the upload's tags and metadata still reach the content: added to the document holding it
         twin = await self._add_metadata(twin, user_tags, options.metadata) or twin
-        return IngestResult(
-            document_id=twin.document_id,
-            filename=twin.filename,
-            chunk_count=twin.chunk_count,
-            tags=twin.tags,
-            status=IngestStatus.DUPLICATE,
-            source_id=twin.source_id,
-            timings_ms=timings,
-            collection=collection.name,
-        )
+        return _stored_result(twin, IngestStatus.DUPLICATE, twin.source_id, timings, collection)
 
     async def _chunk(self, parsed: ParsedDocument, options: IngestCommand) -> tuple[list[Chunk], dict[str, Any]]:
         """The document's chunks, and how they were cut (recorded in the document's metadata)."""
@@ -411,6 +387,22 @@ class IngestionService:
             else:
                 return current, await self.model_change.ingest_plan(stored, current)
         return current, None
+
+
+def _stored_result(
+    document: DocumentRecord, status: IngestStatus, source_id: str, timings: dict[str, float], collection: Collection
+) -> IngestResult:
+    """The result of an ingest that found its content stored already, in ``document``."""
+    return IngestResult(
+        document_id=document.document_id,
+        filename=document.filename,
+        chunk_count=document.chunk_count,
+        tags=document.tags,
+        status=status,
+        source_id=source_id,
+        timings_ms=timings,
+        collection=collection.name,
+    )
 
 
 def _document_record(

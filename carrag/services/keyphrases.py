@@ -1,20 +1,6 @@
-"""Key phrases of a document for its tags: YAKE over the document's own language, then a filter
-that every tag (keyword or LLM) passes.
-
-- Language: py3langid (a small offline model inside the package) on the first few thousand
-  characters. YAKE's stop-word list for that language (it ships 34) is used for extraction; for a
-  language without a list, the English one.
-- Placeholder text: paragraphs that are mostly *lorem ipsum* vocabulary are dropped first, so a
-  template's filler does not become its topic.
-- Extraction: YAKE (Campos et al., 2020; statistical, no model) scores 1- to 3-word candidates
-  from their position, frequency, casing and context; multi-word terms and capitalised names get
-  a bonus on top, and a candidate contained in a better one is dropped.
-  Candidates never span a line break.
-- Validation (`acceptable_tag`): a tag must hold a letter, be at most `MAX_TAG_LENGTH` characters,
-  carry no markup or address and no site-chrome word ("toggle", "navigation"), must not start or
-  end with a stop word of the document's language or of English or with a filler word (generic
-  words such as "nothing", "find", "heading", "page", "main", "contents"), and must not consist
-  only of such words.
+"""Key phrases of a document for its tags: YAKE (statistical, no model) in the document's language
+(py3langid; YAKE's stop words for it, else English), then `acceptable_tag`, the filter every tag passes.
+Mostly-*lorem ipsum* paragraphs are dropped first, so a template's filler does not become its topic.
 """
 
 from __future__ import annotations
@@ -24,7 +10,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from carrag.services.tag_word_lists import CHROME_WORDS, FILLER_WORDS, LOREM_WORDS
+from carrag.services.stop_words import word_list
 
 MAX_TAG_LENGTH = 40
 SAMPLE_CHARS = 20_000  # of the document, for extraction; language detection reads the first 5,000
@@ -34,6 +20,9 @@ _TOKEN = re.compile(r"[^\W\d_][\w'’\-]*|\d+", re.UNICODE)
 _MARKUP = re.compile(r"[|#*_`<>\[\]{}()=\\/@]|://|\.\w{2,4}$")
 _LINE_BREAK = re.compile(r"(?<![.!?:;,])[ \t]*\n")
 _PARAGRAPH = re.compile(r"\n\s*\n|\n(?=[#\-*|])")
+FILLER_WORDS = word_list("filler")
+CHROME_WORDS = word_list("site_chrome")  # a phrase holding any of them is not a topic
+LOREM_WORDS = word_list("lorem_ipsum")
 
 
 def _stopword_dir() -> Path:

@@ -1,27 +1,12 @@
-"""A change of embedding model while the store still holds the old model's vectors (issue 14, item 5).
+"""A change of embedding model while the store still holds the old model's vectors (R; configured: C).
 
-When the configured embedder (say C) is not the model the store recorded (R), nothing is refused:
-
-- Queries are embedded by R, loaded beside C (`embedders/recorded.py` builds it from the recorded
-  identity and the current settings), and search the live vectors, which are R's until the reindex
-  swaps C's in. Each search asks the store for the recorded identity first (`Store.query_identity`),
-  so the one after the swap embeds with C, in this process or any other opening the file later. A
-  search whose kNN leg straddles the swap (query embedded by R, vectors already C's) sees that in the
-  model its hits are of (`VectorHits.model`) or in the recorded identity, and runs that leg again.
-- When R cannot be built (an unknown identity, a server that is gone), searches answer from the
-  lexical (BM25) leg alone and say so (`QueryEmbedder.note`, the ``degraded`` field of /search, a
-  warning in the log) until the swap.
-- Ingestion on SQLite (`PendingChangeWrite`): a document is embedded by R for its live vectors and,
-  once a reindex towards C has begun, by C too, its C vectors written beside in the same transaction
-  (so the reindex never has to come back for it, however much is ingested meanwhile). If the swap
-  happened between embedding and writing, C's vectors go live instead. When R cannot be built, an
-  ingest is refused (409, `ModelChangePending`) until the swap: a chunk without a vector of the live
-  model could not be searched correctly by that model later.
-- Nothing starts the reindex by itself: `carrag reindex` or ``POST /admin/reindex`` (a changed setting
-  can be a mistake, and re-embedding a large store with a hosted model costs money).
-
-Elasticsearch replicas get the query side (a replica configured with the new model serves the old
-index until the alias moves); ingestion there keeps the 409 until the reindex has swapped the alias.
+Queries are embedded by R, built beside C (`embedders/recorded.py`), until the reindex swaps C's
+vectors in; each search reads the recorded identity first, and a kNN leg that straddles the swap runs
+again. When R cannot be built, searches answer from BM25 alone and say so (``degraded``). On SQLite an
+ingest embeds with R and, once a reindex towards C has begun, with C too, written in the same
+transaction (`PendingChangeWrite`); without R, or on Elasticsearch, ingests are refused (409) until
+the swap. Nothing starts the reindex by itself: a changed setting can be a mistake, and re-embedding
+with a hosted model costs money.
 """
 
 from __future__ import annotations

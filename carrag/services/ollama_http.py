@@ -1,5 +1,5 @@
-"""What the Ollama adapters (embedder and LLM) share: clear errors from error responses, and the
-health check (server reachable, model pulled)."""
+"""What the Ollama adapters (embedder and LLM) share: the client, clear errors from error responses and
+unreachable servers, and the health check (server reachable, model pulled)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,36 @@ import httpx
 
 from carrag.services.errors import DependencyUnavailable, UpstreamError
 from carrag.services.models import ComponentHealth
+
+
+class OllamaAdapter:
+    provider = "ollama"
+    component = ""  # "embedder" or "llm", in errors and health
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        timeout: float = 120.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url, timeout=httpx.Timeout(timeout, connect=10.0), transport=transport
+        )
+
+    def unreachable(self, exc: httpx.TransportError) -> DependencyUnavailable:
+        if isinstance(exc, httpx.TimeoutException):
+            return DependencyUnavailable(self.component, f"Ollama at {self.base_url} timed out")
+        return DependencyUnavailable(self.component, f"cannot reach Ollama at {self.base_url}: {exc}")
+
+    async def health(self) -> ComponentHealth:
+        return await ollama_health(self._client, self.component, self.model)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
 
 
 async def ollama_health(client: httpx.AsyncClient, component: str, model: str) -> ComponentHealth:

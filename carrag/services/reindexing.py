@@ -1,17 +1,9 @@
 """Re-embedding the whole store with the configured model (`carrag reindex`, ``POST /admin/reindex``).
 
-- SQLite (`stores/sqlite_reindex.py`): the new vectors are built beside the live ones in batches,
-  each committed, so an interrupted run (even ``kill -9``) continues where it stopped when started
-  again; then one transaction swaps them in and records the new model. Chunks written during the
-  run are picked up by another pass before the swap.
-- Elasticsearch (`stores/elasticsearch/reindex.py`): the next index generation, then the alias swap.
-
-Until the swap, searches are answered from the old vectors, with queries embedded by their model:
-a process configured with another model loads the store's beside it (`services/model_change.py`),
-or answers from BM25 alone when it cannot; documents ingested meanwhile are embedded by both.
-
-One reindex at a time per process (`Reindexer`); the route starts it in the background and reports
-its progress, the CLI runs it in the foreground with a progress bar.
+SQLite builds the new vectors beside the live ones in committed batches (an interrupted run continues
+where it stopped), then swaps them in one transaction; Elasticsearch builds the next index generation
+and moves the alias. Until the swap, searches use the old model (`model_change.py`). One reindex at a
+time per process.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""What callers ask the services for, built and validated once against the settings.
-
-Every entry point (HTTP, the OpenAI-compatible API, MCP, the CLI) turns its input into a
-`SearchQuery` (an `AnswerQuery` wraps one) or `IngestCommand` through `RequestFactory`, so the limits
-(MAX_QUESTION_CHARS, MAX_TOP_K, chunk overlap), the defaults (DEFAULT_TOP_K) and the normalisation of
-tags and source filters are written once. The services take these types and trust them. A document's
-own tags, title and metadata have one check each (`user_tags`, `user_title`, `user_metadata`), used by
-every ingest, by PATCH (`DocumentService.update_metadata`) and by the wire schemas.
+"""What callers ask the services for (`SearchQuery`, `AnswerQuery`, `IngestCommand`), built and validated
+against the settings once by `RequestFactory`, whatever the entry point (HTTP, OpenAI API, MCP, CLI).
+A document's own tags, title and metadata have one check each, shared by ingest, PATCH and the wire schemas.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""Auto-tagging (seed 001 step 3.5): up to five short lowercase tags per document.
-
-Two taggers share one contract:
-- `LLMTagger` sends the filename and the first ``TAGGING_CONTENT_CHARS`` characters to the LLM with
-  ``TAGGING_PROMPT`` and parses its comma-separated reply; replies that are stop words or filler
-  in the document's language are dropped (`keyphrases.acceptable_tag`).
-- `KeywordTagger` is the deterministic fallback for the embedded default, where the bundled 135M
-  model cannot follow the prompt: vehicle make, model and year when present (from the filename
-  first, then the text; seed 001), the document type from telltale phrases, then key phrases
-  (YAKE in the document's own language, `keyphrases.py`). Documented in docs/architecture.md.
-
-Tagging never blocks ingestion: any failure is logged and yields no auto-tags.
+"""Auto-tagging: up to five short lowercase tags per document. `LLMTagger` asks the LLM; `KeywordTagger`
+is the deterministic fallback for the embedded default, whose 135M model cannot follow the prompt
+(vehicle make, model and year, the document type, then key phrases). Tagging never blocks ingestion.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The words Carrag's requests and answers are made of, defined once.
-
-Settings, services, wire schemas (`carrag/api/schemas`) and CLI options all take their choices from
-here. Each is a ``StrEnum``: a member equals its string value, so JSON, environment variables and
-comparisons such as ``state == "done"`` work unchanged.
+"""The words Carrag's requests and answers are made of, defined once as ``StrEnum``s (a member equals its
+string value, so JSON, environment variables and comparisons work unchanged).
 """
 
 from __future__ import annotations

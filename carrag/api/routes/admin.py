@@ -1,12 +1,5 @@
-"""POST /admin/reset: empty the store (every document, chunk and the recorded embedding model).
-POST /admin/reindex: re-embed every document with the configured model, in the background;
-GET /admin/reindex: its progress.
-
-After a change of embedding model, reindex keeps the documents and swaps the new vectors in at the
-end (`carrag/services/reindexing.py`; until then the store's old model serves, `services/model_change.py`);
-reset is the quick way out. The CLI's ``carrag reset`` and ``carrag reindex`` do the same.
-Behind API_KEYS like every other route; only a key with full access (not limited by
-API_KEY_SCOPES) may use them.
+"""POST /admin/reset (empty the store), POST /admin/reindex (re-embed with the configured model, in the
+background) and GET /admin/reindex (its progress); full-access keys only.
 """
 
 from __future__ import annotations

@@ -132,17 +132,7 @@ async def ingest_url(
     body: IngestUrlRequest,
     run_async: AsyncFlag = False,
 ) -> IngestResult | JSONResponse:
-    options = requests.ingest(
-        tags=body.tags,
-        source_id=body.source_id,
-        chunking=body.chunking,
-        chunk_size=body.chunk_size,
-        chunk_overlap=body.chunk_overlap,
-        force=body.force,
-        metadata=body.metadata,
-        principal=principal,
-        collection=body.collection,
-    )
+    options = requests.ingest(**body.model_dump(exclude={"url", "crawl"}), principal=principal)
     await collections.resolve(options.collections)
     if body.crawl is not None:
         if body.source_id:

@@ -1,29 +1,11 @@
-"""OpenAI-compatible API: ``GET /v1/models`` and ``POST /v1/chat/completions`` (stream and not).
+"""OpenAI-compatible API: ``GET /v1/models`` and ``POST /v1/chat/completions`` (stream and not), answering
+as a model named ``carrag`` by the ``/query`` path (`AnswerService.stream_answer`).
 
-Chat frontends and SDKs can use Carrag as a model named ``carrag`` that answers from the documents.
-The answer comes from the same path as ``/query`` (`AnswerService.stream_answer`):
-
-- the last message must be the user's question; earlier user/assistant messages are the history;
-- system (and developer) messages are added after Carrag's SYSTEM_PROMPT, never replacing it: the
-  rules that keep the answer to the documents and ask for [Source n] citations always govern;
-- ``max_tokens`` (``max_completion_tokens``; at most LLM_MAX_TOKENS) and ``temperature`` are honoured;
-- extra body fields ``top_k``, ``tags``, ``source``, ``rerank`` tune retrieval, ``answer_mode`` and
-  ``min_relevance`` the answer (see carrag/services/answers/);
-- the passages used come back in an extra ``sources`` field: on the response, or on the first chunk
-  of a stream; ``grounding`` and ``carrag`` (generator model, answer_mode, finish_reason,
-  timings_ms, ...) are on the response or the last chunk. The openai SDK exposes them through
-  ``model_extra``. ``usage`` counts tokens (prompt tokens estimated), always an object as OpenAI
-  clients expect: all 0 when no LLM wrote the answer.
-- a stream in ``auto`` mode sends the answer once it is checked (one content chunk), since an
-  OpenAI stream cannot take back text it already sent;
-- OpenAI clients never read ``grounding``, so when sentences of a generated answer are not supported
-  by the sources, the content ends with a note listing them (`answers.marking.unsupported_note`):
-  appended to the whole answer, or sent as the last content chunk of a stream.
-
-Streams are OpenAI's format: ``data: {chat.completion.chunk}`` lines, then ``data: [DONE]``. An
-error after the stream began is sent as ``data: {"error": {...}}`` (the SDK raises it). Error
-answers carry OpenAI's ``{"error": {"message", "type"}}`` next to Carrag's usual ``detail``, so SDKs
-and frontends show the reason.
+The last message is the question, earlier ones the history; system messages follow Carrag's
+SYSTEM_PROMPT, never replace it. Sources, grounding and Carrag's details ride in extra fields (the SDK's
+``model_extra``). OpenAI clients never read ``grounding``, so unsupported sentences are listed in a
+note at the end of the content, and an ``auto`` stream sends its answer once checked (an OpenAI stream
+cannot take back text). Errors carry OpenAI's ``{"error": {...}}`` beside ``detail``.
 """
 
 from __future__ import annotations

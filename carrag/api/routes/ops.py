@@ -1,9 +1,6 @@
-"""Operations: liveness, readiness and Prometheus metrics.
-
-- ``GET /health/live``: the process is up and serving; calls nothing, always 200.
-- ``GET /health/ready``: 200 only when the store and the embedder are usable and the service is
-  not shutting down; otherwise 503 with the reasons. (``GET /health`` stays the detailed report.)
-- ``GET /metrics``: Prometheus text format. Behind API_KEYS like the API, unless METRICS_PUBLIC.
+"""Operations: ``GET /health/live`` (always 200), ``GET /health/ready`` (503 with the reasons when the
+store or embedder is unusable or shutdown has begun) and ``GET /metrics`` (behind API_KEYS unless
+METRICS_PUBLIC).
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""POST /query (whole answer) and POST /query/stream (Server-Sent Events).
-
-Stream events, in order: ``sources`` (JSON list), ``token`` (one text delta each, never cumulative),
-then ``done`` (model, duration_ms, timings_ms, the final ``answer``, answer_mode, requested_mode,
-fallback_reason, answerable, finish_reason, grounding, highlights per source) — or ``error`` if
-generation fails after streaming began. Failures before the first event are ordinary HTTP errors.
+"""POST /query (whole answer) and POST /query/stream (SSE: ``sources``, ``token`` deltas, then ``done``
+with the final answer and how it was made, or ``error`` if generation fails after streaming began).
 """
 
 from __future__ import annotations

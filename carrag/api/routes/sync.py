@@ -34,14 +34,6 @@ router = APIRouter(prefix="/sync", tags=["ingest"], route_class=JsonBodyRoute)
 async def sync_folder(
     container: ContainerDep, requests: RequestsDep, principal: PrincipalDep, body: SyncRequest
 ) -> JSONResponse:
-    command = requests.ingest(
-        tags=body.tags,
-        chunking=body.chunking,
-        chunk_size=body.chunk_size,
-        chunk_overlap=body.chunk_overlap,
-        metadata=body.metadata,
-        principal=principal,
-        collection=body.collection,
-    )
+    command = requests.ingest(**body.model_dump(exclude={"path", "globs"}), principal=principal)
     job = await container.sync.sync_folder(body.path, command, body.globs, allowed_roots=container.settings.sync_roots)
     return accepted(job)

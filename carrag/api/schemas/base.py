@@ -1,8 +1,5 @@
-"""The base of every wire type (Polar's ``kit/schemas.py`` pattern).
-
-Services return domain objects (dataclasses); routes return them under ``response_model`` and
-FastAPI validates them into these schemas by attribute (``from_attributes``). The CLI's HTTP client
-validates the same schemas from JSON, so one declaration serves both directions.
+"""The base of every wire type: routes validate the services' dataclasses into it by attribute
+(``from_attributes``) and the CLI's HTTP client validates it from JSON, so one declaration serves both.
 """
 
 from __future__ import annotations

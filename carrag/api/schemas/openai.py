@@ -1,9 +1,6 @@
-"""The subset of OpenAI's Chat Completions and Models API that Carrag speaks (`carrag/api/routes/openai_compat.py`).
-
-Requests accept (and ignore) OpenAI parameters that make no sense for a document-grounded answer
-(tools, logprobs, ...), so frontends that send them still work. Carrag's own knobs ride along as
-extra body fields (``extra_body`` in the openai SDK): ``top_k``, ``tags``, ``source``, ``rerank``,
-``answer_mode``, ``min_relevance``. ``max_tokens``, ``temperature`` and system messages are honoured.
+"""The subset of OpenAI's Chat Completions and Models API that Carrag speaks. Parameters meaningless for
+a grounded answer (tools, logprobs) are accepted and ignored so frontends that send them still work;
+Carrag's own knobs ride along as extra body fields.
 """
 
 from __future__ import annotations

@@ -68,6 +68,27 @@ class _QuestionBase(Schema):
             filename=self.filename,
         )
 
+    def search_query(
+        self,
+        requests: RequestFactory,
+        principal: Principal,
+        mode: SearchMode = SearchMode.HYBRID,
+        explain: bool = False,
+    ) -> SearchQuery:
+        return requests.search(
+            self.question,
+            top_k=self.top_k,
+            tags=self.tags,
+            source=self.source,
+            rerank=self.rerank,
+            mode=mode,
+            explain=explain,
+            filters=self.metadata_filters(),
+            principal=principal,
+            collection=self.collection,
+            collections=self.collections,
+        )
+
 
 AnswerModeName = Literal["generate", "extract", "auto"]
 
@@ -91,17 +112,7 @@ class QueryRequest(_QuestionBase, AnswerOptions):
     history: list[HistoryMessage] = Field(default_factory=list, max_length=100)
 
     def to_query(self, requests: RequestFactory, principal: Principal = FULL_ACCESS) -> AnswerQuery:
-        search = requests.search(
-            self.question,
-            top_k=self.top_k,
-            tags=self.tags,
-            source=self.source,
-            rerank=self.rerank,
-            filters=self.metadata_filters(),
-            collection=self.collection,
-            collections=self.collections,
-            principal=principal,
-        )
+        search = self.search_query(requests, principal)
         history = [ChatMessage(m.role, m.content) for m in self.history]
         return AnswerQuery(search, history, answer_mode=self.answer_mode, min_relevance=self.min_relevance)
 
@@ -111,19 +122,7 @@ class SearchRequest(_QuestionBase):
     mode: SearchMode = SearchMode.HYBRID
 
     def to_query(self, requests: RequestFactory, principal: Principal = FULL_ACCESS) -> SearchQuery:
-        return requests.search(
-            self.question,
-            top_k=self.top_k,
-            tags=self.tags,
-            source=self.source,
-            rerank=self.rerank,
-            mode=self.mode,
-            explain=self.explain,
-            filters=self.metadata_filters(),
-            principal=principal,
-            collection=self.collection,
-            collections=self.collections,
-        )
+        return self.search_query(requests, principal, self.mode, self.explain)
 
 
 class Explain(Schema):

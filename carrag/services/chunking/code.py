@@ -1,16 +1,7 @@
-"""Code chunking: split source files on their structure before their characters.
-
-A block of code is split where a new unit starts at the block's body indentation: after a blank
-line, or at a definition (``def``, ``class``, ``function``, ``export``, SQL ``CREATE``/``SELECT``
-..., a TOML ``[table]``, a decorator) or after a statement that ended with ``;``. A YAML key that opens a
-block starts a unit too. A comment or
-decorator right above a definition stays with it. Units still longer than the limit are split the
-same way one indentation level down (a class into its methods), then on blank lines, then on
-lines, and only then on characters. The pieces are merged back up to the limit with overlap, like
-every strategy (`spans.py`), so small neighbouring functions share a chunk.
-
-Each chunk's `section` is the path of definitions that enclose its start, e.g.
-``class IngestionService > async def ingest_file``.
+"""Code chunking: split at new units at the block's body indentation (after a blank line, a definition,
+a ``;`` statement, a YAML block key), keeping comments and decorators with their definition; longer units
+one indentation level down, then by lines, then characters; merged back like every strategy. A chunk's
+`section` is the path of definitions enclosing its start.
 """
 
 from __future__ import annotations

@@ -1,11 +1,4 @@
-"""Fixed-size character windows with overlap (seed 000 ``strategy: fixed``).
-
-Window *k* starts at ``k × (size − overlap)`` and is ``size`` characters long; the last window is
-the first one that reaches the end of the text. Windows cut through words and sentences — that is
-the point of the strategy (predictable sizes for logs, code, tables). Windows that are only
-whitespace are skipped and the others are trimmed of surrounding whitespace, so a chunk may be
-shorter than ``size``.
-"""
+"""Fixed-size character windows with overlap; whitespace-only windows are skipped and the rest trimmed."""
 
 from __future__ import annotations
 

@@ -1,19 +1,9 @@
-"""Markdown chunking by headers (seed 004: "split Markdown by headers with a character-based
-fallback; each chunk stores its section title").
+"""Markdown chunking by ATX headers (CommonMark; never inside fenced code; setext headers are not read).
 
-ATX headers (``#`` to ``######``, CommonMark rules: up to three leading spaces, a space or the end
-of the line after the hashes, an optional closing ``#`` run) start a new section; lines inside
-fenced code blocks (three or more backticks or tildes, closed by a fence of the same character at
-least as long; an unclosed fence runs to the end) are never headers. Setext headers (underlined
-with ``===``) are not recognised.
-
-Every chunk lies inside one section and carries that section's header path in `Chunk.section`,
-e.g. ``Install > Linux``, in the words a reader sees (``The _Black_ code style`` is ``The Black code
-style``: inline Markdown read by markdown-it); text before the first header has no section. A header with no text of
-its own before a deeper header is kept with that subsection (so ``# Install`` is not a chunk on
-its own; if the joined section is split, a piece holding only the parent header carries the
-parent's path). Sections longer than ``size`` are split by the recursive character splitter, with
-overlap inside the section only.
+Every chunk lies in one section and carries its header path in `Chunk.section` (``Install > Linux``), as
+the reader sees it (inline Markdown rendered). A header with no text before a deeper header stays with
+that subsection. Sections longer than ``size`` are split by the recursive splitter, overlapping only
+within the section.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
-"""Recursive character chunking (the default strategy, seed 001 step 4).
-
-Split on the coarsest separator that occurs (``\\n\\n``, ``\\n``, ``. ``, `` ``), recurse into
-pieces still longer than the limit with the next separator, hard-split what no separator can
-break, then merge the small pieces back up to the limit with overlap between consecutive chunks.
-Separators stay attached to the piece before them, so the pieces tile the text exactly.
+"""Recursive character chunking (the default): split on the coarsest separator that occurs, recurse into
+longer pieces with the next, then merge back up to the limit with overlap; separators stay attached,
+so the pieces tile the text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks
+from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
 from carrag.services.chunking.tables import PipeTables
 from carrag.services.models import Chunk, PageSpan
 
@@ -70,3 +68,23 @@ def chunk_recursive(text: str, size: int, overlap: int, page_spans: Sequence[Pag
     tables = PipeTables(text, size)
     atoms = fit_to_headers(text, atomise(text, 0, len(text), size), size, tables)
     return spans_to_chunks(text, merge_atoms(text, atoms, size, overlap, tables), page_spans, tables=tables)
+
+
+def units_between(text: str, breaks: re.Pattern[str]) -> list[Span]:
+    """The spans between matches of ``breaks`` (paragraphs, sentences), trimmed; whitespace-only ones left out."""
+    spans: list[Span] = []
+    position = 0
+    for match in breaks.finditer(text):
+        spans.append(trim_span(text, position, match.start()))
+        position = match.end()
+    spans.append(trim_span(text, position, len(text)))
+    return [(start, end) for start, end in spans if start < end]
+
+
+def merge_units(text: str, units: Sequence[Span], size: int, overlap: int) -> tuple[list[Span], PipeTables]:
+    """Units merged up to ``size`` with overlap, a unit longer than ``size`` split by `atomise` first."""
+    atoms: list[Span] = []
+    for start, end in units:
+        atoms.extend(atomise(text, start, end, size) if end - start > size else [(start, end)])
+    tables = PipeTables(text, size)
+    return merge_atoms(text, fit_to_headers(text, atoms, size, tables), size, overlap, tables), tables

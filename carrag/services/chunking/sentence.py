@@ -1,13 +1,5 @@
-"""Sentence chunking (seed 002).
-
-The text is split after ``.``, ``!`` or ``?`` followed by whitespace. Sentences are accumulated
-while the chunk stays within ``size``; the next chunk starts with up to the last ``overlap``
-characters of the previous one (from a word boundary). A sentence longer than ``size`` is split by
-the recursive character splitter.
-
-As in seed 002, a trailing chunk shorter than ``min_chunk_size`` is merged into the previous chunk
-rather than standing alone. That chunk may then exceed ``size``, by less than ``min_chunk_size``
-(the merge is skipped when it would exceed it by more, e.g. across a long run of blank lines).
+"""Sentence chunking: sentences merged up to ``size`` with overlap. A trailing chunk shorter than
+``min_chunk_size`` joins the previous one, which may then exceed ``size`` by less than ``min_chunk_size``.
 """
 
 from __future__ import annotations
@@ -15,23 +7,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from carrag.services.chunking.recursive import atomise, fit_to_headers
-from carrag.services.chunking.spans import Span, merge_atoms, spans_to_chunks, trim_span
-from carrag.services.chunking.tables import PipeTables
+from carrag.services.chunking.recursive import merge_units, units_between
+from carrag.services.chunking.spans import Span, spans_to_chunks, trim_span
 from carrag.services.models import Chunk, PageSpan
 
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 
 
 def sentence_spans(text: str) -> list[Span]:
-    """Each sentence's span, trimmed of surrounding whitespace; whitespace-only ones left out."""
-    spans: list[Span] = []
-    position = 0
-    for match in SENTENCE_BREAK.finditer(text):
-        spans.append(trim_span(text, position, match.start()))
-        position = match.end()
-    spans.append(trim_span(text, position, len(text)))
-    return [(start, end) for start, end in spans if start < end]
+    return units_between(text, SENTENCE_BREAK)
 
 
 def merge_short_tail(text: str, spans: list[Span], size: int, min_chunk_size: int) -> list[Span]:
@@ -48,10 +32,6 @@ def merge_short_tail(text: str, spans: list[Span], size: int, min_chunk_size: in
 def chunk_sentence(
     text: str, size: int, overlap: int, min_chunk_size: int = 0, page_spans: Sequence[PageSpan] = ()
 ) -> list[Chunk]:
-    atoms: list[Span] = []
-    for start, end in sentence_spans(text):
-        atoms.extend(atomise(text, start, end, size) if end - start > size else [(start, end)])
-    tables = PipeTables(text, size)
-    merged = merge_atoms(text, fit_to_headers(text, atoms, size, tables), size, overlap, tables)
+    merged, tables = merge_units(text, sentence_spans(text), size, overlap)
     spans = merge_short_tail(text, merged, size, min_chunk_size)
     return spans_to_chunks(text, spans, page_spans, tables=tables)

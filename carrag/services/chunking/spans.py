@@ -1,8 +1,5 @@
-"""Shared by every chunking strategy: turn character spans of the text into `Chunk` objects.
-
-All strategies work on ``(start, end)`` offsets into the extracted text rather than on copied
-strings, so ``text[char_start:char_end] == chunk.text`` holds by construction, except that a chunk
-starting inside a Markdown table first repeats the table's header (`tables.py`).
+"""Character spans → `Chunk` objects, shared by every strategy: ``text[char_start:char_end] == chunk.text``
+by construction, except that a chunk starting inside a Markdown table repeats its header (`tables.py`).
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""Markdown pipe tables in a text, so a chunk that starts inside one can repeat its header.
-
-A row read without its column names says little (``| 2.5 | 40 | yes |``): a chunk that begins in
-the body of a table (below the ``| --- |`` delimiter row) starts with that table's header row and
-delimiter row, which count towards the chunk's size. The chunk's span (``char_start``,
-``char_end``) still covers only its own part of the document: ``chunk.text == header +
-text[char_start:char_end]``. Such a chunk starts at a row, not inside one, unless a single row is
-longer than the chunk.
-
-A table is a header row and a delimiter row (GFM: ``| a | b |`` then ``| --- | :-: |``, with as
-many cells), and the body is the lines with a ``|`` that follow, up to a blank line. A header
-longer than half the chunk size is not repeated (it would leave too little room for rows).
+"""Markdown pipe tables, so a chunk starting in a table's body repeats its header and delimiter rows (a
+row says little without its column names). The span still covers only the chunk's own part:
+``chunk.text == header + text[char_start:char_end]``. A header longer than half the chunk size is not repeated.
 """
 
 from __future__ import annotations

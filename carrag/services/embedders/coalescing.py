@@ -1,11 +1,8 @@
 """Dynamic batching across callers: many small ``embed_documents`` calls become a few big ones.
 
-A document of a few chunks makes a batch of a few texts, and the embedding model runs far below its
-throughput on tiny batches. When many documents are ingested together (`IngestionService.ingest_many`)
-each one hands its chunk texts to this coalescer instead; while one batch is being embedded, the
-texts of the documents that reach the embedding stage meanwhile queue up and go out together as the
-next batch, sorted by length so that each model run pads little. Every caller gets back exactly
-its own vectors, in its own order, or the exception of the batch it was part of.
+The model runs far below its throughput on tiny batches, so in a bulk ingest the chunk texts that
+arrive while one batch is embedded queue up and go out together as the next, sorted by length so each
+run pads little. Every caller gets its own vectors in its own order, or its batch's exception.
 """
 
 from __future__ import annotations

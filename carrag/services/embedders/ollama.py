@@ -13,31 +13,16 @@ import httpx
 import numpy as np
 
 from carrag.services.embedders.base import TextKind, l2_normalise
-from carrag.services.errors import DependencyUnavailable, UpstreamError
-from carrag.services.models import ComponentHealth
-from carrag.services.ollama_http import ollama_error, ollama_health
+from carrag.services.errors import UpstreamError
+from carrag.services.ollama_http import OllamaAdapter, ollama_error
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 PREFIXES: dict[TextKind, str] = {"document": "search_document: ", "query": "search_query: "}
 
 
-class OllamaEmbedder:
-    provider = "ollama"
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        timeout: float = 120.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, timeout=httpx.Timeout(timeout, connect=10.0), transport=transport
-        )
-        self._dimension: int | None = None
+class OllamaEmbedder(OllamaAdapter):
+    component = "embedder"
+    _dimension: int | None = None
 
     @property
     def identity(self) -> str:
@@ -54,10 +39,8 @@ class OllamaEmbedder:
         inputs = [PREFIXES[kind] + text for text in texts] if self.uses_prefixes else list(texts)
         try:
             response = await self._client.post("/api/embed", json={"model": self.model, "input": inputs})
-        except httpx.TimeoutException as exc:
-            raise DependencyUnavailable("embedder", f"Ollama at {self.base_url} timed out") from exc
-        except httpx.TransportError as exc:
-            raise DependencyUnavailable("embedder", f"cannot reach Ollama at {self.base_url}: {exc}") from exc
+        except httpx.TransportError as exc:  # timeouts included
+            raise self.unreachable(exc) from exc
         if response.status_code != 200:
             raise ollama_error("embedder", response)
         try:
@@ -69,9 +52,3 @@ class OllamaEmbedder:
         vectors = l2_normalise(np.asarray(embeddings, dtype=np.float32))
         self._dimension = vectors.shape[1]
         return vectors
-
-    async def health(self) -> ComponentHealth:
-        return await ollama_health(self._client, "embedder", self.model)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()

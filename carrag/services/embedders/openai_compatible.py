@@ -1,16 +1,9 @@
-"""Hosted embeddings: any server speaking OpenAI's ``POST {base}/embeddings`` (OpenAI, Azure-style
-gateways, vLLM, llama.cpp's server, LM Studio, Ollama's ``/v1``), with its own base URL, key and model
-(``EMBEDDINGS_*``), separate from the LLM's.
+"""Hosted embeddings from any server speaking OpenAI's ``POST {base}/embeddings`` (``EMBEDDINGS_*``).
 
-- Inputs go out in requests of at most ``max_inputs`` texts; answers are put back in input order by
-  their ``index``.
-- 429 and 5xx answers, timeouts and dropped connections are retried with exponential backoff,
-  honouring ``Retry-After`` (capped); after the last retry the error is `NotRetryable`, so the
-  `EmbeddingService` above does not retry the retries.
-- A refused key (401/403), an unknown model (404) and a rejected request (other 4xx) fail at once
-  with a message naming the setting to check.
-- A server that answers one vector per token (llama.cpp without pooling) is an error, not a
-  silently wrong embedding.
+429, 5xx, timeouts and dropped connections are retried with backoff honouring ``Retry-After``; after
+the last retry the error is `NotRetryable`, so `EmbeddingService` does not retry the retries. Other
+4xx fail at once naming the setting to check. A server answering one vector per token (llama.cpp
+without pooling) is an error, not a silently wrong embedding.
 """
 
 from __future__ import annotations

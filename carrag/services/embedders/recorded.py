@@ -1,19 +1,8 @@
-"""An embedding backend for a model a store recorded (``provider:model[:urlhash]``), built from that
-identity and the current settings, so that a store's old vectors can still be queried while the
-configured model is another one (a model change waiting for, or in the middle of, `carrag reindex`).
-
-What can be built:
-
-- ``local:all-MiniLM-L6-v2``: the packaged ONNX model (or LOCAL_EMBEDDING_MODEL_PATH), whatever
-  EMBEDDER says now;
-- ``ollama:<model>[:urlhash]``: that model on OLLAMA_BASE_URL, when the URL hash (or its absence, for
-  the default URL) says the vectors came from that server;
-- ``openai:<model>[:urlhash]``: that model on EMBEDDINGS_BASE_URL with EMBEDDINGS_API_KEY, on the
-  same condition.
-
-Anything else (a model from another server, an identity from a test or a removed adapter) cannot be
-built: `DependencyUnavailable` says why. Whatever is built is checked against the recorded identity
-(the URL hash included), so a vector is never queried with a look-alike model.
+"""An embedding backend for the model a store recorded (``provider:model[:urlhash]``), so the store's
+old vectors can still be queried while another model is configured (a model change before or during
+`carrag reindex`). ``local``, ``ollama`` and ``openai`` identities are rebuilt from the current
+settings when the URL hash matches; anything else is `DependencyUnavailable`. What is built is checked
+against the recorded identity, so a vector is never queried with a look-alike model.
 """
 
 from __future__ import annotations

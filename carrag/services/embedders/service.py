@@ -1,11 +1,6 @@
-"""What the pipeline calls to embed: batching, an LRU cache and retries, written once above the
-adapters so every backend gets them.
-
-- Texts go to the backend in batches of ``EMBED_BATCH_SIZE`` (seed: 32).
-- Vectors are cached by (model identity, kind, text): a chunk repeated within or across documents
-  is embedded once per process.
-- A failed batch is retried with exponential backoff; if it still fails, the whole call fails and
-  the caller stores nothing (no silently skipped chunks).
+"""What the pipeline calls to embed, above every backend: batches of EMBED_BATCH_SIZE, an LRU cache by
+(model identity, kind, text), and retries with backoff. A batch that still fails fails the whole call,
+so the caller stores nothing rather than skipping chunks.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""Which network addresses URL ingestion may connect to.
-
-Only globally routable unicast addresses are allowed. Refused: loopback, private (RFC 1918, ULA),
-link-local (which holds the 169.254.169.254 cloud metadata service), shared/CGNAT, multicast,
-unspecified, benchmarking, documentation and reserved ranges, and every IPv6 spelling that embeds
-an IPv4 address (IPv4-mapped ``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, 6to4, NAT64
-``64:ff9b::a.b.c.d``, SIIT) is judged by the IPv4 address inside it. The ranges are listed here
-explicitly (IANA special-purpose registries) rather than left to the ``ipaddress`` flags alone,
-whose meaning has shifted between Python versions; the flags stay as a second check.
-
-An operator can allow specific hosts or networks deliberately (``FETCH_ALLOWED_HOSTS``).
+"""Which network addresses URL ingestion may connect to: globally routable unicast only. IPv6 spellings
+that embed an IPv4 address are judged by that address. The ranges are listed explicitly (IANA
+special-purpose registries) because the ``ipaddress`` flags have shifted between Python versions; the
+flags stay as a second check. FETCH_ALLOWED_HOSTS allows chosen hosts or networks.
 """
 
 from __future__ import annotations

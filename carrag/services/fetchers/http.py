@@ -1,14 +1,10 @@
 """URL fetching for ingestion, hardened against server-side request forgery.
 
-For the first request and for every redirect hop: only http/https; the host is resolved once and
-every resolved address must pass `AddressPolicy`; the connection then goes to exactly the address
-that was checked (the URL is rewritten to the IP, with the original ``Host`` header and TLS server
-name), so a second DNS answer cannot swap in a private address. Connections are never reused
-between requests: a pooled TLS connection is keyed by IP and port only, so reuse could carry a
-request for one host over a session whose certificate was checked for another. Redirects, body
-size, total time and content types are capped. Requests to one host are spaced by
-``PER_HOST_DELAY`` seconds. A crawl adds conditional requests and keeps its redirects within the
-site (`FetchOptions`).
+For every hop: http/https only, the host resolved once, every address checked by `AddressPolicy`, and
+the connection made to exactly that address (original ``Host`` header and TLS server name), so a second
+DNS answer cannot swap in a private address. Connections are never pooled: a pooled TLS connection is
+keyed by IP and port, and reuse could carry one host's request over another's session. Redirects, size,
+time and content types are capped; requests to a host are spaced by PER_HOST_DELAY.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
-"""Leases on ingest jobs: how a job's record stays true when the process running it dies, and how a
-cancel request made on another replica reaches that process.
+"""Leases on ingest jobs: how a job's record stays true when its process dies, and how a cancel asked
+on another replica reaches that process.
 
-- The owner (the process running the job) renews the job's lease every JOB_LEASE_RENEW_SECONDS by
-  rewriting the record (state, progress, ``lease_expires_at = now + JOB_LEASE_SECONDS``), and
-  sooner when the job changes stage. Every write is conditional on the revision the owner last saw.
-- A conflict means someone else wrote the record: another replica asking for a cancel (the owner
-  re-reads, keeps the flag and stops the job at once unless it is already writing its document),
-  or a reader that found the lease expired and settled the job as failed (the owner was stalled
-  longer than a lease: it stops the job, unless it is writing, and leaves the verdict).
-- Anyone reading a job whose lease has run out settles it (`settle`): ``failed`` with the reason, or
-  ``cancelled`` if a cancel had been asked for, written under the same condition, so that exactly
-  one verdict is recorded however many replicas read it at once.
-- The owner's final outcome is written over whatever is stored: it is the truth (a stalled owner
-  that was settled as failed but then finished writing its document records ``done``).
-
-Clocks: ``lease_expires_at`` is wall-clock time, so API hosts' clocks must agree to well within
-JOB_LEASE_SECONDS (the same assumption the Elasticsearch version sweep makes).
+The owner renews the lease every JOB_LEASE_RENEW_SECONDS with a write conditional on the revision it
+last saw. A conflict means another replica asked for a cancel (the owner stops the job unless it is
+writing) or settled the job as failed after the lease ran out. Whoever reads an expired job settles it
+under the same condition, so exactly one verdict is recorded; the owner's final outcome overwrites any
+verdict. ``lease_expires_at`` is wall-clock time: hosts' clocks must agree well within JOB_LEASE_SECONDS.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
-"""Asynchronous ingestion: ``POST /ingest/...?async=true`` hands the work to a job and answers 202.
+"""Asynchronous ingestion (``?async=true``, syncs and crawls): the same pipeline and admission as a
+synchronous ingest, run as a job whose record lives in the store, so ``GET /jobs/{id}`` answers on any
+replica and after a restart.
 
-A job runs the same pipeline as a synchronous ingest, with the same admission control (the
-ingestion service waits for a slot: the job stays ``queued`` meanwhile), and records what the pipeline
-reports through `IngestObserver`: its stage, the embedding progress and how long each stage took.
-
-Job records live in the store (`JobRepository`: a table in the SQLite file, an index on
-Elasticsearch), so ``GET /jobs/{id}`` answers on any API replica and after a restart. The process
-running a job holds a lease on it and renews it (`leases.py`); a job whose process died is
-settled as ``failed`` by whoever reads it next (or by the periodic sweep here) once the lease has run
-out. Jobs are not resumed after a restart: an upload's bytes live only in the memory of the process
-that accepted it.
-
-Cancelling: on the process running the job, its asyncio task is cancelled; on any other replica the
-request is recorded in the job's record and the owner stops the job at its next renewal. The
-pipeline writes nothing until its final, atomic ``store.write_document`` call, so a job cancelled (or
-failed, or killed) before that leaves nothing visible. Once that write has begun (state
-``indexing``) the job can no longer be cancelled: it finishes.
-
-Finished jobs are kept for JOB_TTL_SECONDS, and at most JOB_RETENTION of them.
+Jobs are not resumed after a restart (an upload's bytes live only in the accepting process's memory);
+a dead process's jobs are settled as failed once their lease runs out (`leases.py`). The pipeline
+writes nothing before its final atomic ``write_document``, so cancelling before state ``indexing``
+leaves nothing behind; after it, the job finishes.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""An ingest job as the service sees it (`Job`), and as it is stored (a JSON-ready record).
-
-The `Job` object of a running job lives in the process that runs it: it is the pipeline's
-`IngestObserver`, holds the asyncio task, and is the freshest view of the job. Every other process
-(and this one, after a restart) sees the stored record, rebuilt with `Job.from_record`.
+"""An ingest job as the service sees it (`Job`: the running pipeline's `IngestObserver` and its task,
+held by the process that runs it) and as it is stored (a JSON-ready record, read back by
+`Job.from_record` everywhere else).
 """
 
 from __future__ import annotations

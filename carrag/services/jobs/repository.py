@@ -1,18 +1,10 @@
-"""Where ingest-job records live: the `JobRepository` port and its in-memory adapter.
+"""Where ingest-job records live: the `JobRepository` port and its in-memory adapter (the store adapters
+are `stores/sqlite_jobs.py` and `stores/elasticsearch/jobs.py`).
 
-A job record is a JSON-ready dict (`carrag/services/jobs/model.py` writes and reads it). Each stored
-record carries a *revision*, an opaque token that changes with every write: an update names the
-revision it read and fails (returns ``None``) when the record changed meanwhile, so two processes
-never overwrite each other's transitions (the owner's progress, another replica's cancel request,
-a reader marking an expired lease). The adapters:
-
-- `InMemoryJobRepository` (here): for stores without a jobs home (test doubles); one process only.
-- `SqliteJobRepository` (`stores/sqlite_jobs.py`): a ``jobs`` table in the store's database file.
-- `ElasticsearchJobRepository` (`stores/elasticsearch/jobs.py`): a ``<alias>_jobs`` index,
-  updates under ``if_seq_no``/``if_primary_term``.
-
-Fields every adapter queries: ``job_id``, ``state``, ``created_at`` (ISO 8601, sorts as text),
-``lease_expires_at`` (epoch seconds, ``None`` once finished) and ``finished_at`` (epoch seconds).
+Each stored record carries a revision that changes with every write: an update names the revision it
+read and returns ``None`` when the record changed meanwhile, so processes never overwrite each other's
+transitions. Queried fields: ``job_id``, ``state``, ``created_at`` (ISO 8601), ``lease_expires_at``
+and ``finished_at`` (epoch seconds).
 """
 
 from __future__ import annotations

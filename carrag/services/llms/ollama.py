@@ -8,28 +8,14 @@ from collections.abc import AsyncIterator, Sequence
 
 import httpx
 
-from carrag.services.errors import DependencyUnavailable, UpstreamError
-from carrag.services.models import ChatMessage, ComponentHealth
-from carrag.services.ollama_http import ollama_error, ollama_health
+from carrag.services.errors import UpstreamError
+from carrag.services.models import ChatMessage
+from carrag.services.ollama_http import OllamaAdapter, ollama_error
 
 
-class OllamaLLM:
-    provider = "ollama"
+class OllamaLLM(OllamaAdapter):
+    component = "llm"
     capable = True
-
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        timeout: float = 120.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.model = model
-        self.base_url = base_url.rstrip("/")
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, timeout=httpx.Timeout(timeout, connect=10.0), transport=transport
-        )
 
     async def stream(
         self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float
@@ -59,13 +45,5 @@ class OllamaLLM:
                         yield delta
                     if event.get("done"):
                         return
-        except httpx.TimeoutException as exc:
-            raise DependencyUnavailable("llm", f"Ollama at {self.base_url} timed out") from exc
-        except httpx.TransportError as exc:
-            raise DependencyUnavailable("llm", f"cannot reach Ollama at {self.base_url}: {exc}") from exc
-
-    async def health(self) -> ComponentHealth:
-        return await ollama_health(self._client, "llm", self.model)
-
-    async def aclose(self) -> None:
-        await self._client.aclose()
+        except httpx.TransportError as exc:  # timeouts included
+            raise self.unreachable(exc) from exc

@@ -1,10 +1,7 @@
-"""Parsers: bytes of a known format → `ParsedDocument`. `parse_file` picks one by extension.
+"""Parsers: bytes of a known format → `ParsedDocument`; `parse_file` picks one by extension.
 
-Parsers are synchronous and CPU-bound; the pipeline runs them off the event loop. Each parser
-module imports its format library lazily (see `optional.py`), so a missing library only affects
-its own format, with an install hint. Every parser reads within a `ParseBudget` (`budget.py`), and
-its text never holds a lone surrogate (a JSON ``"\ud800"``, an HTML ``&#xD800;``): they become U+FFFD,
-as undecodable bytes do.
+Each parser imports its library lazily (`optional.py`), so a missing one affects only its format, and
+reads within a `ParseBudget` (`budget.py`). Lone surrogates become U+FFFD, as undecodable bytes do.
 """
 
 from __future__ import annotations

@@ -1,15 +1,9 @@
-"""Checks for ZIP-based formats (.docx, .xlsx, .pptx, .odt, .epub) before a library unpacks them.
+"""Checks for ZIP-based formats before a library unpacks them.
 
-A few megabytes of upload can inflate to gigabytes (a "zip bomb"), and the sizes an archive
-declares for its members are the attacker's to choose. So every member is inflated here once, in
-pieces, counting the bytes that actually come out: past ``MAX_ARCHIVE_BYTES`` (or more members than
-``MAX_ARCHIVE_MEMBERS``) the upload is refused with 413 before python-docx, openpyxl and the others
-read it, and memory holds one piece at a time. A damaged member (a bad CRC) is a 400.
-
-The markup among them (XML, XHTML) is what the libraries build whole trees from — about 10 MB of
-memory and 1.5 s per MB of a .docx's XML — so it has its own, smaller budget,
-``MAX_MARKUP_BYTES``; an .xlsx's worksheets are read as a stream (bounded by ``MAX_SHEET_CELLS``)
-and do not count.
+Declared member sizes are the uploader's to choose, so every member is inflated once, in pieces,
+counting the bytes that come out: past MAX_ARCHIVE_BYTES or MAX_ARCHIVE_MEMBERS it is a 413, and a bad
+CRC a 400. The XML members, which libraries build whole trees from, have the smaller MAX_MARKUP_BYTES
+(an .xlsx's streamed worksheets do not count).
 """
 
 from __future__ import annotations

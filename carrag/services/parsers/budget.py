@@ -1,10 +1,5 @@
-"""What a parser may read of one document: the limits, and the error that names the one exceeded.
-
-Each limit is checked on what is actually read — bytes inflated from an archive, pixels of an image
-from its header before it is decoded, cells, elements and attributes, MIME nesting — never on what a
-file declares about itself. Exceeding one is a 413 (too much) or 400 (malformed) naming the setting,
-so no hostile file can hold an ingest slot or take the process's memory. The defaults keep one
-ingest well inside 300 MB of memory above an idle server (docs/security.md, "Parser budgets").
+"""What a parser may read of one document, and the error naming the limit exceeded (413, or 400 for
+malformed input). Each limit is checked on what is actually read, never on what a file declares.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""CSV → text: the rows re-written as comma-separated lines (seed 000: "rows joined with commas and
-newlines").
-
-The file is read with the `csv` module in the dialect sniffed from its start (comma, semicolon,
-tab or pipe), so quoted fields with embedded delimiters or newlines survive; it is written back
-with commas, quoting only the fields that need it. Blank rows are dropped.
+"""CSV → text: rows read in the dialect sniffed from the start (so quoted delimiters and newlines survive)
+and written back with commas; blank rows dropped.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Bytes → text when the declared character set may be wrong, unknown or missing.
-
-Servers and mail clients declare charsets Python has never heard of (``utf8mb4`` from MySQL, ``x-user-defined``,
-typos) or get them wrong. `decode_declared` uses the declared charset only when Python knows it
-and it decodes the bytes cleanly; otherwise a byte-order mark, then strict UTF-8, then statistical
-detection (charset-normalizer) decide, and only as a last resort is UTF-8 decoded with
-replacement characters. It never raises on bad input.
+"""Bytes → text when the declared charset may be wrong, unknown (``utf8mb4``, typos) or missing: the
+declared one if Python knows it and it decodes cleanly, else a BOM, strict UTF-8, charset-normalizer,
+and last UTF-8 with replacement characters. It never raises on bad input.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""DOCX → text with python-docx (seed 000: "paragraphs joined with double newlines").
-
-The body is read in document order, so tables stay where they are: each paragraph is one block,
-each table a block of Markdown rows (``| a | b |``, the first row as header). Heading styles become
-ATX headings (``Heading 2`` → ``## ``) and list paragraphs ``- `` items, which gives the `markdown`
-chunking strategy its section paths. A merged cell's text appears once, in its top-left position.
-Page headers, footers, footnotes, comments and text boxes are not read.
+"""DOCX → text with python-docx in body order: paragraphs as blocks, tables as Markdown rows where they
+stand, heading styles as ATX headings and list paragraphs as ``- `` items (so Markdown chunking gets
+section paths). Headers, footers, footnotes, comments and text boxes are not read.
 """
 
 from __future__ import annotations

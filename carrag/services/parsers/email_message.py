@@ -1,18 +1,8 @@
-"""E-mail (.eml, RFC 5322 / MIME) → Markdown with the standard library's `email` package.
-
-The text is the subject as a ``#`` heading, the ``From``/``To``/``Cc``/``Date`` headers, the body
-(the ``text/plain`` part; the ``text/html`` part through the HTML parser when there is no plain
-one), then each attachment that is itself a supported document under ``## Attachment: <name>``,
-parsed by its own parser (pictures are not read: they are mostly logos). Attached e-mails (``message/rfc822`` parts or ``.eml`` files) are read
-the same way, recursively, up to `MAX_ATTACHMENT_DEPTH` levels; at most `MAX_ATTACHMENTS`
-attachments of at most `MAX_ATTACHMENT_BYTES` each are parsed. Every attachment is listed in the
-metadata with what became of it (parsed, or skipped and why). Charsets that Python does not know
-fall back to detection (`decoding.py`). S/MIME-encrypted bodies are not decrypted.
-
-The standard library's parser recurses into nested parts, so a message nested a thousand levels
-deep would end in a RecursionError. Before it is parsed, the message's lines are scanned once for
-its MIME structure (`mime_depth`: boundaries opened and closed, attached messages); deeper than
-``MAX_EMAIL_NESTING`` is a 400.
+"""E-mail (.eml, MIME) → Markdown with the standard library's `email`: subject as heading, the address
+headers, the body (plain, else HTML), then each supported attachment under ``## Attachment: <name>``
+(recursively, within MAX_ATTACHMENT_DEPTH, MAX_ATTACHMENTS and MAX_ATTACHMENT_BYTES; pictures are not
+read). The parser recurses into nested parts, so the MIME depth is scanned first (`mime_depth`) and
+deeper than MAX_EMAIL_NESTING is a 400. S/MIME bodies are not decrypted.
 """
 
 from __future__ import annotations

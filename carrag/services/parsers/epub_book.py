@@ -1,12 +1,5 @@
-"""EPUB → Markdown: the book's XHTML documents in reading (spine) order, each through the HTML parser.
-
-An EPUB is a ZIP archive: ``META-INF/container.xml`` names the package document (OPF), whose
-``<spine>`` lists the content documents in reading order and whose ``<metadata>`` holds the title
-(``dc:title``), author (``dc:creator``) and language. The standard library's `zipfile` and lxml
-(with entity resolution and network access off) read those; each content document is converted
-by `parse_html` like an uploaded HTML file, so headings stay Markdown headings. Images, styles and
-the navigation files (``toc.ncx``, ``nav.xhtml`` when outside the spine) are not read. Books with
-DRM-encrypted content are refused.
+"""EPUB → Markdown: the spine's XHTML documents in reading order, each through the HTML parser, with the
+OPF's title, author and language (lxml with entities and network off). DRM-encrypted books are refused.
 """
 
 from __future__ import annotations

@@ -1,32 +1,12 @@
-"""Site chrome out of an HTML page: navigation, tables of contents, prev/next bars, sidebars, footers.
+"""Site chrome out of an HTML page (navigation, tables of contents, prev/next bars, sidebars, footers),
+found by the page's structure rather than one generator's class names: landmarks (``nav``, ``aside``,
+``footer``, ARIA roles, forms); regions beside the path from the content root (the deepest container
+holding `ROOT_SHARE` of the text) up to ``<body>``; link-dense blocks (`LINK_DENSITY`, unless they would
+take more than `MAX_LINK_BLOCK_SHARE` of the page: then the page is a list of links); permalink marks in
+headings; and what chrome leaves behind (emptied headings, `ORPHAN_WORDS` labels).
 
-Documentation sites wrap every page in the same furniture — menus, breadcrumbs, "Prev | Up | Next"
-tables, a table of contents, "This Page / Report a Bug" boxes, copyright footers, a ``¶`` after every
-heading. It is not the page's content, and in chunks it crowds answers and tags. It is found by the
-structure of the page, not by the class names of one generator:
-
-1. **Landmarks.** ``<nav>``, ``<aside>``, ``<footer>``, a page-level ``<header>`` without the page's
-   ``<h1>``, ARIA roles of navigation, search, banner and page footer, and form controls.
-2. **The content root.** The deepest container that holds at least `ROOT_SHARE` of the page's text
-   (not counting link text) is where the page's content lives; the other regions of the layout
-   beside the path from it up to ``<body>`` (containers, tables, lists, lone links) are chrome,
-   except a block before it that holds a heading and is not link-dense (a manual page's title
-   block). Paragraphs and headings there stay: they are the document's own flow.
-3. **Link-dense blocks.** A list, table, paragraph or other block whose text is mostly link text
-   (at least `LINK_DENSITY`, with two links or more, one link to a place on the same page such as
-   "Jump to content" or "top", or one link repeated as a block of its own across the page such as
-   "(details)") is navigation: tables of contents, breadcrumbs, language lists,
-   category lists. Headings and preformatted text are never removed this way, and when these blocks
-   would take more than `MAX_LINK_BLOCK_SHARE` of the text the page is a list of links and they stay.
-4. **Anchors in headings.** A link in a heading or definition term whose text has no letter or digit
-   (``¶``, ``#``, ``§``) is a permalink marker.
-5. **What chrome leaves behind.** A heading whose section lost all its text, and a block that lost
-   most of its text and keeps at most `ORPHAN_WORDS` words (the "Table of Contents" label of a removed
-   list), go too; so does a line of preformatted text made only of links ("top - main help file").
-
-The thresholds are the middle of the range that works on the tuning pages of
-`carrag/bench/html_references/` (``python -m carrag.bench.html_extraction --grid``), and are measured
-on its other pages (docs/benchmarks.md, "HTML site chrome").
+The thresholds are the middle of the working range on the tuning pages of `carrag/bench/html_references/`
+(``python -m carrag.bench.html_extraction --grid``) and are measured on its other pages.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
-"""HTML → Markdown of the page's content (seed 000: "HTML → Markdown conversion, scripts/styles
-removed"), for uploaded files and fetched web pages alike.
+"""HTML → Markdown of the page's content, for uploaded files and fetched pages alike: site chrome removed
+by structure (`html_chrome.py`), then markdownify (best against docling's reference conversions), with
+link targets, citation markers, hidden elements and image URLs left out (noise for search).
 
-The site's chrome — navigation, tables of contents, sidebars, footers, permalink marks — is removed
-from the page by its structure (`html_chrome.py`; ``metadata.chrome_removed_share`` is the share of
-the page's text that went), and markdownify converts the rest: headings, lists and tables keep their
-structure, so the `markdown` chunking strategy can use the headings. Link targets are left out
-(``[text](/wiki/...)`` becomes ``text``: URLs are noise for search and for the embedding), and so
-are citation markers such as ``[12]``. markdownify scored best against the docling reference
-conversions (see docs/architecture.md, "Formats", and docs/benchmarks.md, "HTML site chrome").
-
-The character encoding comes from a byte-order mark or ``<meta charset>``; without either, UTF-8
-is tried, then Windows-1252, and only then statistical detection. Hidden elements (``hidden``,
-``display: none``) are dropped, and tables used for page layout are unwrapped into blocks.
-Images become their alt text (their URLs, often ``data:`` blobs, are noise for search), and the
-``<head>`` is not converted. The title is the ``<title>``, else the first ``#`` heading. A
-document nested deeper than `MAX_NESTING_DEPTH` elements falls back to its plain text without
-entering the recursive extractor and converter: deep recursion is never reached, so neither a
-RecursionError nor a finalizer run by the garbage collector at that depth can break a request.
-Before the page is parsed at all, its size is checked (``MAX_MARKUP_BYTES``: the tree and the
-Markdown take about ten times the page), its elements are counted (``MAX_HTML_ELEMENTS``) and so
-are the attributes of any long tag (``MAX_HTML_ATTRIBUTES``: libxml2 compares each attribute with
-all the ones before it, so one element with a million attributes would hold a worker for hours).
+The page is bounded before it is parsed: MAX_MARKUP_BYTES (the tree takes about ten times the page),
+MAX_HTML_ELEMENTS, and MAX_HTML_ATTRIBUTES on long tags (libxml2 compares each attribute with all
+before it). A document nested deeper than `MAX_NESTING_DEPTH` falls back to its plain text, so the
+recursive extractor and converter never reach a RecursionError.
 """
 
 from __future__ import annotations

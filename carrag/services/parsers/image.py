@@ -1,12 +1,8 @@
-"""Pictures (.png, .jpg/.jpeg, .tif/.tiff, multi-page TIFF) → text by OCR, page by page like a scanned PDF.
+"""Pictures (.png, .jpg, .tif, multi-page TIFF) → text by OCR, page by page like a scanned PDF.
 
-Pillow reads the header first: a TIFF's page count is checked against ``MAX_PDF_PAGES`` and each page's
-width × height against ``MAX_IMAGE_PIXELS`` before it is decoded. A page larger than
-``OCR_MAX_PAGE_PIXELS`` is decoded at a reduced scale where the format allows it (JPEG) and shrunk to
-fit before it is turned into colour, so memory follows the budget, not the file (the OCR reader
-enlarges a small one, `RapidOcrReader.picture`). Each page's text is
-a page of the document (its span is kept like a PDF page's, so chunks carry page numbers), and the
-OCR reports each page as it starts (the ingest job's progress). Without OCR an image is refused.
+Page count and each page's pixels are checked from the header before decoding; a page larger than
+OCR_MAX_PAGE_PIXELS is decoded at reduced scale where the format allows (JPEG) and shrunk before
+conversion, so memory follows the budget, not the file. Without OCR an image is refused.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""JSON → text: the document pretty-printed with a 2-space indent (seed 000).
-
-Nesting is bounded: the standard library parses and prints JSON recursively, so an adversarial
-``[[[[...]]]]`` would otherwise end in a RecursionError. Anything deeper than `MAX_JSON_DEPTH`
-levels is refused with a 400.
+"""JSON → text, pretty-printed with a 2-space indent. The standard library recurses, so nesting deeper
+than `MAX_JSON_DEPTH` is refused with a 400 rather than ending in a RecursionError.
 """
 
 from __future__ import annotations

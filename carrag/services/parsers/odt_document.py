@@ -1,9 +1,5 @@
-"""ODT (OpenDocument text) → Markdown with odfpy.
-
-The body is read in document order, like `.docx`: headings (``text:h`` with its outline level)
-become ATX headings, paragraphs plain blocks, lists ``- `` items indented by nesting, tables
-Markdown rows (the first row as header; repeated cells expanded). Sections and text boxes are read
-where they stand; tables of contents, page headers and footers, notes and comments are not.
+"""ODT → Markdown with odfpy, in document order like .docx: headings, paragraphs, nested lists and tables
+(repeated cells expanded). Tables of contents, headers, footers, notes and comments are not read.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""PPTX → Markdown with python-pptx: the slides in order, each under its title as a heading.
-
-Each slide becomes ``## <title>`` (``## Slide N`` when it has no title; a title of several lines
-keeps its first line as the heading and the rest as text), then its shapes in the order the slide
-stores them: text as paragraphs (indented paragraph levels as nested ``- `` items), tables as
-Markdown rows, grouped shapes by their members, pictures by their alt text. The speaker notes
-follow as ``Notes: ...``. Every slide's span of the text is recorded like a PDF page, so a chunk's
-``pages`` are its slide numbers. Charts, SmartArt and slide masters are not read.
+"""PPTX → Markdown with python-pptx: each slide under ``## <title>`` (``## Slide N`` without one), its
+shapes in stored order, then its notes. Each slide's span is recorded like a PDF page, so a chunk's
+``pages`` are slide numbers. Charts, SmartArt and masters are not read.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""RTF → text with striprtf.
-
-striprtf drops the control words and groups that hold no text (fonts, colours, pictures) and
-decodes ``\\'xx`` escapes in the document's code page (``\\ansicpgNNNN``, Windows-1252 when none
-is declared) and ``\\uN`` Unicode escapes. Paragraphs become lines; table rows, which striprtf
-writes as ``cell|cell|``, become Markdown table rows (the first row of each table as header).
-Formatting (bold, heading outline levels) is not kept.
+"""RTF → text with striprtf (code pages and Unicode escapes decoded); its ``cell|cell|`` table rows
+become Markdown table rows. Formatting is not kept.
 """
 
 from __future__ import annotations

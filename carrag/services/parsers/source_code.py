@@ -1,8 +1,5 @@
-"""Source and configuration files (.py, .js, .ts, .yaml, .toml, .sql, ...) as text.
-
-The file is read like a plain text file (UTF-8, binary data refused) and marked ``source_type:
-code`` with its language, so the pipeline chunks it with the `code` strategy by default: on blank
-lines and definitions before characters (`carrag/services/chunking/code.py`).
+"""Source and configuration files as text, marked ``source_type: code`` with their language so the
+pipeline chunks them with the `code` strategy by default.
 """
 
 from __future__ import annotations

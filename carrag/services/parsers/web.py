@@ -1,9 +1,5 @@
-"""Fetched HTML page → the Markdown of its main content (seed 001 step 2).
-
-Fetching is not done here; `carrag/services/fetchers/` gets the bytes. Extraction is the same as
-for an uploaded HTML file (`html_markdown.html_document`: the site's chrome removed, markdownify
-keeps the headings, lists and tables), so a page ingested by URL and the same page uploaded as a
-file give the same text.
+"""A fetched HTML page → the Markdown of its content, by the same extraction as an uploaded HTML file, so
+a page ingested by URL and uploaded give the same text.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""XLSX → text with openpyxl (seed 000: "sheets as CSV with sheet title headers").
-
-Each worksheet that has data becomes ``## Sheet: <title>`` followed by its rows as CSV (the same
-writer as .csv files), so the `markdown` chunking strategy keeps the sheet name on every chunk.
-Cells are read as their last computed values (formulas are not evaluated); empty rows and
-trailing empty cells are dropped. The workbook is streamed in read-only mode, and each sheet's XML
-is read cell by cell as it is stored (openpyxl's own sheet parser), so a row with one cell in
-column XFD is one cell, not 16,384: a row counts towards ``MAX_SHEET_CELLS`` up to its last
-non-empty cell, and the budget is checked before the row's text is built.
+"""XLSX → text with openpyxl: each sheet with data as ``## Sheet: <title>`` and its rows as CSV (computed
+values, formulas not evaluated). Sheets are streamed cell by cell as stored, so a row with one cell in
+column XFD is one cell: it counts towards MAX_SHEET_CELLS up to its last non-empty cell.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""Cross-encoder reranking with flashrank (ONNX, no PyTorch).
-
-flashrank downloads its model from a hub on first use. This adapter never lets it: it loads the
-model only when ``<RERANKER_CACHE_DIR>/<model>/`` already holds the files (the Dockerfile bakes
-them in). Otherwise the reranker reports itself unavailable, with the reason, and queries run
-without reranking; nothing pretends to rerank. Unless reranking is ``required`` (`RERANK_ENABLED=true`),
-a missing model is a configuration, not a fault: /health reports the reranker ``off``.
+"""Cross-encoder reranking with flashrank (ONNX). flashrank would download its model on first use; this
+adapter loads it only from ``<RERANKER_CACHE_DIR>/<model>/`` and otherwise reports itself unavailable
+with the reason (/health shows ``off`` unless RERANK_ENABLED=true requires it).
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""One hit per passage text: the same words stored twice (a copy under another source id, a
-document that repeats a paragraph, copies allowed by ALLOW_DUPLICATES) are shown once.
-
-Hits are compared by their normalised text (`carrag.services.ids.normalised_text`: Unicode NFKC,
-whitespace runs collapsed, case kept), above the stores, so both backends behave the same. The
-first hit of each text, the best ranked, stays. With ``limit``, it stops at that many hits: the first
-``limit`` of the whole answer, without reading (or normalising) the rest.
+"""One hit per passage text: hits are compared by `ids.normalised_text` above the stores, and the best
+ranked of each text stays. With ``limit`` it stops reading once it has that many.
 """
 
 from __future__ import annotations

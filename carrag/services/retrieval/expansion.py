@@ -1,8 +1,5 @@
-"""Neighbour expansion (seed 001 stage 3): give each winning chunk the chunks around it.
-
-Windows of winners that overlap or touch in the same document are merged into one passage, and
-the text is stitched by character offsets, so the overlap that consecutive chunks share appears
-once in the merged text instead of twice.
+"""Neighbour expansion: each winning chunk with the chunks around it; windows that overlap or touch in one
+document merge into one passage, stitched by character offsets so shared overlap appears once.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Reciprocal Rank Fusion, written in Python (seed 001: Elasticsearch's built-in RRF needs a paid
-licence, and writing it once here makes every store fuse the same way).
-
-Each leg contributes ``1 / (k + rank)`` (rank is 1-based) for every item it returned; an item's
-fused score is the sum over the legs that found it. Ties keep the order in which items were first
-seen, legs taken in the order given.
+"""Reciprocal Rank Fusion in Python (Elasticsearch's RRF needs a paid licence; one implementation makes
+every store fuse the same way): ``1 / (k + rank)`` summed over the legs; ties keep first-seen order.
 """
 
 from __future__ import annotations

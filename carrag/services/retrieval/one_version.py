@@ -1,11 +1,6 @@
-"""One version of a source per result, across the two legs.
-
-Each leg returns chunks of live versions only, checked on its own (on Elasticsearch, `live_filter.py`):
-a source replaced between the BM25 leg's check and the kNN leg's search comes back as the old
-version from one leg and the new one from the other. Fusing both would show two versions at once.
-For such a source (rare: a replace landing within one search), the store is asked which version is
-live now, and only that version's chunks are kept; if neither is (replaced again meanwhile), the
-source is left out of this result.
+"""One version of a source per result, across the two legs: a source replaced between the legs' checks
+can come back old from one leg and new from the other. For such a source the store is asked which
+version is live now and only its chunks are kept (none, if it was replaced again meanwhile).
 """
 
 from __future__ import annotations

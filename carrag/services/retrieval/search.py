@@ -1,13 +1,7 @@
-"""Stages 1–3 of the query flow (seed 001), the code path behind ``/search``, ``/query``, the
-``search_documents`` tool and ``carrag eval``:
-
-1. retrieve: the BM25 leg and the kNN leg (after embedding the question) run concurrently, each
-   returning ``top_k × RETRIEVAL_K_MULTIPLIER`` candidates; Reciprocal Rank Fusion merges them,
-   and a candidate whose text repeats a better one is dropped (`distinct.py`);
-2. rerank: a cross-encoder scores the fused candidates in one batch and the best ``top_k`` stay
-   (skipped, with the reason reported, when no reranker model is installed);
-3. expand: each winner's neighbours come back in one batched store call and are stitched into
-   one passage per winner (adjacent winners share a passage).
+"""The query flow behind ``/search``, ``/query``, ``search_documents`` and ``carrag eval``: the BM25 and
+kNN legs concurrently, each ``top_k × RETRIEVAL_K_MULTIPLIER`` deep, fused by RRF and made distinct;
+then the cross-encoder reranks (skipped, with the reason, without a model); then each winner is
+expanded with its neighbours.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Giving freed heap back to the operating system after a bulk build.
-
-Building a search index from a million chunks allocates and frees hundreds of megabytes (SQLite
-rows, tantivy's writer, the HNSW graph before it is saved). glibc keeps most freed memory in its
-arenas, so without a trim the serving process carries the build's high-water mark for good.
-`malloc_trim(0)` returns every free page of every arena; it is a no-op elsewhere (musl, macOS).
+"""Giving freed heap back to the operating system after a bulk index build: glibc keeps freed memory in
+its arenas, so without `malloc_trim(0)` the process would carry the build's high-water mark for good
+(a no-op on musl and macOS).
 """
 
 from __future__ import annotations

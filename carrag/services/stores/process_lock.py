@@ -1,11 +1,7 @@
-"""One process per embedded store: an exclusive ``flock`` on ``<database>.lock`` held from `open` to
-`close` (issue 12 item 6).
+"""One process per embedded store: an exclusive ``flock`` on ``<database>.lock`` from `open` to `close`.
 
-SQLite alone would let several processes share the file, but the search indexes beside it
-(`search_indexes.py`) are caches that one process keeps in step with the database; a second process
-would need its own copy of them (minutes to build at a million chunks) or a protocol to share
-them. So a second process (or a second store object in this one) is refused with a clear error
-instead. The lock dies with its process, so a crash never leaves the store locked.
+The search indexes beside the SQLite file are caches one process keeps in step with it; a second
+process would need its own copy, so it is refused with a clear error. The lock dies with its process.
 """
 
 from __future__ import annotations

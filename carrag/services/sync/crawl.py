@@ -1,20 +1,9 @@
-"""Crawling a site into a collection (POST /ingest/url with ``crawl``, `carrag sync https://…`), and keeping
-it current by crawling it again.
+"""Crawling a site into a collection, and keeping it current by crawling again.
 
-A crawl starts at a URL and follows ``<a href>`` links that stay in its scope (`CrawlScope`: the start
-URL's directory, or with ``same_prefix`` off its whole site), at most ``max_depth`` links from a start
-page and at most ``max_pages`` pages; the pages of the site's sitemap (``Sitemap:`` lines of robots.txt,
-else ``/sitemap.xml``) that lie in the scope are start pages too. robots.txt is honoured (its rules for
-FETCH_USER_AGENT and its Crawl-delay); every fetch goes through the fetcher (SSRF policy, size and time
-limits, PER_HOST_DELAY) and a redirect out of the scope is not followed. CRAWL_CONCURRENCY pages are
-worked on at once.
-
-Crawling again sends each page's ETag and Last-Modified back (If-None-Match, If-Modified-Since): a page
-that answers 304 costs no parse or embedding, and its links are read from its kept original. A page that
-answers 404 or 410 has its document deleted. Pages this crawl made that it no longer reaches (no longer
-linked or in the sitemap, now disallowed, redirected away) are deleted as well, but only after a complete
-crawl: not when it stopped at ``max_pages``, nor when a fetch failed for another reason, since the pages
-it did not see may still be there.
+Links are followed within the scope (`CrawlScope`), ``max_depth`` and ``max_pages``, with the sitemap's
+pages as start pages too; robots.txt and the fetcher's limits apply. A recrawl sends the validators
+back, so a 304 costs no parse or embedding, and a 404/410 deletes the page's document. Pages no longer
+reached are deleted only after a complete crawl: pages not seen may still be there.
 """
 
 from __future__ import annotations
@@ -22,22 +11,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
 from carrag.services.errors import CarragError, FetchFailed, FetchRefused, PayloadTooLarge
 from carrag.services.fetchers.base import FetchedPage, Fetcher, FetchOptions
 from carrag.services.fetchers.http import HostPacer
-from carrag.services.ingestion import IngestionService
 from carrag.services.models import DocumentRecord, MetadataValue
 from carrag.services.requests import IngestCommand
-from carrag.services.settings import Settings
-from carrag.services.stores.base import Store
 from carrag.services.sync import ownership
-from carrag.services.sync.ingesting import Progress, admitted, outcome_of
-from carrag.services.sync.ownership import Holdings, holdings, sync_metadata
-from carrag.services.sync.report import SyncReport
+from carrag.services.sync.ingesting import SourceSync, admitted, outcome_of
+from carrag.services.sync.ownership import holdings, sync_metadata
 from carrag.services.sync.web_links import CrawlScope, normalise, origin, page_links, sitemap_entries
 from carrag.services.vocabulary import SyncOutcome
 
@@ -58,42 +43,20 @@ class CrawlLimits:
     same_prefix: bool = True
 
 
-class Crawl:
-    """One run over a site: ``report`` fills as it goes; ``progress`` hears (pages done, pages found)."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        ingestion: IngestionService,
-        fetcher: Fetcher,
-        scope: CrawlScope,
-        limits: CrawlLimits,
-        command: IngestCommand,
-        collection_id: str,
-        report: SyncReport,
-        progress: Progress,
-    ) -> None:
-        self.settings = settings
-        self.store = store
-        self.ingestion = ingestion
-        self.fetcher = fetcher
-        self.scope = scope
-        self.limits = limits
-        self.command = command
-        self.collection_id = collection_id
-        self.report = report
-        self.progress = progress
-        self.robots = RobotFileParser()
-        self.pacer = HostPacer(0.0)  # robots.txt's Crawl-delay, on top of the fetcher's PER_HOST_DELAY
-        self.held = Holdings()
-        self.queue: asyncio.Queue[tuple[str, int]] = asyncio.Queue()
-        self.seen: set[str] = set()  # pages queued or visited
-        self.reached: set[str] = set()  # pages whose content the crawl read (200) or confirmed (304)
-        self.deleted: set[str] = set()
-        self.truncated = False  # more pages than max_pages
-        self.incomplete: str | None = None  # why pages not reached cannot be taken for gone
-        self.done = 0
+@dataclass
+class Crawl(SourceSync):
+    fetcher: Fetcher
+    scope: CrawlScope
+    limits: CrawlLimits
+    robots: RobotFileParser = field(init=False, default_factory=RobotFileParser)
+    # robots.txt's Crawl-delay, on top of the fetcher's PER_HOST_DELAY
+    pacer: HostPacer = field(init=False, default_factory=lambda: HostPacer(0.0))
+    queue: asyncio.Queue[tuple[str, int]] = field(init=False, default_factory=asyncio.Queue)
+    seen: set[str] = field(init=False, default_factory=set)  # pages queued or visited
+    reached: set[str] = field(init=False, default_factory=set)  # pages whose content was read (200) or confirmed (304)
+    deleted: set[str] = field(init=False, default_factory=set)
+    truncated: bool = field(init=False, default=False)  # more pages than max_pages
+    incomplete: str | None = field(init=False, default=None)  # why pages not reached cannot be taken for gone
 
     async def run(self) -> None:
         await self._read_robots()

@@ -1,14 +1,7 @@
-"""Keeping a folder in sync (`carrag sync DIR`, POST /sync): new files are ingested, changed ones re-ingested,
-files gone have their documents deleted, and unchanged files cost nothing but a ``stat``.
-
-A file is unchanged when its size and modification time are those recorded with its document
-(`ownership.py`); when they differ its bytes are hashed, and a file with the recorded hash (touched, not
-changed) only has the new size and time recorded in place. Anything else goes through the ingestion
-service as an upload would, so a file whose extracted text did not change is still not re-embedded.
-
-Deletions come first, so a file renamed (or moved within the folder) is ingested under its new name
-rather than refused as a copy of its old self. They are left out when a directory could not be listed:
-its files would look gone.
+"""Keeping a folder in sync: new files ingested, changed ones re-ingested, gone ones deleted. A file whose
+size and time match its record costs a ``stat``; one whose hash matches only has them updated. Deletions
+come first, so a renamed file is not refused as a copy of its old self, and are skipped when a directory
+could not be listed (its files would look gone).
 """
 
 from __future__ import annotations
@@ -17,20 +10,16 @@ import asyncio
 import dataclasses
 import hashlib
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from carrag.services.errors import CarragError
-from carrag.services.ingestion import IngestionService
 from carrag.services.models import DocumentRecord, MetadataValue
 from carrag.services.parsers import SUPPORTED_EXTENSIONS
-from carrag.services.requests import IngestCommand
-from carrag.services.settings import Settings
-from carrag.services.stores.base import Store
 from carrag.services.sync import ownership
 from carrag.services.sync.folder_scan import FileEntry, scan_folder
-from carrag.services.sync.ingesting import Progress, admitted, for_each, outcome_of
-from carrag.services.sync.ownership import Holdings, holdings, sync_metadata
-from carrag.services.sync.report import SyncReport
+from carrag.services.sync.ingesting import SourceSync, admitted, for_each, outcome_of
+from carrag.services.sync.ownership import holdings, sync_metadata
 from carrag.services.vocabulary import SyncOutcome
 
 logger = logging.getLogger(__name__)
@@ -41,35 +30,16 @@ INTERNAL_ERROR = "internal error; the service logged it"
 FILE_WORKERS = 16
 
 
-class FolderSync:
-    """One run over a folder: ``report`` fills as it goes; ``progress`` hears (files done, files known)."""
+@dataclass
+class FolderSync(SourceSync):
+    root: Path
+    patterns: list[str]
+    # sha256 → the file read first with those bytes, in this run
+    read_first: dict[str, str] = field(init=False, default_factory=dict)
+    total: int = field(init=False, default=0)
 
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        ingestion: IngestionService,
-        root: Path,
-        patterns: list[str],
-        command: IngestCommand,
-        collection_id: str,
-        report: SyncReport,
-        progress: Progress,
-    ) -> None:
-        self.settings = settings
-        self.store = store
-        self.ingestion = ingestion
-        self.root = root
-        self.patterns = patterns
-        self.command = command
-        self.collection_id = collection_id
-        self.report = report
-        self.progress = progress
-        self.held = Holdings()
-        self.read_first: dict[str, str] = {}  # sha256 → the file read first with those bytes, in this run
-        self.ingest_slots = asyncio.Semaphore(settings.max_concurrent_ingests)
-        self.done = 0
-        self.total = 0
+    def __post_init__(self) -> None:
+        self.ingest_slots = asyncio.Semaphore(self.settings.max_concurrent_ingests)
 
     async def run(self) -> None:
         scan = await asyncio.to_thread(

@@ -1,9 +1,6 @@
-"""Which files a folder sync reads: the folder (allowed or not), and its files that match.
-
-The folder's path is resolved (symlinks followed) before it is checked against SYNC_ROOTS, so a link
-cannot lead a sync outside them; inside it, symlinked directories are not entered and a symlinked file
-counts only when its target lies inside the folder. Hidden files and directories (``.git``) and files
-of types Carrag cannot parse are left out. At most SYNC_MAX_FILES files are taken.
+"""Which files a folder sync reads. The path is resolved before it is checked against SYNC_ROOTS, so a
+symlink cannot lead outside them; symlinked directories are not entered, a symlinked file counts only
+when its target is inside. Hidden and unparseable files are left out; at most SYNC_MAX_FILES are taken.
 """
 
 from __future__ import annotations

@@ -6,17 +6,38 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from carrag.services.errors import Overloaded
-from carrag.services.ingestion import IngestResult
+from carrag.services.ingestion import IngestionService, IngestResult
 from carrag.services.models import DocumentRecord
+from carrag.services.requests import IngestCommand
+from carrag.services.settings import Settings
+from carrag.services.stores.base import Store
+from carrag.services.sync.ownership import Holdings
+from carrag.services.sync.report import SyncReport
 from carrag.services.vocabulary import IngestStatus, SyncOutcome
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (sources done, sources known)
 
 ADMISSION_WAIT_SECONDS = 120.0  # a sync waits this long for a free ingest slot before that source fails
+
+
+@dataclass
+class SourceSync:
+    """One run of a sync over its source: ``report`` fills as it goes; ``progress`` hears (done, known)."""
+
+    settings: Settings
+    store: Store
+    ingestion: IngestionService
+    command: IngestCommand
+    collection_id: str
+    report: SyncReport
+    progress: Progress
+    held: Holdings = field(init=False, default_factory=Holdings)
+    done: int = field(init=False, default=0)
 
 
 async def admitted(ingest: Callable[[], Awaitable[T]]) -> T:

@@ -1,9 +1,5 @@
-"""Which documents a sync owns, and what it remembers of each source: recorded in the document's user
-metadata under ``sync.*`` keys, so both stores keep it with the document, it can be updated in place
-(nothing re-embedded) and searches can filter on it (``sync.root``).
-
-A sync deletes only documents whose ``sync.root`` is its own root: documents ingested by hand, or by a
-sync of another folder or site, are never touched, even when their source ids lie under its root.
+"""Which documents a sync owns, recorded in their user metadata under ``sync.*`` (kept by both stores,
+updated in place, filterable). A sync deletes only documents whose ``sync.root`` is its own.
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
-"""Syncs and crawls start here, as jobs (`JobManager.submit_exclusive`).
-
-What can be refused is refused before a job exists: a folder outside SYNC_ROOTS (403), not a directory or
-not a URL (400), an unknown collection (404). A job's id is derived from the collection and what it syncs
-(the folder, symlinks resolved, or the crawl's scope), so a second sync of the same folder or site into
-the same collection is refused (409) while the first runs, on any replica, and ``GET /jobs/{id}`` shows the
-latest run.
+"""Syncs and crawls start here, as jobs (`JobManager.submit_exclusive`). What can be refused is refused
+before a job exists. A job's id derives from the collection and what it syncs, so a second sync of the
+same folder or site into the same collection is a 409 while the first runs, on any replica.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from carrag.services.collections import CollectionService
@@ -19,6 +17,7 @@ from carrag.services.errors import InvalidInput
 from carrag.services.fetchers.base import Fetcher
 from carrag.services.ingestion import IngestionService
 from carrag.services.jobs import Job, JobManager
+from carrag.services.models import Collection
 from carrag.services.requests import IngestCommand
 from carrag.services.settings import Settings
 from carrag.services.stores.base import Store
@@ -35,22 +34,14 @@ def sync_job_id(kind: JobKind, collection_id: str, root: str) -> str:
     return f"{kind}-{digest[:32]}"
 
 
+@dataclass
 class SyncService:
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        ingestion: IngestionService,
-        fetcher: Fetcher,
-        jobs: JobManager,
-        collections: CollectionService,
-    ) -> None:
-        self.settings = settings
-        self.store = store
-        self.ingestion = ingestion
-        self.fetcher = fetcher
-        self.jobs = jobs
-        self.collections = collections
+    settings: Settings
+    store: Store
+    ingestion: IngestionService
+    fetcher: Fetcher
+    jobs: JobManager
+    collections: CollectionService
 
     async def sync_folder(
         self,
@@ -66,23 +57,8 @@ class SyncService:
         collection = (await self.collections.resolve([command.collection]))[0]
         report = SyncReport(root.as_posix())
 
-        async def work(job: Job) -> None:
-            job.report = report
-            job.stage(JobState.RUNNING)
-            await FolderSync(
-                self.settings,
-                self.store,
-                self.ingestion,
-                root,
-                list(patterns),
-                command,
-                collection.collection_id,
-                report,
-                job.embedded,  # the job's progress counter: files done, files found
-            ).run()
-
-        job_id = sync_job_id(JobKind.SYNC, collection.collection_id, report.root)
-        return await self.jobs.submit_exclusive(job_id, JobKind.SYNC, report.root, collection.name, work)
+        sync = functools.partial(FolderSync, root=root, patterns=list(patterns))
+        return await self._start(JobKind.SYNC, report.root, command, collection, report, sync)
 
     async def crawl(self, url: str, command: IngestCommand, limits: CrawlLimits) -> Job:
         """Start crawling the site at ``url`` into the command's collection."""
@@ -94,21 +70,24 @@ class SyncService:
         collection = (await self.collections.resolve([command.collection]))[0]
         report = SyncReport(scope.prefix)
 
+        crawl = functools.partial(Crawl, fetcher=self.fetcher, scope=scope, limits=limits)
+        return await self._start(JobKind.CRAWL, scope.start, command, collection, report, crawl)
+
+    async def _start(
+        self,
+        kind: JobKind,
+        source: str,
+        command: IngestCommand,
+        collection: Collection,
+        report: SyncReport,
+        sync: Callable[..., FolderSync | Crawl],
+    ) -> Job:
         async def work(job: Job) -> None:
             job.report = report
             job.stage(JobState.RUNNING)
-            await Crawl(
-                self.settings,
-                self.store,
-                self.ingestion,
-                self.fetcher,
-                scope,
-                limits,
-                command,
-                collection.collection_id,
-                report,
-                job.embedded,  # the job's progress counter: pages done, pages found
-            ).run()
+            # job.embedded is the job's progress counter: sources done, sources found
+            args = (self.settings, self.store, self.ingestion, command, collection.collection_id, report, job.embedded)
+            await sync(*args).run()
 
-        job_id = sync_job_id(JobKind.CRAWL, collection.collection_id, scope.prefix)
-        return await self.jobs.submit_exclusive(job_id, JobKind.CRAWL, scope.start, collection.name, work)
+        job_id = sync_job_id(kind, collection.collection_id, report.root)
+        return await self.jobs.submit_exclusive(job_id, kind, source, collection.name, work)

@@ -1,9 +1,5 @@
-"""Following a folder as it changes (`carrag sync DIR --watch`): one yield per settled burst of changes.
-
-watchfiles (installed with the server, through uvicorn[standard]) reports changes as the operating
-system sees them; without it the folder is polled, a snapshot of every file's size and modification
-time each ``quiet`` seconds. Either way a burst of changes (a copy of many files, an editor's save)
-gives one yield once ``quiet`` seconds have passed without a change, so one sync follows it.
+"""Following a folder as it changes (`carrag sync DIR --watch`): watchfiles, else polling, and one yield
+per burst of changes once ``quiet`` seconds have passed without one.
 """
 
 from __future__ import annotations

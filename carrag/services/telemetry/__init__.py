@@ -1,9 +1,4 @@
-"""What the services report about their work, and where it goes.
-
-The services call a `Telemetry` (`base.py`) handed to them by the composition root
-(`carrag/services/container.py`); `NullTelemetry` is their default. `PrometheusTelemetry`
-(`prometheus.py`) is the adapter behind GET /metrics.
-"""
+"""What the services report about their work (`base.py`), and the Prometheus adapter behind GET /metrics."""
 
 from carrag.services.telemetry.base import NullTelemetry, Pipeline, Telemetry
 

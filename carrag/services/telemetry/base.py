@@ -1,8 +1,5 @@
-"""The `Telemetry` protocol: the events the services report, with no knowledge of where they go.
-
-Services receive a `Telemetry` in their constructor (the container passes the one it built) and call
-it where the work happens; `NullTelemetry` is the default, so a service built alone (tests, tools)
-reports nothing. An adapter (`carrag/services/telemetry/prometheus.py`) turns the events into metrics.
+"""The `Telemetry` protocol: the events services report, with no knowledge of where they go;
+`NullTelemetry` is the default, so a service built alone reports nothing.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""Prometheus metrics: the `Telemetry` adapter behind GET /metrics, on a registry of its own.
-
-What feeds them:
-- HTTP: `carrag.api.middleware.AccessLogMiddleware` (latency by route template, method and status;
-  requests in flight);
-- the services, through the `Telemetry` events (`carrag/services/telemetry/base.py`) they report to the
-  instance the container passed them: stage timings (search, generation, ingest), embedding calls,
-  chunks indexed, ingests and jobs finished;
-- dependency failures answered to clients (`carrag.api.routes.ops.count_dependency_errors`: the 503s of
-  `DependencyUnavailable`) and those that failed an ingest job (`JobManager`).
+"""Prometheus metrics on a registry of their own: HTTP latency and requests in flight (fed by
+`AccessLogMiddleware`), the services' `Telemetry` events, and dependency failures (503s answered and
+failed ingest jobs).
 """
 
 from __future__ import annotations
