@@ -1,7 +1,8 @@
 """nDCG@10 of the embedded store's legs where they are not a plain caught-up index (issue 29;
 docs/benchmarks.md, "Embedded vector index under ingest").
 
-Usage: python scripts/legs_quality.py [SCIFACT_DIR] [WORK_DIR]
+Usage: python scripts/legs_quality.py [SCIFACT_DIR] [WORK_DIR] [DOCUMENTS]
+(DOCUMENTS: a seeded sample of the corpus, all by default)
 
 1. BM25 while documents arrive: 90 % of the corpus ingested and indexed; the last 10 % written with
    tantivy's background catch-up held back, so the BM25 leg answers as a search during ingest does
@@ -11,8 +12,9 @@ Usage: python scripts/legs_quality.py [SCIFACT_DIR] [WORK_DIR]
 2. kNN exactness on the whole corpus (no copies): the HNSW graph searched as above `EXACT_BELOW`
    rows, with wider searches and more candidates, against float32 brute force.
 
-Queries are split in two halves (alternate queries): a setting chosen on one is checked on the other.
-A WORK_DIR that already holds the store skips to part 2.
+Only the queries with a judged document in the store count, split in two halves (alternate queries): a setting chosen on one is checked on the other.
+A WORK_DIR whose store was built to the end skips to part 2 (an interrupted build resumes: the
+documents already stored are not embedded again).
 """
 
 import asyncio
@@ -37,6 +39,7 @@ from carrag.services.stores.vector_segments import normalised
 
 SCIFACT = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/data/scifact-dev")
 WORK = Path(sys.argv[2] if len(sys.argv) > 2 else "/tmp/carrag-legs-quality")
+DOCUMENTS = int(sys.argv[3]) if len(sys.argv) > 3 else None
 DEPTHS = (30, 100)  # chunks per leg: a 10-result query (top_k 10 x 3), and a deep list
 NO_FILTER = SearchFilters()
 
@@ -103,7 +106,7 @@ async def build(store_path: Path, dataset: BeirDataset) -> None:
     container = await build_container(settings, llm=ExtractiveLLM("bench"))
     store = container.store
     try:
-        shuffled = random.Random(29).sample(dataset.corpus, len(dataset.corpus))
+        shuffled = dataset.corpus  # in sampled order
         cut = len(shuffled) * 9 // 10
         started = time.perf_counter()
         await ingest_corpus(container, part(dataset, shuffled[:cut]))
@@ -189,11 +192,18 @@ async def knn_exactness(store_path: Path, dataset: BeirDataset) -> None:
 
 
 async def main() -> None:
-    dataset = load_beir(SCIFACT, "train")
+    full = load_beir(SCIFACT, "train")
+    sample = random.Random(29).sample(full.corpus, len(full.corpus))[:DOCUMENTS]
+    stored = {record.doc_id for record in sample}
+    judged = [qid for qid in full.queries if stored & set(full.qrels[qid])]  # a judged document is stored
+    dataset = BeirDataset(
+        full.name, full.split, sample, {q: full.queries[q] for q in judged}, {q: full.qrels[q] for q in judged}
+    )
     store_path = WORK / "store.db"
-    if not store_path.exists():
+    if not (WORK / "built").exists():
         WORK.mkdir(parents=True, exist_ok=True)
         await build(store_path, dataset)
+        (WORK / "built").touch()
     await knn_exactness(store_path, dataset)
 
 
