@@ -48,7 +48,11 @@ def ocr_available() -> bool:
 def _engine() -> Any:
     from rapidocr_onnxruntime import RapidOCR
 
-    return RapidOCR()
+    # The detector's default ("min", 736) enlarges an image until its *short* side is 736 pixels: a
+    # 27 × 410 strip (one line of a garbage area) became 736 × 11,176 — 35 s and over a gigabyte. The
+    # images it gets are already at reading resolution (and pages shrunk to DETECTION_MAX_SIDE), so it
+    # may only shrink them.
+    return RapidOCR(det_limit_type="max", det_limit_side_len=DETECTION_MAX_SIDE)
 
 
 @dataclass(slots=True)
