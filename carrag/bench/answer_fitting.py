@@ -179,8 +179,7 @@ def fit_choice(
         total = 0.5 * penalty * float(weights @ weights)
         for z, y in groups:
             scores = z @ weights
-            top = scores.max()
-            total += math.log(np.exp(scores - top).sum()) - math.log(np.exp(scores[y] - top).sum())
+            total += _log_sum_exp(scores) - _log_sum_exp(scores[y])
         return total
 
     current = loss(w)
@@ -205,6 +204,12 @@ def fit_choice(
         if previous - current < 1e-8:
             break
     return Logistic(tuple(names), mean, scale, w, 0.0)
+
+
+def _log_sum_exp(values: np.ndarray) -> float:
+    """log(sum(exp(values))) without underflow (a far-behind answering unit's exp is 0.0)."""
+    top = float(values.max())
+    return top + math.log(float(np.exp(values - top).sum()))
 
 
 def folds(examples: Sequence[Example], count: int = FOLDS) -> list[int]:

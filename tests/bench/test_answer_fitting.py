@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from carrag.bench.answer_fitting import Example, fit_logistic, folds
+import numpy as np
+import pytest
+
+from carrag.bench.answer_fitting import Example, _log_sum_exp, fit_logistic, folds
 from carrag.bench.answer_questions import Question
 from carrag.services.answers.features import Passage, Reading, read_passages
 from carrag.services.answers.model import MODEL_FILE, load_model, ranked_request_features
@@ -20,6 +23,14 @@ def test_logistic_regression_finds_the_separating_feature() -> None:
     assert abs(model.weights[0]) > 5 * abs(model.weights[1])
     predicted = model.probabilities(rows) > 0.5
     assert (predicted == y.astype(bool)).mean() > 0.85
+
+
+def test_the_ranker_loss_stays_finite_when_the_answering_units_lie_far_behind_the_best() -> None:
+    """The answering units' log-sum-exp is taken about their own maximum: shifted by the request's best
+    score instead, exp() of units 800 behind is 0.0 and the fit died with "math domain error"."""
+    scores = np.array([0.0, -800.0, -801.0])
+    assert _log_sum_exp(scores[1:]) == pytest.approx(-800.0 + math.log(1 + math.exp(-1)))
+    assert _log_sum_exp(scores) == pytest.approx(0.0)
 
 
 def example(document: str, index: int) -> Example:
