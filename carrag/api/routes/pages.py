@@ -8,10 +8,11 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 
 from carrag.api.deps import PageImagesDep, PrincipalDep
+from carrag.api.json_body import JsonBodyRoute
 from carrag.services.errors import InvalidInput
 from carrag.services.page_images import MAX_HIGHLIGHTS, PageMarks
 
-router = APIRouter(prefix="/documents", tags=["documents"])
+router = APIRouter(prefix="/documents", tags=["documents"], route_class=JsonBodyRoute)
 
 
 def _pair(value: str, name: str) -> tuple[int, int]:
