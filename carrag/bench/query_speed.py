@@ -65,6 +65,23 @@ class QueryFigures:
         }
 
 
+def copy_record(dataset_name: str, document: PreparedDocument, copy: int) -> DocumentRecord:
+    """The record of copy number ``copy`` of a dataset document, under a new id and source id."""
+    return DocumentRecord(
+        document_id=new_document_id(),
+        filename=f"{dataset_name}/copy-{copy}/{document.record_id}",
+        source_id=f"{dataset_name}:{document.record_id}#copy-{copy}",
+        source_type="text",
+        content_hash=content_hash(document.text),
+        chunk_count=len(document.chunks),
+        tags=[],
+        metadata={"bench_copy": copy},
+        created_at=datetime.now(UTC).isoformat(),
+        title=document.title,
+        external_id=document.record_id,
+    )
+
+
 async def grow_store(
     container: Container,
     documents: list[PreparedDocument],
@@ -79,31 +96,18 @@ async def grow_store(
     gate = asyncio.Semaphore(8)
     bulk = getattr(store, "write_documents", None)  # one transaction per batch where the store has it
 
-    def copy_record(document: PreparedDocument, copy: int) -> DocumentRecord:
-        return DocumentRecord(
-            document_id=new_document_id(),
-            filename=f"{dataset_name}/copy-{copy}/{document.record_id}",
-            source_id=f"{dataset_name}:{document.record_id}#copy-{copy}",
-            source_type="text",
-            content_hash=content_hash(document.text),
-            chunk_count=len(document.chunks),
-            tags=[],
-            metadata={"bench_copy": copy},
-            created_at=datetime.now(UTC).isoformat(),
-            title=document.title,
-            external_id=document.record_id,
-        )
-
     async def write(document: PreparedDocument, copy: int) -> None:
         assert document.vectors is not None
         async with gate:
-            await store.write_document(copy_record(document, copy), document.chunks, document.vectors, identity)
+            await store.write_document(
+                copy_record(dataset_name, document, copy), document.chunks, document.vectors, identity
+            )
 
     async def write_bulk(batch: list[PreparedDocument], copy: int) -> None:
         assert bulk is not None  # called only where the store has write_documents
         for offset in range(0, len(batch), BULK_DOCUMENTS):
             part = batch[offset : offset + BULK_DOCUMENTS]
-            await bulk([(copy_record(d, copy), d.chunks, d.vectors) for d in part], identity)
+            await bulk([(copy_record(dataset_name, d, copy), d.chunks, d.vectors) for d in part], identity)
 
     while current < target_chunks:
         copy_counter[0] += 1

@@ -35,6 +35,7 @@ from carrag.bench.beir import BeirDataset
 from carrag.bench.ingest_speed import PreparedDocument
 from carrag.bench.measuring import Latency, PeakRss
 from carrag.bench.peers import Batch, PeerProcess, Rows
+from carrag.bench.query_speed import copy_record
 from carrag.bench.runner import score_run
 from carrag.services.container import Container
 from carrag.services.ids import content_hash, new_document_id
@@ -152,20 +153,7 @@ class StateBench:
     # --- the changes of a state ----------------------------------------------------------------
     def _copy(self, document: PreparedDocument, copy: int) -> Write:
         assert document.vectors is not None
-        record = DocumentRecord(
-            document_id=new_document_id(),
-            filename=f"{self.dataset.name}/copy-{copy}/{document.record_id}",
-            source_id=f"{self.dataset.name}:{document.record_id}#copy-{copy}",
-            source_type="text",
-            content_hash=content_hash(document.text),
-            chunk_count=len(document.chunks),
-            tags=[],
-            metadata={"bench_copy": copy},
-            created_at=datetime.now(UTC).isoformat(),
-            title=document.title,
-            external_id=document.record_id,
-        )
-        return record, list(document.chunks), document.vectors
+        return copy_record(self.dataset.name, document, copy), list(document.chunks), document.vectors
 
     def _edited(self, document_id: str) -> Write:
         """The document re-ingested with changed text: same source, new id, every chunk edited."""
