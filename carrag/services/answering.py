@@ -88,8 +88,8 @@ class Answer:
 @dataclass(slots=True)
 class AnswerEvent:
     """``sources``: list[SearchHit]; ``token``: str (checked text) or {"text", "draft": True} (a raw
-    model delta in ``generate`` mode, not checked yet); ``done``: Answer; ``error``: str (why
-    generation stopped after the stream began)."""
+    model delta in ``generate`` mode, not checked yet); ``done``: Answer; ``error``: the CarragError
+    that stopped the answer after the stream began."""
 
     kind: Literal["sources", "token", "done", "error"]
     data: Any
@@ -153,7 +153,7 @@ class AnswerService:
         try:
             reading = await read_passages(request.question, passages_of(outcome.hits), self.embedder, query=query)
         except CarragError as exc:
-            yield AnswerEvent("error", exc.message)
+            yield AnswerEvent("error", exc)
             return
         ranked = self.model.rank(reading)
         confidence = self.model.confidence(reading, ranked)
@@ -255,9 +255,9 @@ class AnswerService:
                 if mode == "auto":
                     self._extract(answer, ranked, f"generation failed: {detail}")
                     return
-                yield AnswerEvent("error", {"detail": detail})
+                yield AnswerEvent("error", DependencyUnavailable("llm", detail))
                 return
-            yield AnswerEvent("error", exc.message)
+            yield AnswerEvent("error", exc)
             return
         timings["generate"] = _ms(generation_started)
         if first_token_ms is not None:
@@ -275,7 +275,7 @@ class AnswerService:
                 min_support=self.settings.answer_min_support,
             )
         except CarragError as exc:
-            yield AnswerEvent("error", exc.message)
+            yield AnswerEvent("error", exc)
             return
         timings["check"] = _ms(step)
         problem = _not_trustworthy(grounding, finish)
@@ -300,7 +300,7 @@ class AnswerService:
         done: Answer | None = None
         async for event in self.stream_answer(request):
             if event.kind == "error":
-                raise DependencyUnavailable("llm", event.data)
+                raise event.data  # the component's own error (its class decides the status)
             if event.kind == "done":
                 done = event.data
         assert done is not None, "a stream that raised no error ends with its done event"

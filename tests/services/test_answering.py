@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from carrag.services.errors import NotRetryable
 from carrag.services.models import ChatMessage, ComponentHealth
 from carrag.services.requests import AnswerQuery, IngestCommand, SearchQuery
 from tests.conftest import FIXTURES, close_container, make_settings, open_container
@@ -117,6 +118,24 @@ async def test_auto_falls_back_to_extract_when_generation_times_out(answers_with
     assert answer.fallback_reason == "generation failed: generation exceeded 0s (LLM_TIMEOUT)"
     with pytest.raises(Exception, match="LLM_TIMEOUT"):
         await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="generate"))
+
+
+class RefusingLLM(RecordingLLM):
+    """Fails as an unreachable or refusing model server does: its own error, before any token."""
+
+    async def stream(
+        self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float
+    ) -> AsyncIterator[str]:
+        raise NotRetryable("llm", "the server refused the key")
+        yield ""
+
+
+async def test_a_failing_llm_is_answered_with_its_own_error_once(answers_with) -> None:
+    """The error reached the client as "llm unavailable: llm unavailable: ..." (re-wrapped by `answer`)."""
+    answers = await answers_with(RefusingLLM(""))
+    with pytest.raises(NotRetryable) as raised:
+        await answers.answer(AnswerQuery(SearchQuery(QUESTION, 3), answer_mode="generate"))
+    assert raised.value.message == "llm unavailable: the server refused the key"
 
 
 async def test_the_documents_dont_say_without_calling_the_llm(answers_with) -> None:

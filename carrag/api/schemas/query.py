@@ -7,6 +7,7 @@ from pydantic import AliasChoices, AliasPath, Field, StringConstraints, TypeAdap
 
 from carrag.api.schemas.base import Schema, UserMetadata, read_from
 from carrag.services.access import FULL_ACCESS, Principal
+from carrag.services.errors import CarragError
 from carrag.services.models import ChatMessage
 from carrag.services.requests import AnswerQuery, MetadataFilters, RequestFactory, SearchQuery
 from carrag.services.vocabulary import SearchMode
@@ -276,6 +277,8 @@ def stream_payload(kind: str, data: Any) -> StreamPayload:
         return StreamToken(text=data) if isinstance(data, str) else StreamToken.model_validate(data)
     if kind == "done":
         return StreamDone.model_validate(data)
+    if isinstance(data, CarragError):
+        return StreamError(detail=data.message)
     return StreamError(detail=data) if isinstance(data, str) else StreamError.model_validate(data)
 
 

@@ -21,6 +21,9 @@ from carrag.services.models import ChatMessage, ComponentHealth
 
 _DONE = object()
 ELISION = "\n…\n"
+# A message is cut down to no fewer characters (then the next longest is cut); a prompt of such
+# messages that still does not fit is refused.
+MIN_KEPT_CHARS = 200
 
 
 def default_model_path() -> Path | None:
@@ -74,21 +77,25 @@ class LlamaCppLLM:
     def fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
         """The messages, cut so that prompt + answer fit the context window: characters are taken
         out of the middle of the longest message, so its start (the first sources) and its end (the
-        question and the instruction to answer) survive."""
+        question and the instruction to answer) survive. The characters to cut follow the message's
+        own characters per token (Korean or code take several tokens where English takes one)."""
         converted = [{"role": m.role, "content": m.content} for m in messages]
         budget = self.context - max_tokens - 64
         while True:
-            used = sum(len(self._llama.tokenize(m["content"].encode(), add_bos=False)) + 8 for m in converted)
+            tokens = [len(self._llama.tokenize(m["content"].encode(), add_bos=False)) + 8 for m in converted]
+            used = sum(tokens)
             if used <= budget:
                 return converted
-            longest = max(converted, key=lambda m: len(m["content"]))
-            text = longest["content"]
-            excess_chars = max(int((used - budget) * 4), 64)
-            if len(text) <= excess_chars + 2 * len(ELISION):
+            cuttable = [i for i, m in enumerate(converted) if len(m["content"]) > MIN_KEPT_CHARS + len(ELISION)]
+            if not cuttable:
                 raise DependencyUnavailable("llm", "the prompt does not fit the local model's context window")
-            keep = len(text) - excess_chars - len(ELISION)
+            index = max(cuttable, key=lambda i: tokens[i])
+            text = converted[index]["content"]
+            chars_per_token = len(text) / max(tokens[index] - 8, 1)
+            excess_chars = max(int((used - budget) * chars_per_token) + 16, 64)
+            keep = max(len(text) - excess_chars - len(ELISION), MIN_KEPT_CHARS)
             head = keep // 2
-            longest["content"] = text[:head] + ELISION + text[len(text) - (keep - head) :]
+            converted[index]["content"] = text[:head] + ELISION + text[len(text) - (keep - head) :]
 
     async def stream(
         self, messages: Sequence[ChatMessage], *, max_tokens: int, temperature: float

@@ -53,6 +53,25 @@ def test_long_prompt_is_cut_in_the_middle_to_fit(local_llm) -> None:
     assert "\n…\n" in fitted[1]["content"]
 
 
+def test_text_of_several_tokens_per_character_and_a_long_history_are_cut_to_fit(local_llm) -> None:
+    """Korean sources take ~1 token per character (English ~4 characters per token), and the history holds
+    other long messages: cutting by English's ratio once asked for more characters than the longest message
+    had, and the request failed with 503 ("the prompt does not fit") instead of being cut."""
+    korean = "코드 리뷰는 변경 사항을 병합하기 전에 다른 개발자가 검토하는 과정입니다. " * 150
+    question = "\n\nQuestion: 코드 리뷰란 무엇입니까?"
+    messages = [
+        ChatMessage("system", "Answer from the context."),
+        ChatMessage("user", "Earlier question " + "about the review process " * 120),
+        ChatMessage("assistant", "An earlier answer " + "quoting the sources at length " * 120),
+        ChatMessage("user", "Context:\n" + korean + question),
+    ]
+    fitted = local_llm.fit(messages, max_tokens=512)
+    used = sum(len(local_llm._llama.tokenize(m["content"].encode(), add_bos=False)) + 8 for m in fitted)
+    assert used <= local_llm.context - 512 - 64
+    assert fitted[-1]["content"].startswith("Context:\n코드 리뷰") and fitted[-1]["content"].endswith(question)
+    assert fitted[0]["content"] == "Answer from the context."
+
+
 async def test_an_overlong_prompt_still_gets_an_answer() -> None:
     from carrag.services.llms.llama_cpp import LlamaCppLLM
 
