@@ -156,3 +156,7 @@ def knn_request(
         },
         "size": k,
     }
+
+
+def escape_wildcard(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")

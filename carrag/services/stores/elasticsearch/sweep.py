@@ -4,12 +4,31 @@ first, so a failed removal leaves the record for the next sweep. Idempotent."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from carrag.services.errors import DependencyUnavailable
 from carrag.services.stores.elasticsearch.connection import PAGE, every_hit
 from carrag.services.stores.elasticsearch.mapping import record_key, version_ids
 from carrag.services.stores.elasticsearch.versions import Versions
+
+logger = logging.getLogger(__name__)
+
+
+async def sweep_periodically(versions: Versions, ready: Callable[[], Awaitable[None]]) -> None:
+    """Remove abandoned versions now and then (each process does; the work is idempotent)."""
+    while True:
+        await asyncio.sleep(max(versions.abandoned_after / 2, 1.0))
+        try:
+            await ready()
+            removed = await sweep_abandoned(versions)
+            if removed:
+                logger.info("removed abandoned versions", extra={"versions": removed, "index": versions.alias})
+        except DependencyUnavailable as exc:
+            logger.warning("sweep of abandoned versions failed", extra={"reason": exc.message})
 
 
 async def sweep_abandoned(versions: Versions, older_than: float | None = None) -> int:
