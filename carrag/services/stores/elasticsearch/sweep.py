@@ -12,7 +12,7 @@ from typing import Any
 
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.stores.elasticsearch.connection import PAGE, every_hit
-from carrag.services.stores.elasticsearch.mapping import record_key, version_ids
+from carrag.services.stores.elasticsearch.mapping import record_key
 from carrag.services.stores.elasticsearch.versions import Versions
 
 logger = logging.getLogger(__name__)
@@ -55,9 +55,7 @@ async def sweep_abandoned(versions: Versions, older_than: float | None = None) -
 
 async def _remove_abandoned(versions: Versions, found: list[dict[str, Any]]) -> int:
     live = await versions.live_versions([record_key(v) for v in found])
-    abandoned = [v for v in found if live.get(record_key(v)) != v["document_id"]]
-    if not await versions._delete_originals([v["document_id"] for v in abandoned]):
-        return 0  # their originals could not be removed: try again at the next sweep
-    ids = [i for v in abandoned for i in version_ids(v["document_id"], int(v["chunk_count"]))]
-    await versions._delete_ids(ids, "removing abandoned versions")
-    return len(abandoned)
+    abandoned = [
+        (v["document_id"], int(v["chunk_count"])) for v in found if live.get(record_key(v)) != v["document_id"]
+    ]
+    return len(abandoned) if await versions.remove(abandoned, "removing abandoned versions") else 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -99,7 +99,9 @@ class Versions:
         written = await self._write_versions(items, outcomes)
         written = await self._write_originals(items, written, outcomes)
         if written:
-            await self._remove_replaced(await self._flip(items, written, outcomes, started))
+            replaced, leftover = await self._flip(items, written, outcomes, started)
+            await self._delete_ids(leftover, "removing replaced versions")
+            await self.remove(replaced, "removing replaced versions")
         return outcomes
 
     async def _write_versions(self, items: list[PendingWrite], outcomes: list[Any]) -> list[int]:
@@ -176,9 +178,11 @@ class Versions:
 
     async def _flip(
         self, items: list[PendingWrite], positions: list[int], outcomes: list[Any], started: float
-    ) -> list[tuple[str, int, set[str]]]:
-        """Step 2; returns the replaced versions as (document_id, chunk_count, ids the new version reuses)."""
-        superseded: list[tuple[str, int, set[str]]] = []
+    ) -> tuple[list[tuple[str, int]], list[str]]:
+        """Step 2; returns the replaced versions (document_id, chunk_count), and the chunks to delete of
+        versions re-published under their own id (reindex's catch-up), which keep the rest."""
+        replaced: list[tuple[str, int]] = []
+        leftover: list[str] = []
         todo = list(positions)
         # A 409 may answer the client's own retry of a flip that was applied but whose answer was lost:
         # such a version may be live, so it is never rolled back (the sweep decides, by the record).
@@ -219,9 +223,11 @@ class Versions:
                     new_id = item.document.document_id
                     if state is not None:
                         old = state.document
-                        outcomes[position] = old.document_id if old.document_id != new_id else None
-                        reused = set(version_ids(new_id, len(item.chunks))) if old.document_id == new_id else set()
-                        superseded.append((old.document_id, old.chunk_count, reused))
+                        if old.document_id != new_id:
+                            outcomes[position] = old.document_id
+                            replaced.append((old.document_id, old.chunk_count))
+                        else:
+                            leftover += [chunk_id(new_id, i) for i in range(len(item.chunks), old.chunk_count)]
                 elif result.conflict:
                     conflicted.add(position)
                     retry.append(position)
@@ -239,7 +245,7 @@ class Versions:
                     "store", "Elasticsearch kept changing the document's source record; nothing was stored, retry"
                 )
             await self._roll_back([items[p] for p in todo if p not in conflicted])
-        return superseded
+        return replaced, leftover
 
     async def _states_or_fail(
         self, items: list[PendingWrite], this_round: dict[str, int], outcomes: list[Any], conflicted: set[int]
@@ -276,23 +282,15 @@ class Versions:
         ids = [i for item in items for i in version_ids(item.document.document_id, len(item.chunks))]
         await self._delete_ids(ids, "rolling back a failed write")
 
-    async def _remove_replaced(self, superseded: list[tuple[str, int, set[str]]]) -> None:
-        """Step 3: the replaced versions' originals, then their chunks and version records."""
-        # a version re-published under its own id (reindex's catch-up) keeps its original
-        retired = [document_id for document_id, _, reused in superseded if version_record_id(document_id) not in reused]
-        kept_records = set() if await self._delete_originals(retired) else set(map(version_record_id, retired))
-        ids = [
-            i
-            for document_id, count, reused in superseded
-            for i in version_ids(document_id, count)
-            if i not in reused and i not in kept_records
-        ]
-        await self._delete_ids(ids, "removing replaced versions")
-
-    async def _delete_originals(self, document_ids: list[str]) -> bool:
-        """Remove these versions' originals; False if that failed (the caller then keeps their version
-        records, so the sweep finds the versions and tries again)."""
-        return self.originals is None or await self.originals.delete(document_ids)
+    async def remove(self, versions: Sequence[tuple[str, int]], action: str, refresh: str | bool = False) -> bool:
+        """Remove versions ``(document_id, chunk_count)``: their originals, then their chunks and version
+        records. False when the originals could not be removed: the version records then stay, so the
+        sweep finds the versions and tries again."""
+        removed = self.originals is None or await self.originals.delete([document_id for document_id, _ in versions])
+        ids = [i for document_id, count in versions for i in version_ids(document_id, count)]
+        kept = set() if removed else {version_record_id(document_id) for document_id, _ in versions}
+        await self._delete_ids([i for i in ids if i not in kept], action, refresh)
+        return removed
 
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
         """Delete by id; what fails is logged and left to the sweep."""
@@ -304,32 +302,37 @@ class Versions:
     async def delete(self, document_id: str) -> bool:
         """Unpublish ``document_id`` if it is live, then remove its chunks. False if it was not live."""
         version = await self.version(document_id)
-        key = record_key(version) if version else None
-        if key is None:
+        if version is None:
             return False
+        key = record_key(version)
+
+        def unpublish(state: SourceState) -> Awaitable[Any]:
+            return self.connection.writer.delete(
+                index=self.alias,
+                id=source_record_id(key),
+                if_seq_no=state.seq_no,
+                if_primary_term=state.primary_term,
+                refresh=self.refresh,
+            )
+
+        state = await self.change_record(key, document_id, "deleting a document", unpublish)
+        if state is None:
+            return False
+        await self.remove([(document_id, state.document.chunk_count)], "deleting a document", self.refresh)
+        return True
+
+    async def change_record(
+        self, key: str, document_id: str, action: str, write: Callable[[SourceState], Awaitable[Any]]
+    ) -> SourceState | None:
+        """Apply the conditional ``write(state)`` to the record of the source ``key`` while it names
+        ``document_id``, reading it again after a conflict; the state it applied to, None if not live."""
         for _ in range(FLIP_ATTEMPTS):
             state = await self.source_state(key)
             if state is None or state.document.document_id != document_id:
-                return False
-            deleted = await self.connection.conditionally(
-                "deleting a document",
-                self.alias,
-                self.connection.writer.delete(
-                    index=self.alias,
-                    id=source_record_id(key),
-                    if_seq_no=state.seq_no,
-                    if_primary_term=state.primary_term,
-                    refresh=self.refresh,
-                ),
-            )
-            if deleted is None:
-                continue  # changed meanwhile: look again
-            ids = version_ids(document_id, state.document.chunk_count)
-            if not await self._delete_originals([document_id]):
-                ids.remove(version_record_id(document_id))  # left for the sweep, which removes the original
-            await self._delete_ids(ids, "deleting a document", refresh=self.refresh)
-            return True
-        raise DependencyUnavailable("store", "the document kept changing while it was being deleted; retry")
+                return None
+            if await self.connection.conditionally(action, self.alias, write(state)) is not None:
+                return state
+        raise DependencyUnavailable("store", f"the document kept changing while {action}; retry")
 
     # --- reading the live state (real time: a get or a multi-get, no refresh needed) ---------------
     async def source_state(self, key: str) -> SourceState | None:
