@@ -86,7 +86,9 @@ def authenticate(settings: Settings, headers: Headers) -> Principal | None:
     header: the routes (`require_api_key`), the gate before a body is read and /mcp all call it.
     The scheme is matched in any case, the key is what follows one space, trimmed."""
     scheme, _, key = (headers.get("authorization") or "").partition(" ")
-    return KeyRing.from_settings(settings).authenticate(key.strip() if scheme.lower() == "bearer" else "")
+    return KeyRing(settings.api_keys, settings.api_key_scopes).authenticate(
+        key.strip() if scheme.lower() == "bearer" else ""
+    )
 
 
 class ApiKeyAuth(HTTPBearer):

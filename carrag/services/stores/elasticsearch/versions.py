@@ -2,11 +2,10 @@
 has the argument in full).
 
 A write creates a new *version* (its ``document_id``): its chunks and a version record, indexed with
-``refresh=wait_for`` (step 1). The version becomes live when its source's record (`mapping.py`) is
-flipped to it by a conditional write (step 2: ``if_seq_no``/``if_primary_term``, or ``create``; on a
-conflict the record is read again and the flip retried, so the last flip wins). Then the replaced
-version is deleted (step 3). Kept originals ride along, keyed by the version's id: written before the
-flip, removed before the version record, so what a failed removal leaves is found by `sweep.py`. A
+``refresh=wait_for`` (step 1). It becomes live when its source's record is flipped to it by a
+conditional write (step 2; on a conflict the record is read again and the flip retried, so the last
+flip wins). Then the replaced version is deleted (step 3). Kept originals are written before the flip
+and removed before the version record, so what a failed removal leaves is found by `sweep.py`. A
 writer gives up a flip after half of ``abandoned_after``, so the sweep never removes a version that
 could still become live.
 """
@@ -85,7 +84,7 @@ class Versions:
         originals: OriginalsIndex | None = None,
     ) -> None:
         self.connection = connection
-        self.originals = originals  # None: originals are not this instance's business (reindex's copy)
+        self.originals = originals  # None: reindex's copy, which leaves originals alone
         self.alias = alias  # or a concrete index, with require_alias=False (reindex)
         self.require_alias = require_alias
         self.refresh = refresh
@@ -147,8 +146,7 @@ class Versions:
         return [position for position in range(len(items)) if position not in failures]
 
     async def _write_originals(self, items: list[PendingWrite], written: list[int], outcomes: list[Any]) -> list[int]:
-        """Step 1b: the kept originals of the written versions; a version whose original fails is
-        rolled back. Returns the positions still to publish."""
+        """Step 1b: the written versions' originals; returns the positions still to publish."""
         with_original = [p for p in written if items[p].original is not None]
         if self.originals is None or not with_original:
             return written
@@ -161,16 +159,13 @@ class Versions:
         await self._roll_back([items[p] for p in failed])
         return [p for p in written if p not in failed]
 
-    async def _bulk_in_parts(
-        self, operations: list[Operation], action: str, refresh: str | bool | None = None
-    ) -> list[BulkItem]:
-        """``operations`` in requests of ``BULK_MAX_OPS``, sent together; ``refresh``: the writes' own."""
-        refresh = self.refresh if refresh is None else refresh
+    async def _bulk_in_parts(self, operations: list[Operation], action: str) -> list[BulkItem]:
+        """``operations`` in requests of ``BULK_MAX_OPS``, sent together."""
         parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
         bulk = self.connection.bulk
         answers = await asyncio.gather(
             *(
-                bulk(part, index=self.alias, action=action, refresh=refresh, require_alias=self.require_alias)
+                bulk(part, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias)
                 for part in parts
             )
         )
@@ -273,8 +268,7 @@ class Versions:
             return [BulkItem("index", "", FLIP_UNKNOWN, "no answer") for _ in operations]
 
     async def _roll_back(self, items: list[PendingWrite]) -> None:
-        """Delete what was written of versions that will never be published (best effort: `sweep`
-        removes whatever this misses)."""
+        """Delete what was written of versions never to be published (`sweep` removes what this misses)."""
         if self.originals is not None:
             known = {i.document.document_id: part_count(len(i.original.content)) for i in items if i.original}
             if not await self.originals.delete_known(known):
