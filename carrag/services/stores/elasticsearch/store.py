@@ -368,7 +368,7 @@ class ElasticsearchStore:
         )
         if not hits:
             return []
-        identity = await self.reads.guarded("reading the embedding model", self.layout.stored_identity, None)
+        identity = await self.embedding_identity()
         dimension = identity.dimension if identity else 0  # every vector has the mapping's dims
         return [ChunkListing(to_chunk(hit["_source"]), dimension) for hit in hits]
 

@@ -223,7 +223,7 @@ class Versions:
                             replaced.append((old.document_id, old.chunk_count))
                         else:
                             leftover += [chunk_id(new_id, i) for i in range(len(item.chunks), old.chunk_count)]
-                elif result.conflict:
+                elif result.status == 409:
                     conflicted.add(position)
                     retry.append(position)
                 elif result.status == FLIP_UNKNOWN:
