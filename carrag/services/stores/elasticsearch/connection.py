@@ -192,6 +192,12 @@ class Connection:
                     raise
                 return None
 
+    async def found(self, action: str, index: str, **request: Any) -> list[dict[str, Any]]:
+        """The documents a real-time multi-get finds."""
+        with self.errors(action, index):
+            response = await self.client.mget(index=index, realtime=True, **request)
+        return [doc for doc in response["docs"] if doc.get("found")]
+
     async def create_index(self, action: str, index: str, **body: Any) -> None:
         """Create ``index`` unless it exists (another process may create it at the same time)."""
         with self.errors(action, index):

@@ -95,8 +95,7 @@ async def _update_chunks(
 
 
 async def _sections(versions: Versions, ids: list[str]) -> dict[str, str | None]:
-    with versions.connection.errors("reading a document's chunks", versions.alias):
-        response = await versions.connection.client.mget(
-            index=versions.alias, ids=ids, realtime=True, source_includes=["section"]
-        )
-    return {doc["_id"]: doc["_source"].get("section") for doc in response["docs"] if doc.get("found")}
+    found = await versions.connection.found(
+        "reading a document's chunks", versions.alias, ids=ids, source_includes=["section"]
+    )
+    return {doc["_id"]: doc["_source"].get("section") for doc in found}

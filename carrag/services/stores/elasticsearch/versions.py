@@ -340,16 +340,12 @@ class Versions:
         unique = list(dict.fromkeys(source_ids))
         if not unique:
             return {}
-        with self.connection.errors("looking up documents", self.alias):
-            response = await self.connection.client.mget(
-                index=self.alias, ids=[source_record_id(source) for source in unique], realtime=True
-            )
-        states = {}
-        for doc in response["docs"]:
-            if doc.get("found"):
-                record = to_document(doc["_source"])
-                states[document_key(record)] = SourceState(record, doc["_seq_no"], doc["_primary_term"])
-        return states
+        ids = [source_record_id(source) for source in unique]
+        found = await self.connection.found("looking up documents", self.alias, ids=ids)
+        records = [(to_document(doc["_source"]), doc) for doc in found]
+        return {
+            document_key(record): SourceState(record, doc["_seq_no"], doc["_primary_term"]) for record, doc in records
+        }
 
     async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
         """``source key → document_id`` of the live version of each of these sources that has one."""
@@ -357,15 +353,9 @@ class Versions:
         if not unique:
             return {}
         fields = ["source_id", "document_id", "collection_id"]
-        with self.connection.errors("checking which versions are live", self.alias):
-            response = await self.connection.client.mget(
-                index=self.alias,
-                docs=[{"_id": source_record_id(key), "_source": {"includes": fields}} for key in unique],
-                realtime=True,
-            )
-        return {
-            record_key(doc["_source"]): doc["_source"]["document_id"] for doc in response["docs"] if doc.get("found")
-        }
+        docs = [{"_id": source_record_id(key), "_source": {"includes": fields}} for key in unique]
+        found = await self.connection.found("checking which versions are live", self.alias, docs=docs)
+        return {record_key(doc["_source"]): doc["_source"]["document_id"] for doc in found}
 
     async def version(self, document_id: str) -> dict[str, Any] | None:
         """The version record of ``document_id``, live or not."""
