@@ -322,24 +322,9 @@ class ElasticsearchStore:
         return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
 
     async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
-        def ranked(query: dict[str, Any], boost: float) -> dict[str, Any]:
-            return {"constant_score": {"filter": query, "boost": boost}}
-
-        query = {
-            "bool": {
-                "filter": source_records_query(collection_ids)["bool"]["filter"],
-                "should": [
-                    ranked({"term": {"document_id": reference}}, 100),
-                    ranked({"term": {"source_id": reference}}, 10),
-                    ranked({"prefix": {"document_id": reference}}, 1),
-                    ranked({"wildcard": {"source_id": {"value": "*/" + queries.escape_wildcard(reference)}}}, 1),
-                ],
-                "minimum_should_match": 1,
-            }
-        }
         hits, total = await self.reads.walk(
             "finding documents",
-            query,
+            queries.reference_query(reference, source_records_query(collection_ids)),
             ["_score", {"created_at": "desc"}, {"document_id": "asc"}],
             offset=0,
             limit=limit,
