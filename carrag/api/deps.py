@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPBearer
@@ -31,46 +32,23 @@ async def get_container(request: Request) -> Container:
 ContainerDep = Annotated[Container, Depends(get_container)]
 
 
-async def get_settings(container: ContainerDep) -> Settings:
-    return container.settings
+def _part(name: str) -> Callable[[Container], Awaitable[Any]]:
+    """A dependency answering the container's part ``name`` (``container.documents``, ...)."""
+
+    async def part(container: ContainerDep) -> Any:
+        return getattr(container, name)
+
+    return part
 
 
-async def get_documents(container: ContainerDep) -> DocumentService:
-    return container.documents
-
-
-async def get_page_images(container: ContainerDep) -> PageImageService:
-    return container.page_images
-
-
-async def get_ingestion(container: ContainerDep) -> IngestionService:
-    return container.ingestion
-
-
-async def get_search(container: ContainerDep) -> SearchService:
-    return container.search
-
-
-async def get_answers(container: ContainerDep) -> AnswerService:
-    return container.answers
-
-
-async def get_requests(container: ContainerDep) -> RequestFactory:
-    return container.requests
-
-
-async def get_collections(container: ContainerDep) -> CollectionService:
-    return container.collections
-
-
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-DocumentsDep = Annotated[DocumentService, Depends(get_documents)]
-IngestionDep = Annotated[IngestionService, Depends(get_ingestion)]
-PageImagesDep = Annotated[PageImageService, Depends(get_page_images)]
-SearchDep = Annotated[SearchService, Depends(get_search)]
-AnswersDep = Annotated[AnswerService, Depends(get_answers)]
-RequestsDep = Annotated[RequestFactory, Depends(get_requests)]
-CollectionsDep = Annotated[CollectionService, Depends(get_collections)]
+SettingsDep = Annotated[Settings, Depends(_part("settings"))]
+DocumentsDep = Annotated[DocumentService, Depends(_part("documents"))]
+IngestionDep = Annotated[IngestionService, Depends(_part("ingestion"))]
+PageImagesDep = Annotated[PageImageService, Depends(_part("page_images"))]
+SearchDep = Annotated[SearchService, Depends(_part("search"))]
+AnswersDep = Annotated[AnswerService, Depends(_part("answers"))]
+RequestsDep = Annotated[RequestFactory, Depends(_part("requests"))]
+CollectionsDep = Annotated[CollectionService, Depends(_part("collections"))]
 
 
 class Unauthorized(Exception):
@@ -86,7 +64,9 @@ def authenticate(settings: Settings, headers: Headers) -> Principal | None:
     header: the routes (`require_api_key`), the gate before a body is read and /mcp all call it.
     The scheme is matched in any case, the key is what follows one space, trimmed."""
     scheme, _, key = (headers.get("authorization") or "").partition(" ")
-    return KeyRing.from_settings(settings).authenticate(key.strip() if scheme.lower() == "bearer" else "")
+    return KeyRing(settings.api_keys, settings.api_key_scopes).authenticate(
+        key.strip() if scheme.lower() == "bearer" else ""
+    )
 
 
 class ApiKeyAuth(HTTPBearer):

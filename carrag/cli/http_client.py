@@ -69,51 +69,42 @@ class HttpClient:
         if response.status_code != 202:
             return IngestResponse.model_validate(body)
         job_url = body.get("status_url") or f"/jobs/{body['job_id']}"
+        job = await self._follow(job_url, lambda job: on_progress(job.state, job.progress.done, job.progress.total))
+        if job.state == "done" and job.result is not None:
+            return job.result
+        raise ClientError(job.error or f"the ingest job was {job.state}")
+
+    async def _follow(self, job_url: str, on_job: SyncProgress) -> JobOut:
+        """Poll the job until it finishes; cancelled (Ctrl-C), cancel it on the server (best effort)."""
         try:
-            return await self._follow_job(job_url, on_progress)
+            while True:
+                job = JobOut.model_validate(await self._json("GET", job_url))
+                on_job(job)
+                if job.state in FINISHED_JOB_STATES:
+                    return job
+                await asyncio.sleep(JOB_POLL_SECONDS)
         except asyncio.CancelledError:
-            with contextlib.suppress(Exception):  # best effort: the user pressed Ctrl-C
+            with contextlib.suppress(Exception):
                 await asyncio.shield(self._http.delete(job_url))
             raise
-
-    async def _follow_job(self, job_url: str, on_progress: ProgressCallback) -> IngestResponse:
-        while True:
-            job = JobOut.model_validate(await self._json("GET", job_url))
-            on_progress(job.state, job.progress.done, job.progress.total)
-            if job.state == "done" and job.result is not None:
-                return job.result
-            if job.state in FINISHED_JOB_STATES:
-                raise ClientError(job.error or f"the ingest job was {job.state}")
-            await asyncio.sleep(JOB_POLL_SECONDS)
 
     async def ingest_file(
         self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
     ) -> IngestResponse:
         form = {"source_id": source_id, "tags": ",".join(options.tags), "force": str(options.force).lower()}
-        if options.chunking:
-            form["chunking"] = options.chunking
+        form |= _when_set(options)
         if options.metadata:
             form["metadata"] = json.dumps(options.metadata)
-        if options.collection:
-            form["collection"] = options.collection
         with path.open("rb") as handle:
             return await self._ingest("/ingest/file", on_progress, data=form, files={"file": (path.name, handle)})
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
-        body: dict[str, Any] = {"url": url, "tags": options.tags, "force": options.force, "metadata": options.metadata}
-        if options.chunking:
-            body["chunking"] = options.chunking
-        if options.collection:
-            body["collection"] = options.collection
-        return await self._ingest("/ingest/url", on_progress, json=body)
+        body = {"url": url, "tags": options.tags, "force": options.force, "metadata": options.metadata}
+        return await self._ingest("/ingest/url", on_progress, json=body | _when_set(options))
 
     async def sync(self, target: SyncTarget, options: IngestSettings, on_progress: SyncProgress) -> JobOut:
         """POST /sync (a folder the server can read) or POST /ingest/url with ``crawl``, then follow the job."""
-        body: dict[str, Any] = {"tags": options.tags, "metadata": options.metadata}
-        if options.chunking:
-            body["chunking"] = options.chunking
-        if options.collection:
-            body["collection"] = options.collection
+        body: dict[str, Any] = {"tags": options.tags, "metadata": options.metadata, **_when_set(options)}
         if target.crawl is not None:
             crawl = {"max_pages": target.crawl.max_pages, "max_depth": target.crawl.max_depth}
             path = "/ingest/url"
@@ -123,18 +114,7 @@ class HttpClient:
         else:
             path = "/sync"
             body.update(path=target.source, globs=list(target.globs))
-        job_url = (await self._json("POST", path, json=body))["status_url"]
-        try:
-            while True:
-                job = JobOut.model_validate(await self._json("GET", job_url))
-                on_progress(job)
-                if job.state in FINISHED_JOB_STATES:
-                    return job
-                await asyncio.sleep(JOB_POLL_SECONDS)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):  # best effort: the user pressed Ctrl-C
-                await asyncio.shield(self._http.delete(job_url))
-            raise
+        return await self._follow((await self._json("POST", path, json=body))["status_url"], on_progress)
 
     async def list_documents(self, listing: DocumentListing) -> DocumentPageOut:
         params: dict[str, Any] = {
@@ -245,6 +225,11 @@ def http_error(response: httpx.Response) -> ClientError:
     elif status == 403:
         detail = f"{detail} (HTTP 403): this key may not do that; {AUTH_HINT}"
     return ClientError(detail, status, fatal=status in (401, 403))
+
+
+def _when_set(options: IngestSettings) -> dict[str, str]:
+    """The options sent only when they are set."""
+    return {name: value for name in ("chunking", "collection") if (value := getattr(options, name))}
 
 
 def _segment(value: str) -> str:

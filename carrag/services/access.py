@@ -14,15 +14,11 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, SecretStr, field_validator
 
 from carrag.services.errors import Forbidden
-
-if TYPE_CHECKING:
-    from carrag.services.collections import CollectionService
-    from carrag.services.settings import Settings
 
 COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 SCOPE_SHAPE = '{"<key>": {"collections": ["<name>", ...] or null, "read_only": true or false}}'
@@ -132,7 +128,11 @@ FULL_ACCESS = Principal()
 
 
 # --- scopes name collections; documents carry the collection's id --------------------------------------
-async def readable_collection_ids(principal: Principal, collections: CollectionService) -> tuple[str, ...] | None:
+class CollectionNames(Protocol):  # `CollectionService`
+    async def names_by_id(self) -> dict[str, str]: ...
+
+
+async def readable_collection_ids(principal: Principal, collections: CollectionNames) -> tuple[str, ...] | None:
     """The ids of the collections ``principal`` may read; None when it may read every one. Empty when it
     may read none that exists: callers must then find nothing, never pass it on as "no filter"."""
     if principal.collections is None:
@@ -141,7 +141,7 @@ async def readable_collection_ids(principal: Principal, collections: CollectionS
     return tuple(collection_id for collection_id, name in names.items() if principal.can_read(name))
 
 
-async def can_read_collection_id(principal: Principal, collections: CollectionService, collection_id: str) -> bool:
+async def can_read_collection_id(principal: Principal, collections: CollectionNames, collection_id: str) -> bool:
     if principal.collections is None:
         return True
     name = (await collections.names_by_id()).get(collection_id)
@@ -167,10 +167,6 @@ class KeyRing:
     def __init__(self, api_keys: Sequence[SecretStr], scoped: Sequence[ScopedKey] = ()) -> None:
         self.api_keys = list(api_keys)
         self.scoped = list(scoped)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> KeyRing:
-        return cls(settings.api_keys, settings.api_key_scopes)
 
     @property
     def open(self) -> bool:

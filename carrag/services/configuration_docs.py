@@ -35,7 +35,7 @@ def settings_markdown() -> str:
 CONFIGURATION_INTRO = """\
 # Configuration
 
-<!-- Generated from carrag/services/settings.py by `make docs` (python -m carrag.services.settings --markdown).
+<!-- Generated from carrag/services/settings.py by `make docs` (python -m carrag.services.configuration_docs).
      Edit the field descriptions there, not this file; tests/test_docs_configuration.py checks it. -->
 
 Every setting is read, case-insensitively, from the environment (`CHUNK_SIZE=800`) or from a `.env`
@@ -119,3 +119,7 @@ Another embedder (`EMBEDDER=ollama`, `openai`) has another cosine scale: refit w
 def configuration_markdown() -> str:
     """The whole of docs/configuration.md."""
     return CONFIGURATION_INTRO + "\n## Settings\n\n" + settings_markdown()
+
+
+if __name__ == "__main__":  # pragma: no cover - `make docs`
+    print(configuration_markdown(), end="")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 import numpy as np
 
@@ -16,10 +16,8 @@ from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError
 from carrag.services.requests import IngestCommand
 
-if TYPE_CHECKING:
-    from carrag.services.ingestion import IngestResult
-
 DocumentEmbedder = Callable[..., Awaitable[np.ndarray]]  # (texts, progress=...) -> vectors
+Result = TypeVar("Result")  # what ingesting one document gives (`IngestResult`)
 
 
 @dataclass(slots=True)
@@ -32,31 +30,27 @@ class BulkDocument:
     data: bytes | None = None
 
 
-IngestOne = Callable[[BulkDocument, DocumentEmbedder], Awaitable["IngestResult"]]
-ResultCallback = Callable[[int, "IngestResult | CarragError"], None]
-
-
 async def ingest_together(
     documents: Iterable[BulkDocument],
-    ingest_one: IngestOne,
+    ingest_one: Callable[[BulkDocument, DocumentEmbedder], Awaitable[Result]],
     embedder: EmbeddingService,
     *,
     texts_per_call: int,
     concurrency: int,
-    on_result: ResultCallback | None = None,
-) -> list[IngestResult | CarragError]:
+    on_result: Callable[[int, Result | CarragError], None] | None = None,
+) -> list[Result | CarragError]:
     """``ingest_one`` for every document, ``concurrency`` at a time, all embedding through one coalescing
     embedder (calls of up to ``texts_per_call`` texts). A document that fails gets its error in the result
     list (input order); the others go on."""
     items = list(documents)
-    results: list[IngestResult | CarragError | None] = [None] * len(items)
+    results: list[Result | CarragError | None] = [None] * len(items)
     coalescer = CoalescingEmbedder(embedder, max_texts=texts_per_call)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(position: int, item: BulkDocument) -> None:
         async with gate:
             try:
-                result: IngestResult | CarragError = await ingest_one(item, coalescer.embed_documents)
+                result: Result | CarragError = await ingest_one(item, coalescer.embed_documents)
             except CarragError as exc:
                 result = exc
         results[position] = result

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -21,7 +21,7 @@ from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import CarragError, DependencyUnavailable, InvalidInput
 from carrag.services.fetchers.base import FetchedPage, Fetcher
 from carrag.services.ids import content_hash, new_document_id
-from carrag.services.ingest_bulk import BulkDocument, DocumentEmbedder, ResultCallback, ingest_together
+from carrag.services.ingest_bulk import BulkDocument, DocumentEmbedder, ingest_together
 from carrag.services.ingest_reading import parse_upload, read_page, read_url, text_document
 from carrag.services.model_change import ModelChange, PendingChangeWrite
 from carrag.services.models import (
@@ -199,7 +199,7 @@ class IngestionService:
         documents: Iterable[BulkDocument],
         *,
         concurrency: int = 256,
-        on_result: ResultCallback | None = None,
+        on_result: Callable[[int, IngestResult | CarragError], None] | None = None,
     ) -> list[IngestResult | CarragError]:
         """Ingest many documents, embedding their chunks together in large batches (`ingest_bulk.py`).
         A document that fails gets its error in the result list (input order); the others go on."""

@@ -2,8 +2,7 @@
 
 Values come from the environment (case-insensitive, e.g. ``CHUNK_SIZE=800``) or a ``.env`` file in
 the working directory. Defaults are the seed document's numbers; `docs/configuration.md` is generated
-from this class by `carrag/services/configuration_docs.py` (``make docs``, which runs
-``python -m carrag.services.settings --markdown``). The default prompts are in `default_prompts.py`.
+from this class by `carrag/services/configuration_docs.py` (``make docs``). The default prompts are in `default_prompts.py`.
 """
 
 from __future__ import annotations
@@ -549,10 +548,3 @@ def get_settings() -> Settings:
 def revealed(secret: SecretStr | None) -> str | None:
     """A secret setting's value, for the one client that sends it (the settings show it as ``**********``)."""
     return secret.get_secret_value() if secret is not None else None
-
-
-if __name__ == "__main__":  # pragma: no cover - `make docs`; the generator lives in configuration_docs.py
-    from carrag.services.configuration_docs import configuration_markdown
-
-    if "--markdown" in sys.argv:
-        print(configuration_markdown(), end="")

@@ -1,6 +1,6 @@
 """Writes from many concurrent callers, sent to Elasticsearch together: a drainer takes everything
-queued (up to ``max_chunks``) and writes it as one batch through `Versions.write`, up to
-``max_in_flight`` batches at once, while new writes gather into the next batch. So a thousand
+queued (up to ``MAX_CHUNKS``) and writes it as one batch through `Versions.write`, up to
+``MAX_IN_FLIGHT`` batches at once, while new writes gather into the next batch. So a thousand
 concurrent callers pay a few rounds of requests, not a thousand.
 """
 
@@ -16,14 +16,16 @@ from carrag.services.stores.elasticsearch.versions import PendingWrite
 
 logger = logging.getLogger(__name__)
 
+MAX_CHUNKS = 2000
+MAX_IN_FLIGHT = 4
+
 BatchWriter = Callable[[list[PendingWrite]], Awaitable[list[str | BaseException | None]]]  # each outcome
 
 
 class WriteBatcher:
-    def __init__(self, write_batch: BatchWriter, *, max_chunks: int = 2000, max_in_flight: int = 4) -> None:
+    def __init__(self, write_batch: BatchWriter) -> None:
         self._write_batch = write_batch
-        self.max_chunks = max_chunks
-        self._slots = asyncio.Semaphore(max_in_flight)
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._queue: deque[PendingWrite] = deque()
         self._drainer: asyncio.Task[None] | None = None
         self._running: set[asyncio.Task[None]] = set()
@@ -51,7 +53,7 @@ class WriteBatcher:
     def _take(self) -> list[PendingWrite]:
         batch: list[PendingWrite] = []
         chunks = 0
-        while self._queue and (not batch or chunks + len(self._queue[0].chunks) <= self.max_chunks):
+        while self._queue and (not batch or chunks + len(self._queue[0].chunks) <= MAX_CHUNKS):
             item = self._queue.popleft()
             batch.append(item)
             chunks += len(item.chunks)

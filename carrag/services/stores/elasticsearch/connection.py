@@ -76,10 +76,6 @@ class BulkItem:
     def ok(self) -> bool:
         return 200 <= self.status < 300
 
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409
-
 
 def redacted(url: str) -> str:
     """The URL without credentials, for messages."""
@@ -196,16 +192,20 @@ class Connection:
                     raise
                 return None
 
-    async def create_index(self, action: str, index: str, **body: Any) -> bool:
-        """Create ``index``; False when it exists already (another process may create it at the same time)."""
+    async def found(self, action: str, index: str, **request: Any) -> list[dict[str, Any]]:
+        """The documents a real-time multi-get finds."""
+        with self.errors(action, index):
+            response = await self.client.mget(index=index, realtime=True, **request)
+        return [doc for doc in response["docs"] if doc.get("found")]
+
+    async def create_index(self, action: str, index: str, **body: Any) -> None:
+        """Create ``index`` unless it exists (another process may create it at the same time)."""
         with self.errors(action, index):
             try:
                 await self.client.indices.create(index=index, **body)
             except ApiError as exc:
                 if "resource_already_exists" not in api_reason(exc):
                     raise
-                return False
-        return True
 
     async def conditionally(self, action: str, index: str, write: Awaitable[Any]) -> Any | None:
         """A conditional write (``if_seq_no``/``if_primary_term``); None when the document changed or

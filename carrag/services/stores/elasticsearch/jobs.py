@@ -67,10 +67,10 @@ class ElasticsearchJobRepository:
     async def _read_many(self, ids: list[str]) -> list[StoredJob]:
         if not ids:
             return []
-        response = await self._call(
-            "reading ingest jobs", lambda: self.connection.client.mget(index=self.index, ids=ids, realtime=True)
+        found = await self._call(
+            "reading ingest jobs", lambda: self.connection.found("reading ingest jobs", self.index, ids=ids)
         )
-        return [StoredJob(doc["_source"], _revision(doc)) for doc in response["docs"] if doc.get("found")]
+        return [StoredJob(doc["_source"], _revision(doc)) for doc in found]
 
     async def update(self, record: JobRecord, revision: Any) -> Any | None:
         seq_no, primary_term = revision

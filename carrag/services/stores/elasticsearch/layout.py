@@ -152,10 +152,6 @@ class IndexLayout:
             await indices.put_settings(index=index, settings={"index": {"refresh_interval": self.refresh_interval}})
 
     # --- embedding identity ------------------------------------------------------------------------
-    async def stored_identity(self, index: str | None = None) -> EmbeddingIdentity | None:
-        _, identity = await self.identity_with_index(index or self.alias)
-        return identity
-
     async def identity_with_index(self, name: str) -> tuple[str, EmbeddingIdentity | None]:
         """The model recorded in the index ``name`` (the alias or a concrete index), and the concrete
         index that answered."""
@@ -174,7 +170,7 @@ class IndexLayout:
         target = index or self.alias
         if self._accepted_identity is not None and self._accepted_identity == (target, identity):
             return
-        stored = await self.stored_identity(target)
+        _, stored = await self.identity_with_index(target)
         if stored is not None:
             stored.check_accepts(identity)
         if stored is None or not stored.model:
@@ -190,7 +186,7 @@ class IndexLayout:
                     )
             except UpstreamError:
                 # another process added the field first, with another dimension
-                stored = await self.stored_identity(target)
+                _, stored = await self.identity_with_index(target)
                 if stored is not None and stored.dimension != identity.dimension:
                     raise EmbeddingModelMismatch(stored.describe(), identity.describe()) from None
                 raise

@@ -2,19 +2,15 @@
 protocol (`versions.py`).
 
 A version is live exactly while its source's record names it, and a writer flips that record only
-once every chunk of the new version is searchable on every shard copy. So after each search, one
-real-time multi-get reads the records of the hits' sources (a real-time get sees the latest write to a
-document without a refresh), and a hit is returned only if its version is the one its record names:
-one result never holds two versions of a source, never a version still being written or abandoned by
-a crashed writer (no record names it), and never one replaced or deleted before the check (a replace
-or delete flips the record before it is acknowledged, so every search begun after the acknowledgement
-drops the old version). When a dropped hit's source is live under another version, a flip fell within
-the search, which may then have seen that version in part (a version's chunks become searchable one
-refresh at a time while it is written); and dropped hits may have crowded out live ones. Either way
-the search runs again without the dropped versions: the new version was flipped before the repeat
-began, so it is searched whole. What this cannot see is a version published during the search whose
-source had no other version among the hits (a first version, or one whose older version matched
-nothing): the search may return part of its chunks, every one of them of a live, whole version.
+once every chunk of the new version is searchable on every shard copy. After each search one
+real-time multi-get reads the records of the hits' sources, and a hit is kept only if its version is
+the one its record names: never two versions of a source, never a version being written or abandoned
+(no record names it), never one replaced or deleted before the check (the record is flipped before
+the replace or delete is acknowledged). When a dropped hit's source is live under another version, a
+flip fell within the search, which may have seen that version in part; dropped hits may also have
+crowded out live ones. Either way the search runs again without the dropped versions (the new version
+was flipped before the repeat began, so it is searched whole). A version published during the search
+whose source had no other version among the hits may come back in part, every chunk of it live.
 """
 
 from __future__ import annotations

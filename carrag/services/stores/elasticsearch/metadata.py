@@ -5,14 +5,14 @@ chunks get partial updates by id, then its source record is rewritten conditiona
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable
 from typing import Any
 
-from carrag.services.errors import DependencyUnavailable
 from carrag.services.ids import chunk_id
 from carrag.services.models import DocumentRecord, MetadataValue, chunk_heading, metadata_pairs
 from carrag.services.stores.elasticsearch.connection import Operation, bulk_failure
 from carrag.services.stores.elasticsearch.mapping import document_key, source_record, source_record_id
-from carrag.services.stores.elasticsearch.versions import BULK_MAX_OPS, FLIP_ATTEMPTS, Versions
+from carrag.services.stores.elasticsearch.versions import BULK_MAX_OPS, SourceState, Versions
 
 
 async def update_metadata(
@@ -29,33 +29,28 @@ async def update_metadata(
     if current is None:
         return None
     await _update_chunks(versions, current, tags=tags, title=title, user_metadata=user_metadata)
-    for _ in range(FLIP_ATTEMPTS):
-        state = await versions.source_state(document_key(current))
-        if state is None or state.document.document_id != document_id:
-            return None
-        updated = dataclasses.replace(
-            state.document,
-            tags=list(tags) if tags is not None else state.document.tags,
-            title=title if title is not None else state.document.title,
-            user_metadata=dict(user_metadata) if user_metadata is not None else state.document.user_metadata,
+
+    def updated(document: DocumentRecord) -> DocumentRecord:
+        return dataclasses.replace(
+            document,
+            tags=list(tags) if tags is not None else document.tags,
+            title=title if title is not None else document.title,
+            user_metadata=dict(user_metadata) if user_metadata is not None else document.user_metadata,
         )
-        written = await versions.connection.conditionally(
-            "updating a document",
-            versions.alias,
-            versions.connection.writer.index(
-                index=versions.alias,
-                id=source_record_id(document_key(current)),
-                document=source_record(updated, updated.chunk_count),
-                if_seq_no=state.seq_no,
-                if_primary_term=state.primary_term,
-                refresh=versions.refresh,
-                require_alias=versions.require_alias,
-            ),
+
+    def rewrite(state: SourceState) -> Awaitable[Any]:
+        return versions.connection.writer.index(
+            index=versions.alias,
+            id=source_record_id(document_key(current)),
+            document=source_record(updated(state.document), state.document.chunk_count),
+            if_seq_no=state.seq_no,
+            if_primary_term=state.primary_term,
+            refresh=versions.refresh,
+            require_alias=versions.require_alias,
         )
-        if written is None:
-            continue
-        return updated
-    raise DependencyUnavailable("store", "the document kept changing while it was being updated; retry")
+
+    state = await versions.change_record(document_key(current), document_id, "updating a document", rewrite)
+    return updated(state.document) if state is not None else None
 
 
 async def _update_chunks(
@@ -100,8 +95,7 @@ async def _update_chunks(
 
 
 async def _sections(versions: Versions, ids: list[str]) -> dict[str, str | None]:
-    with versions.connection.errors("reading a document's chunks", versions.alias):
-        response = await versions.connection.client.mget(
-            index=versions.alias, ids=ids, realtime=True, source_includes=["section"]
-        )
-    return {doc["_id"]: doc["_source"].get("section") for doc in response["docs"] if doc.get("found")}
+    found = await versions.connection.found(
+        "reading a document's chunks", versions.alias, ids=ids, source_includes=["section"]
+    )
+    return {doc["_id"]: doc["_source"].get("section") for doc in found}

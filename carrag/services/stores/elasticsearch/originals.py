@@ -162,14 +162,12 @@ class OriginalsIndex:
             return True
         try:
             await self.ensure()
-            with self.connection.errors("looking up originals", self.name):
-                response = await self.connection.client.mget(
-                    index=self.name, ids=list(dict.fromkeys(document_ids)), realtime=True, source_includes=["parts"]
-                )
+            ids = list(dict.fromkeys(document_ids))
+            found = await self.connection.found("looking up originals", self.name, ids=ids, source_includes=["parts"])
         except CarragError as exc:
             logger.warning("removing originals failed", extra={"reason": exc.message, "originals": len(document_ids)})
             return False
-        parts = {doc["_id"]: int(doc["_source"]["parts"]) for doc in response["docs"] if doc.get("found")}
+        parts = {doc["_id"]: int(doc["_source"]["parts"]) for doc in found}
         return await self.delete_known(parts)
 
     async def delete_known(self, parts: dict[str, int]) -> bool:

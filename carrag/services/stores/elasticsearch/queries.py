@@ -156,3 +156,28 @@ def knn_request(
         },
         "size": k,
     }
+
+
+def reference_query(reference: str, records: dict[str, Any]) -> dict[str, Any]:
+    """``records`` (a bool filter) whose id is ``reference`` or starts with it, or whose source id is it or
+    ends in ``/reference``; exact matches first."""
+
+    def ranked(query: dict[str, Any], boost: float) -> dict[str, Any]:
+        return {"constant_score": {"filter": query, "boost": boost}}
+
+    return {
+        "bool": {
+            "filter": records["bool"]["filter"],
+            "should": [
+                ranked({"term": {"document_id": reference}}, 100),
+                ranked({"term": {"source_id": reference}}, 10),
+                ranked({"prefix": {"document_id": reference}}, 1),
+                ranked({"wildcard": {"source_id": {"value": "*/" + _escape_wildcard(reference)}}}, 1),
+            ],
+            "minimum_should_match": 1,
+        }
+    }
+
+
+def _escape_wildcard(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")

@@ -89,17 +89,12 @@ class SearchLegs:
         if not wanted:
             return []
 
-        async def fetch() -> dict[str, Any]:
-            response = await self.reads.connection.client.mget(
-                index=self.reads.index,
-                ids=[chunk_id(document_id, index) for document_id, index in wanted],
-                realtime=True,
-                source_excludes=CHUNK_SOURCE_EXCLUDES,
-            )
-            return response.body
-
-        response = await self.reads.guarded("fetching neighbouring chunks", fetch, {"docs": []})
-        chunks = [to_chunk(doc["_source"]) for doc in response["docs"] if doc.get("found")]
+        action = "fetching neighbouring chunks"
+        ids = [chunk_id(document_id, index) for document_id, index in wanted]
+        fetch = lambda: self.reads.connection.found(  # noqa: E731
+            action, self.reads.index, ids=ids, source_excludes=CHUNK_SOURCE_EXCLUDES
+        )
+        chunks = [to_chunk(doc["_source"]) for doc in await self.reads.guarded(action, fetch, [])]
         requested = set(wanted)
         return [chunk for chunk in chunks if chunk.key in requested]
 

@@ -29,19 +29,34 @@ from carrag.services.models import (
     StoredChunk,
 )
 from carrag.services.settings import revealed
-from carrag.services.stores.base import ChunkListing, DocumentPage, DocumentSort, SortOrder, VectorHits, checked_vectors
+from carrag.services.stores.base import (
+    ChunkListing,
+    DocumentPage,
+    DocumentSort,
+    SortOrder,
+    VectorHits,
+    checked_vectors,
+    is_glob,
+)
+from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.batching import WriteBatcher
 from carrag.services.stores.elasticsearch.collections import CollectionRegistry
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
-from carrag.services.stores.elasticsearch.document_reads import DocumentReads
 from carrag.services.stores.elasticsearch.integrity import integrity_problems
 from carrag.services.stores.elasticsearch.layout import IndexLayout
+from carrag.services.stores.elasticsearch.mapping import (
+    CHUNK_SOURCE_EXCLUDES,
+    source_key,
+    source_records_query,
+    to_chunk,
+    to_document,
+)
 from carrag.services.stores.elasticsearch.metadata import update_metadata
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex
 from carrag.services.stores.elasticsearch.reads import IndexReads
 from carrag.services.stores.elasticsearch.search_legs import SearchLegs
 from carrag.services.stores.elasticsearch.served_identity import ServedIdentity
-from carrag.services.stores.elasticsearch.sweep import sweep_abandoned
+from carrag.services.stores.elasticsearch.sweep import sweep_abandoned, sweep_periodically
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
 
 logger = logging.getLogger(__name__)
@@ -68,8 +83,6 @@ class ElasticsearchStore:
         refresh_interval: str = "1s",
         write_refresh: str = "wait_for",
         abandoned_after: float = 600.0,
-        batch_chunks: int = 2000,
-        batches_in_flight: int = 4,
     ) -> None:
         self.index = index  # the alias
         self.connection = Connection(url, api_key=api_key, username=username, password=password, timeout=timeout)
@@ -81,11 +94,10 @@ class ElasticsearchStore:
             self.connection, index, refresh=write_refresh, abandoned_after=abandoned_after, originals=self.originals
         )
         self.collections = CollectionRegistry(self.versions)
-        self.batcher = WriteBatcher(self._write_batch, max_chunks=batch_chunks, max_in_flight=batches_in_flight)
+        self.batcher = WriteBatcher(self._write_batch)
         self._sweeper: asyncio.Task[None] | None = None
         self.served_identity = ServedIdentity(index, self.layout.identity_with_index)
         self.reads = IndexReads(self.connection, self.layout, self.originals)
-        self.documents = DocumentReads(self.reads, self.versions)
         self.legs = SearchLegs(self.reads, self.versions, self.served_identity, num_candidates, self.embedding_identity)
 
     @classmethod
@@ -114,7 +126,8 @@ class ElasticsearchStore:
     async def open(self) -> None:
         await self.reads.ready()
         if self._sweeper is None:
-            self._sweeper = asyncio.create_task(self._sweep_periodically(), name="es-version-sweeper")
+            sweeps = sweep_periodically(self.versions, self.reads.ready)
+            self._sweeper = asyncio.create_task(sweeps, name="es-version-sweeper")
 
     async def close(self) -> None:
         if self._sweeper is not None:
@@ -124,19 +137,6 @@ class ElasticsearchStore:
             self._sweeper = None
         await self.batcher.aclose()
         await self.connection.close()
-
-    async def _sweep_periodically(self) -> None:
-        """Remove abandoned versions now and then (each process does; the work is idempotent)."""
-        interval = max(self.versions.abandoned_after / 2, 1.0)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.reads.ready()
-                removed = await sweep_abandoned(self.versions)
-                if removed:
-                    logger.info("removed abandoned versions", extra={"versions": removed, "index": self.index})
-            except DependencyUnavailable as exc:
-                logger.warning("sweep of abandoned versions failed", extra={"reason": exc.message})
 
     async def sweep(self, older_than: float | None = None) -> int:
         """Remove versions that are not live and older than ``older_than`` seconds (`sweep.py`)."""
@@ -273,15 +273,25 @@ class ElasticsearchStore:
         return await self.legs.windows(centres, radius)
 
     async def get_document(self, document_id: str) -> DocumentRecord | None:
-        return await self.documents.get_document(document_id)
+        return await self.reads.guarded("looking up a document", lambda: self.versions.live_document(document_id), None)
 
     async def find_by_source(self, source_id: str, collection_id: str = DEFAULT_COLLECTION) -> DocumentRecord | None:
-        return await self.documents.find_by_source(source_id, collection_id)
+        key = source_key(collection_id, source_id)
+        state = await self.reads.guarded("looking up a document", lambda: self.versions.source_state(key), None)
+        return state.document if state is not None else None
 
     async def find_by_content_hash(
         self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
     ) -> DocumentRecord | None:
-        return await self.documents.find_by_content_hash(content_hash, collection_id)
+        """The newest live document of the collection with exactly this ``content_hash`` (a keyword field)."""
+        response = await self.reads.search(
+            "looking up a document",
+            query=source_records_query([collection_id], {"term": {"content_hash": content_hash}}),
+            sort=[{"created_at": "desc"}, {"document_id": "asc"}],
+            size=1,
+        )
+        hits = response["hits"]["hits"]
+        return to_document(hits[0]["_source"]) if hits else None
 
     async def list_documents(
         self,
@@ -294,27 +304,68 @@ class ElasticsearchStore:
         order: SortOrder = "desc",
         filename: str | None = None,
     ) -> DocumentPage:
-        return await self.documents.list_documents(
+        """Sorting and filtering by file name use ``filename_lower``, which source records written
+        before it existed lack (`carrag reindex` rewrites them): they sort last and match no filter."""
+        filters: list[dict[str, Any]] = []
+        if tag is not None:
+            filters.append({"term": {"tags.keyword": tag}})
+        if filename is not None:
+            filters.append(queries.filename_clause(filename.lower(), is_glob(filename)))
+        field = "filename_lower" if sort == "filename" else sort
+        hits, total = await self.reads.walk(
+            "listing documents",
+            source_records_query(collection_ids, *filters),
+            [{field: {"order": order, "missing": "_last"}}, {"document_id": "asc"}],
             offset=offset,
             limit=limit,
-            tag=tag,
-            collection_ids=collection_ids,
-            sort=sort,
-            order=order,
-            filename=filename,
         )
+        return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
 
     async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
-        return await self.documents.find_documents(reference, limit=limit, collection_ids=collection_ids)
+        hits, total = await self.reads.walk(
+            "finding documents",
+            queries.reference_query(reference, source_records_query(collection_ids)),
+            ["_score", {"created_at": "desc"}, {"document_id": "asc"}],
+            offset=0,
+            limit=limit,
+        )
+        return DocumentPage([to_document(hit["_source"]) for hit in hits], total)
 
     async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
-        return await self.documents.list_sources(collection_ids)
+        hits, _ = await self.reads.walk(
+            "listing sources",
+            source_records_query(collection_ids),
+            [{"source_id": "asc"}],
+            source_includes=["source_id", "source_type"],
+        )
+        return [(hit["_source"]["source_id"], hit["_source"]["source_type"]) for hit in hits]
 
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]:
-        return await self.documents.get_chunks(document_id, offset=offset, limit=limit)
+        if await self.get_document(document_id) is None:
+            return []
+        hits, _ = await self.reads.walk(
+            "listing a document's chunks",
+            {"bool": {"filter": [{"term": {"doc_kind": "chunk"}}, {"term": {"document_id": document_id}}]}},
+            [{"chunk_index": "asc"}],
+            offset=offset,
+            limit=limit,
+            source_excludes=CHUNK_SOURCE_EXCLUDES,
+        )
+        if not hits:
+            return []
+        identity = await self.embedding_identity()
+        dimension = identity.dimension if identity else 0  # every vector has the mapping's dims
+        return [ChunkListing(to_chunk(hit["_source"]), dimension) for hit in hits]
 
     async def count_chunks(self) -> int:
-        return await self.documents.count_chunks()
+        """The chunks of live versions: the sum of the source records' chunk counts."""
+        response = await self.reads.search(
+            "counting chunks",
+            query={"term": {"doc_kind": "document"}},
+            size=0,
+            aggregations={"chunks": {"sum": {"field": "chunk_count"}}},
+        )
+        return int((response.get("aggregations") or {}).get("chunks", {}).get("value") or 0)
 
     async def check_integrity(self) -> list[str]:
         """Everything that would make the store inconsistent, as readable lines (empty: consistent)."""

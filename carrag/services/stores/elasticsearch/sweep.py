@@ -4,12 +4,31 @@ first, so a failed removal leaves the record for the next sweep. Idempotent."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from carrag.services.errors import DependencyUnavailable
 from carrag.services.stores.elasticsearch.connection import PAGE, every_hit
-from carrag.services.stores.elasticsearch.mapping import record_key, version_ids
+from carrag.services.stores.elasticsearch.mapping import record_key
 from carrag.services.stores.elasticsearch.versions import Versions
+
+logger = logging.getLogger(__name__)
+
+
+async def sweep_periodically(versions: Versions, ready: Callable[[], Awaitable[None]]) -> None:
+    """Remove abandoned versions now and then (each process does; the work is idempotent)."""
+    while True:
+        await asyncio.sleep(max(versions.abandoned_after / 2, 1.0))
+        try:
+            await ready()
+            removed = await sweep_abandoned(versions)
+            if removed:
+                logger.info("removed abandoned versions", extra={"versions": removed, "index": versions.alias})
+        except DependencyUnavailable as exc:
+            logger.warning("sweep of abandoned versions failed", extra={"reason": exc.message})
 
 
 async def sweep_abandoned(versions: Versions, older_than: float | None = None) -> int:
@@ -36,9 +55,7 @@ async def sweep_abandoned(versions: Versions, older_than: float | None = None) -
 
 async def _remove_abandoned(versions: Versions, found: list[dict[str, Any]]) -> int:
     live = await versions.live_versions([record_key(v) for v in found])
-    abandoned = [v for v in found if live.get(record_key(v)) != v["document_id"]]
-    if not await versions._delete_originals([v["document_id"] for v in abandoned]):
-        return 0  # their originals could not be removed: try again at the next sweep
-    ids = [i for v in abandoned for i in version_ids(v["document_id"], int(v["chunk_count"]))]
-    await versions._delete_ids(ids, "removing abandoned versions")
-    return len(abandoned)
+    abandoned = [
+        (v["document_id"], int(v["chunk_count"])) for v in found if live.get(record_key(v)) != v["document_id"]
+    ]
+    return len(abandoned) if await versions.remove(abandoned, "removing abandoned versions") else 0

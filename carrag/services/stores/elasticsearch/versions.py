@@ -2,11 +2,10 @@
 has the argument in full).
 
 A write creates a new *version* (its ``document_id``): its chunks and a version record, indexed with
-``refresh=wait_for`` (step 1). The version becomes live when its source's record (`mapping.py`) is
-flipped to it by a conditional write (step 2: ``if_seq_no``/``if_primary_term``, or ``create``; on a
-conflict the record is read again and the flip retried, so the last flip wins). Then the replaced
-version is deleted (step 3). Kept originals ride along, keyed by the version's id: written before the
-flip, removed before the version record, so what a failed removal leaves is found by `sweep.py`. A
+``refresh=wait_for`` (step 1). It becomes live when its source's record is flipped to it by a
+conditional write (step 2; on a conflict the record is read again and the flip retried, so the last
+flip wins). Then the replaced version is deleted (step 3). Kept originals are written before the flip
+and removed before the version record, so what a failed removal leaves is found by `sweep.py`. A
 writer gives up a flip after half of ``abandoned_after``, so the sweep never removes a version that
 could still become live.
 """
@@ -16,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -85,7 +84,7 @@ class Versions:
         originals: OriginalsIndex | None = None,
     ) -> None:
         self.connection = connection
-        self.originals = originals  # None: originals are not this instance's business (reindex's copy)
+        self.originals = originals  # None: reindex's copy, which leaves originals alone
         self.alias = alias  # or a concrete index, with require_alias=False (reindex)
         self.require_alias = require_alias
         self.refresh = refresh
@@ -99,7 +98,9 @@ class Versions:
         written = await self._write_versions(items, outcomes)
         written = await self._write_originals(items, written, outcomes)
         if written:
-            await self._remove_replaced(await self._flip(items, written, outcomes, started))
+            replaced, leftover = await self._flip(items, written, outcomes, started)
+            await self._delete_ids(leftover, "removing replaced versions")
+            await self.remove(replaced, "removing replaced versions")
         return outcomes
 
     async def _write_versions(self, items: list[PendingWrite], outcomes: list[Any]) -> list[int]:
@@ -145,8 +146,7 @@ class Versions:
         return [position for position in range(len(items)) if position not in failures]
 
     async def _write_originals(self, items: list[PendingWrite], written: list[int], outcomes: list[Any]) -> list[int]:
-        """Step 1b: the kept originals of the written versions; a version whose original fails is
-        rolled back. Returns the positions still to publish."""
+        """Step 1b: the written versions' originals; returns the positions still to publish."""
         with_original = [p for p in written if items[p].original is not None]
         if self.originals is None or not with_original:
             return written
@@ -159,16 +159,13 @@ class Versions:
         await self._roll_back([items[p] for p in failed])
         return [p for p in written if p not in failed]
 
-    async def _bulk_in_parts(
-        self, operations: list[Operation], action: str, refresh: str | bool | None = None
-    ) -> list[BulkItem]:
-        """``operations`` in requests of ``BULK_MAX_OPS``, sent together; ``refresh``: the writes' own."""
-        refresh = self.refresh if refresh is None else refresh
+    async def _bulk_in_parts(self, operations: list[Operation], action: str) -> list[BulkItem]:
+        """``operations`` in requests of ``BULK_MAX_OPS``, sent together."""
         parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
         bulk = self.connection.bulk
         answers = await asyncio.gather(
             *(
-                bulk(part, index=self.alias, action=action, refresh=refresh, require_alias=self.require_alias)
+                bulk(part, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias)
                 for part in parts
             )
         )
@@ -176,9 +173,11 @@ class Versions:
 
     async def _flip(
         self, items: list[PendingWrite], positions: list[int], outcomes: list[Any], started: float
-    ) -> list[tuple[str, int, set[str]]]:
-        """Step 2; returns the replaced versions as (document_id, chunk_count, ids the new version reuses)."""
-        superseded: list[tuple[str, int, set[str]]] = []
+    ) -> tuple[list[tuple[str, int]], list[str]]:
+        """Step 2; returns the replaced versions (document_id, chunk_count), and the chunks to delete of
+        versions re-published under their own id (reindex's catch-up), which keep the rest."""
+        replaced: list[tuple[str, int]] = []
+        leftover: list[str] = []
         todo = list(positions)
         # A 409 may answer the client's own retry of a flip that was applied but whose answer was lost:
         # such a version may be live, so it is never rolled back (the sweep decides, by the record).
@@ -219,10 +218,12 @@ class Versions:
                     new_id = item.document.document_id
                     if state is not None:
                         old = state.document
-                        outcomes[position] = old.document_id if old.document_id != new_id else None
-                        reused = set(version_ids(new_id, len(item.chunks))) if old.document_id == new_id else set()
-                        superseded.append((old.document_id, old.chunk_count, reused))
-                elif result.conflict:
+                        if old.document_id != new_id:
+                            outcomes[position] = old.document_id
+                            replaced.append((old.document_id, old.chunk_count))
+                        else:
+                            leftover += [chunk_id(new_id, i) for i in range(len(item.chunks), old.chunk_count)]
+                elif result.status == 409:
                     conflicted.add(position)
                     retry.append(position)
                 elif result.status == FLIP_UNKNOWN:
@@ -239,7 +240,7 @@ class Versions:
                     "store", "Elasticsearch kept changing the document's source record; nothing was stored, retry"
                 )
             await self._roll_back([items[p] for p in todo if p not in conflicted])
-        return superseded
+        return replaced, leftover
 
     async def _states_or_fail(
         self, items: list[PendingWrite], this_round: dict[str, int], outcomes: list[Any], conflicted: set[int]
@@ -267,8 +268,7 @@ class Versions:
             return [BulkItem("index", "", FLIP_UNKNOWN, "no answer") for _ in operations]
 
     async def _roll_back(self, items: list[PendingWrite]) -> None:
-        """Delete what was written of versions that will never be published (best effort: `sweep`
-        removes whatever this misses)."""
+        """Delete what was written of versions never to be published (`sweep` removes what this misses)."""
         if self.originals is not None:
             known = {i.document.document_id: part_count(len(i.original.content)) for i in items if i.original}
             if not await self.originals.delete_known(known):
@@ -276,23 +276,15 @@ class Versions:
         ids = [i for item in items for i in version_ids(item.document.document_id, len(item.chunks))]
         await self._delete_ids(ids, "rolling back a failed write")
 
-    async def _remove_replaced(self, superseded: list[tuple[str, int, set[str]]]) -> None:
-        """Step 3: the replaced versions' originals, then their chunks and version records."""
-        # a version re-published under its own id (reindex's catch-up) keeps its original
-        retired = [document_id for document_id, _, reused in superseded if version_record_id(document_id) not in reused]
-        kept_records = set() if await self._delete_originals(retired) else set(map(version_record_id, retired))
-        ids = [
-            i
-            for document_id, count, reused in superseded
-            for i in version_ids(document_id, count)
-            if i not in reused and i not in kept_records
-        ]
-        await self._delete_ids(ids, "removing replaced versions")
-
-    async def _delete_originals(self, document_ids: list[str]) -> bool:
-        """Remove these versions' originals; False if that failed (the caller then keeps their version
-        records, so the sweep finds the versions and tries again)."""
-        return self.originals is None or await self.originals.delete(document_ids)
+    async def remove(self, versions: Sequence[tuple[str, int]], action: str, refresh: str | bool = False) -> bool:
+        """Remove versions ``(document_id, chunk_count)``: their originals, then their chunks and version
+        records. False when the originals could not be removed: the version records then stay, so the
+        sweep finds the versions and tries again."""
+        removed = self.originals is None or await self.originals.delete([document_id for document_id, _ in versions])
+        ids = [i for document_id, count in versions for i in version_ids(document_id, count)]
+        kept = set() if removed else {version_record_id(document_id) for document_id, _ in versions}
+        await self._delete_ids([i for i in ids if i not in kept], action, refresh)
+        return removed
 
     async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
         """Delete by id; what fails is logged and left to the sweep."""
@@ -304,32 +296,37 @@ class Versions:
     async def delete(self, document_id: str) -> bool:
         """Unpublish ``document_id`` if it is live, then remove its chunks. False if it was not live."""
         version = await self.version(document_id)
-        key = record_key(version) if version else None
-        if key is None:
+        if version is None:
             return False
+        key = record_key(version)
+
+        def unpublish(state: SourceState) -> Awaitable[Any]:
+            return self.connection.writer.delete(
+                index=self.alias,
+                id=source_record_id(key),
+                if_seq_no=state.seq_no,
+                if_primary_term=state.primary_term,
+                refresh=self.refresh,
+            )
+
+        state = await self.change_record(key, document_id, "deleting a document", unpublish)
+        if state is None:
+            return False
+        await self.remove([(document_id, state.document.chunk_count)], "deleting a document", self.refresh)
+        return True
+
+    async def change_record(
+        self, key: str, document_id: str, action: str, write: Callable[[SourceState], Awaitable[Any]]
+    ) -> SourceState | None:
+        """Apply the conditional ``write(state)`` to the record of the source ``key`` while it names
+        ``document_id``, reading it again after a conflict; the state it applied to, None if not live."""
         for _ in range(FLIP_ATTEMPTS):
             state = await self.source_state(key)
             if state is None or state.document.document_id != document_id:
-                return False
-            deleted = await self.connection.conditionally(
-                "deleting a document",
-                self.alias,
-                self.connection.writer.delete(
-                    index=self.alias,
-                    id=source_record_id(key),
-                    if_seq_no=state.seq_no,
-                    if_primary_term=state.primary_term,
-                    refresh=self.refresh,
-                ),
-            )
-            if deleted is None:
-                continue  # changed meanwhile: look again
-            ids = version_ids(document_id, state.document.chunk_count)
-            if not await self._delete_originals([document_id]):
-                ids.remove(version_record_id(document_id))  # left for the sweep, which removes the original
-            await self._delete_ids(ids, "deleting a document", refresh=self.refresh)
-            return True
-        raise DependencyUnavailable("store", "the document kept changing while it was being deleted; retry")
+                return None
+            if await self.connection.conditionally(action, self.alias, write(state)) is not None:
+                return state
+        raise DependencyUnavailable("store", f"the document kept changing while {action}; retry")
 
     # --- reading the live state (real time: a get or a multi-get, no refresh needed) ---------------
     async def source_state(self, key: str) -> SourceState | None:
@@ -343,16 +340,12 @@ class Versions:
         unique = list(dict.fromkeys(source_ids))
         if not unique:
             return {}
-        with self.connection.errors("looking up documents", self.alias):
-            response = await self.connection.client.mget(
-                index=self.alias, ids=[source_record_id(source) for source in unique], realtime=True
-            )
-        states = {}
-        for doc in response["docs"]:
-            if doc.get("found"):
-                record = to_document(doc["_source"])
-                states[document_key(record)] = SourceState(record, doc["_seq_no"], doc["_primary_term"])
-        return states
+        ids = [source_record_id(source) for source in unique]
+        found = await self.connection.found("looking up documents", self.alias, ids=ids)
+        records = [(to_document(doc["_source"]), doc) for doc in found]
+        return {
+            document_key(record): SourceState(record, doc["_seq_no"], doc["_primary_term"]) for record, doc in records
+        }
 
     async def live_versions(self, source_ids: Sequence[str]) -> dict[str, str]:
         """``source key → document_id`` of the live version of each of these sources that has one."""
@@ -360,15 +353,9 @@ class Versions:
         if not unique:
             return {}
         fields = ["source_id", "document_id", "collection_id"]
-        with self.connection.errors("checking which versions are live", self.alias):
-            response = await self.connection.client.mget(
-                index=self.alias,
-                docs=[{"_id": source_record_id(key), "_source": {"includes": fields}} for key in unique],
-                realtime=True,
-            )
-        return {
-            record_key(doc["_source"]): doc["_source"]["document_id"] for doc in response["docs"] if doc.get("found")
-        }
+        docs = [{"_id": source_record_id(key), "_source": {"includes": fields}} for key in unique]
+        found = await self.connection.found("checking which versions are live", self.alias, docs=docs)
+        return {record_key(doc["_source"]): doc["_source"]["document_id"] for doc in found}
 
     async def version(self, document_id: str) -> dict[str, Any] | None:
         """The version record of ``document_id``, live or not."""
