@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from carrag.services.errors import EmbeddingModelMismatch
+from carrag.services.positions import Region, TextPositions
 from carrag.services.vocabulary import HealthStatus
-
-if TYPE_CHECKING:
-    from carrag.services.positions import TextPositions
 
 MetadataValue = str | int | float | bool
 
@@ -48,21 +46,6 @@ class ParsedDocument:
     page_spans: list[PageSpan] = field(default_factory=list)
     title: str | None = None
     positions: TextPositions | None = None  # PDFs: where the text is drawn on its pages
-
-
-@dataclass(frozen=True, slots=True)
-class Region:
-    """Where part of a chunk is drawn on a PDF page: the rectangle of one line's stretch of it, in PDF
-    points from the top-left of the page as stored (unrotated, within its crop box), rounded outwards,
-    and which characters of the chunk's span (offsets from ``char_start``) that stretch holds."""
-
-    page: int
-    start: int
-    end: int
-    x0: int
-    y0: int
-    x1: int
-    y1: int
 
 
 @dataclass(slots=True)

@@ -25,9 +25,10 @@ from carrag.services.access import FULL_ACCESS, Principal
 from carrag.services.admission import AdmissionGate
 from carrag.services.documents import DocumentService
 from carrag.services.errors import Conflict, InvalidInput, NotFound
-from carrag.services.models import Region, StoredChunk
+from carrag.services.models import StoredChunk
 from carrag.services.page_drawing import PageImage, Rect, draw_page
 from carrag.services.parsers.budget import ParseBudget
+from carrag.services.positions import Region
 from carrag.services.settings import Settings
 
 MAX_WINDOW_CHUNKS = 64  # a search hit's window is a few chunks (NEIGHBOUR_WINDOW on each side)

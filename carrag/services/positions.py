@@ -18,9 +18,24 @@ import json
 import math
 from array import array
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from carrag.services.models import Region
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """Where part of a chunk is drawn on a PDF page: the rectangle of one line's stretch of it, in PDF
+    points from the top-left of the page as stored (unrotated, within its crop box), rounded outwards,
+    and which characters of the chunk's span (offsets from ``char_start``) that stretch holds."""
+
+    page: int
+    start: int
+    end: int
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+
 
 Rect = tuple[float, float, float, float]
 

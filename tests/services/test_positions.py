@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from carrag.services.models import Region
-from carrag.services.positions import MAX_REGIONS, TextPositions, capped, decode_regions, encode_regions_json
+from carrag.services.positions import MAX_REGIONS, Region, TextPositions, capped, decode_regions, encode_regions_json
 
 
 def two_lines() -> TextPositions:

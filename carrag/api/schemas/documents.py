@@ -63,7 +63,7 @@ class DocumentPageOut(Schema):
 
 
 class RegionOut(Schema):
-    """Where part of a PDF chunk is drawn: one line's stretch of it (`carrag.services.models.Region`)."""
+    """Where part of a PDF chunk is drawn: one line's stretch of it (`carrag.services.positions.Region`)."""
 
     page: int
     start: int = Field(description="Offset from `char_start` of the first character of the chunk on this line.")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sqlite3
 
-from carrag.services.models import Chunk, Region, SearchFilters
+from carrag.services.models import Chunk, SearchFilters
+from carrag.services.positions import Region
 from carrag.services.reindexing import Reindexer
 from carrag.services.stores.base import Store
 from carrag.services.stores.sqlite import SqliteStore
