@@ -42,7 +42,7 @@ from carrag.services.embedders.service import EmbeddingService
 QUESTIONS = Path(__file__).resolve().parent / "questions" / "answers_dev.jsonl"
 ROOT = Path("../shared/data")  # beside the checkout, as `carrag eval-answers` reads it
 FOLDS = 5
-STRENGTHS = (0.3, 1.0, 3.0, 10.0, 30.0)
+STRENGTHS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 EMPTY = Logistic((), np.zeros(0), np.ones(0), np.zeros(0), 0.0)
 THRESHOLDS = tuple(round(0.02 * step, 2) for step in range(1, 50))
 # A unit of the best unit's passage joins it in the answer when the model finds it at least half as
@@ -438,8 +438,9 @@ def fit(examples: list[Example], out: Path | None) -> dict[str, Any]:
             tally[1] += 1
     print("  by kind: " + ", ".join(f"{kind} {c}/{n}" for kind, (c, n) in sorted(by_kind.items())))
 
-    unit_model = fit_logistic(
-        [c.features for e in examples for c in e.reading.candidates], labels, names, unit_strength
+    # The written unit model is the conditional logit the folds measured (fitted on every question).
+    unit_model = fit_choice(
+        [([c.features for c in e.reading.candidates], e.labels) for e in examples], names, unit_strength
     )
     # The request model is fitted on out-of-fold unit probabilities: at query time the unit model meets
     # questions it was not fitted on, and its probabilities on its own training questions are too sure.

@@ -6,8 +6,9 @@ its key terms: numbers, codes and names the question gives), what it holds (a ne
 a date, a name, code) crossed with what the question asks for (``questions``), its kind (sentence, table
 row, list item, definition, command ...), the overlap of its heading and label with the question, its
 place (in the winning chunk or a neighbour, its position) and its passage's retrieval rank and fusion
-score. Per request (``request_features``): the best units' scores and whether the question names
-something no passage mentions.
+score. Per request (``request_features``): whether the question names something no passage mentions,
+and what it asks for (a value the same for every unit of a request tells the unit ranker nothing: it
+reads what is asked only crossed with what a unit holds).
 
 The same code builds the features at query time and when the model is fitted
 (`carrag/bench/answer_fitting.py`), so the two cannot drift apart.
@@ -170,23 +171,7 @@ async def read_passages(
             position=position / max(per_source[source] - 1, 1),
         )
         candidates.append(Candidate(source, unit, features, vectors[index]))
-    _add_neighbours(candidates)
     return Reading(question, list(passages), candidates, request_features(question, passages, candidates))
-
-
-def _add_neighbours(candidates: Sequence[Candidate]) -> None:
-    """How well the units before and after a unit match the question: a short value ("VARCHAR(10)", a name)
-    follows or precedes the label that matches ("Founder Chairman", a column description)."""
-    for index, candidate in enumerate(candidates):
-        before = candidates[index - 1] if index > 0 and candidates[index - 1].source == candidate.source else None
-        after = (
-            candidates[index + 1]
-            if index + 1 < len(candidates) and candidates[index + 1].source == candidate.source
-            else None
-        )
-        for name, neighbour in (("previous", before), ("next", after)):
-            candidate.features[f"{name}_cosine"] = neighbour.features["cosine"] if neighbour else 0.0
-            candidate.features[f"{name}_coverage"] = neighbour.features["coverage"] if neighbour else 0.0
 
 
 def unit_features(
@@ -244,7 +229,6 @@ def unit_features(
         "yes_no_sentence": float(kind.yes_no and unit.kind == "sentence"),
     }
     features.update({f"kind_{name}": float(unit.kind == name) for name in KINDS})
-    features.update(kind.flags())
     return features
 
 

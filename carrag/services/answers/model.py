@@ -1,6 +1,6 @@
 """The answer model: which unit answers, and whether any does.
 
-Two logistic regressions over the features of ``features``, fitted on the development questions and
+Two models over the features of ``features``, fitted on the development questions and
 cross-validated by document (`python -m carrag.bench.answer_fitting`, which writes
 ``answer_model.json`` beside this module and prints the cross-validated scores):
 
@@ -12,7 +12,7 @@ cross-validated by document (`python -m carrag.bench.answer_fitting`, which writ
   documents don't say. A unit of the best unit's passage joins it in the answer when its probability
   is at least ``companion`` (0.5) times the best one's.
 
-Plain numpy at query time; scikit-learn only fits.
+Plain numpy, at query time and when fitting.
 """
 
 from __future__ import annotations
