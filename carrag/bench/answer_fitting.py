@@ -96,7 +96,8 @@ def load_or_retrieve(
 
 def _passage(data: dict[str, Any]) -> dict[str, Any]:
     matched = data.get("matched")
-    return data | {"matched": tuple(matched) if matched else None}
+    known = {key: value for key, value in data.items() if key in Passage.__dataclass_fields__}  # older caches held more
+    return known | {"matched": tuple(matched) if matched else None}
 
 
 # --- the data set ----------------------------------------------------------------------------------
