@@ -10,10 +10,11 @@ by document, and write its weights.
 2. Every unit of the retrieved passages gets its features (`features.read_passages`, the code the
    service runs) and a label: it holds an accepted answer, in a passage holding the evidence.
 3. Folds by document (a question's first document; every question of a document in the same fold):
-   the unit model's L2 strength, then the request model (target: the extractive answer is right) on
-   the out-of-fold unit probabilities, then the refusal threshold (most questions right, a refusal
-   costing as much as a wrong answer) are chosen on out-of-fold predictions only. The printed scores
-   are those out-of-fold figures; the written model is then fitted on every question.
+   the unit model's L2 strength, then the two request models (targets: the extractive answer is right;
+   the question is answerable) on the out-of-fold unit probabilities, each strength chosen by
+   out-of-fold log loss. A question is answered when P(right) ≥ 1 − P(answerable) (a refusal costs as
+   much as a wrong answer; no threshold is chosen). The printed scores are those out-of-fold figures;
+   the written model is then fitted on every question.
 
 Logistic regression is fitted here by Newton's method in numpy (a few lines; no new dependency).
 ``--cache`` keeps the retrieved passages, so a second fit skips ingestion and search.
@@ -42,9 +43,8 @@ from carrag.services.embedders.service import EmbeddingService
 QUESTIONS = Path(__file__).resolve().parent / "questions" / "answers_dev.jsonl"
 ROOT = Path("../shared/data")  # beside the checkout, as `carrag eval-answers` reads it
 FOLDS = 5
-STRENGTHS = (0.3, 1.0, 3.0, 10.0, 30.0)
+STRENGTHS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 EMPTY = Logistic((), np.zeros(0), np.ones(0), np.zeros(0), 0.0)
-THRESHOLDS = tuple(round(0.02 * step, 2) for step in range(1, 50))
 # A unit of the best unit's passage joins it in the answer when the model finds it at least half as
 # likely to be the answer (a fixed reading of the probabilities, not a tuned value).
 COMPANION = 0.5
@@ -96,7 +96,8 @@ def load_or_retrieve(
 
 def _passage(data: dict[str, Any]) -> dict[str, Any]:
     matched = data.get("matched")
-    return data | {"matched": tuple(matched) if matched else None}
+    known = {key: value for key, value in data.items() if key in Passage.__dataclass_fields__}  # older caches held more
+    return known | {"matched": tuple(matched) if matched else None}
 
 
 # --- the data set ----------------------------------------------------------------------------------
@@ -242,7 +243,7 @@ def out_of_fold_units(
             for e, f in zip(examples, fold_of, strict=True)
             if f != fold
         ]
-        model = AnswerModel(fit_choice(train, names, strength), EMPTY, 0.5, COMPANION)
+        model = AnswerModel(fit_choice(train, names, strength), EMPTY, EMPTY, COMPANION)
         for index, (example, f) in enumerate(zip(examples, fold_of, strict=True)):
             if f == fold:
                 model.rank(example.reading)
@@ -376,12 +377,6 @@ def score(
     return scores
 
 
-def choose_threshold(examples: Sequence[Example], ranked: Sequence[list[Candidate]], confidence: np.ndarray) -> float:
-    """The refusal threshold that gets most questions right (correct answers plus refused unanswerable
-    questions: a refusal costs as much as a wrong answer); among equals, the one nearest 0.5."""
-    return max(THRESHOLDS, key=lambda t: (score(examples, ranked, confidence, t, COMPANION).utility, -abs(t - 0.5)))
-
-
 # --- the command -----------------------------------------------------------------------------------
 
 
@@ -414,20 +409,22 @@ def fit(examples: list[Example], out: Path | None) -> dict[str, Any]:
     _, unit_strength, oof = best
     ranked = [ranked_with(e, p) for e, p in zip(examples, oof, strict=True)]
     rows, targets = request_rows(examples, oof)
+    answerable_targets = np.asarray([float(e.question.answerable) for e in examples])
     request_names = sorted({name for row in rows for name in row})
-    request_best = None
-    for strength in STRENGTHS:
-        confidence = out_of_fold_requests(rows, targets, fold_of, request_names, strength)
-        loss = log_loss(confidence, targets)
-        if request_best is None or loss < request_best[0]:
-            request_best = (loss, strength, confidence)
-    assert request_best is not None
-    _, request_strength, confidence = request_best
-    ranked = [ranked_with(e, p) for e, p in zip(examples, oof, strict=True)]
-    threshold = choose_threshold(examples, ranked, confidence)
+    fitted = {}
+    for name, y in (("request", targets), ("answerable", answerable_targets)):
+        losses = {
+            strength: (log_loss(p, y), p)
+            for strength in STRENGTHS
+            for p in [out_of_fold_requests(rows, y, fold_of, request_names, strength)]
+        }
+        strength = min(losses, key=lambda s: losses[s][0])
+        print(f"{name} model C={strength}: out-of-fold log loss {losses[strength][0]:.4f}")
+        fitted[name] = (strength, losses[strength][1])
+    confidence = (fitted["request"][1] + fitted["answerable"][1]) / 2
+    threshold = AnswerModel.threshold
     cross_validated = score(examples, ranked, confidence, threshold, COMPANION)
-    print(f"request model C={request_strength}: out-of-fold log loss {request_best[0]:.4f}")
-    print(f"refusal threshold {threshold} (chosen on out-of-fold predictions); companions at p >= {COMPANION}")
+    print(f"answered when P(right) >= 1 - P(answerable); companions at p >= {COMPANION}")
     print(f"cross-validated by document: {cross_validated.line()}")
     by_kind: dict[str, list[int]] = {}
     for example, candidates, p in zip(examples, ranked, confidence, strict=True):
@@ -438,23 +435,26 @@ def fit(examples: list[Example], out: Path | None) -> dict[str, Any]:
             tally[1] += 1
     print("  by kind: " + ", ".join(f"{kind} {c}/{n}" for kind, (c, n) in sorted(by_kind.items())))
 
-    unit_model = fit_logistic(
-        [c.features for e in examples for c in e.reading.candidates], labels, names, unit_strength
+    # The written unit model is the conditional logit the folds measured (fitted on every question).
+    unit_model = fit_choice(
+        [([c.features for c in e.reading.candidates], e.labels) for e in examples], names, unit_strength
     )
     # The request model is fitted on out-of-fold unit probabilities: at query time the unit model meets
     # questions it was not fitted on, and its probabilities on its own training questions are too sure.
-    request_model = fit_logistic(rows, targets, request_names, request_strength)
+    request_model = fit_logistic(rows, targets, request_names, fitted["request"][0])
+    answerable_model = fit_logistic(rows, answerable_targets, request_names, fitted["answerable"][0])
     document = {
         "unit": _logistic_json(unit_model),
         "request": _logistic_json(request_model),
-        "threshold": threshold,
+        "answerable": _logistic_json(answerable_model),
         "companion": COMPANION,
         "fitted_on": {
             "questions": len(examples),
             "answerable": answerable,
             "documents": len({e.group for e in examples}),
             "unit_strength": unit_strength,
-            "request_strength": request_strength,
+            "request_strength": fitted["request"][0],
+            "answerable_strength": fitted["answerable"][0],
             "cross_validated": asdict(cross_validated),
         },
     }

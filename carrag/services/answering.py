@@ -352,7 +352,7 @@ def _ms(started: float) -> float:
 
 def passages_of(hits: Sequence[SearchHit]) -> list[Passage]:
     """The hits as the answer step reads them: the passage, what names its document, where the winning
-    chunk lies in it, and how it was retrieved."""
+    chunk lies in it, its rank and fusion score."""
     best = max((hit.rrf_score or hit.score for hit in hits), default=0.0) or 1.0
     passages = []
     for rank, hit in enumerate(hits):
@@ -365,8 +365,6 @@ def passages_of(hits: Sequence[SearchHit]) -> list[Passage]:
                 matched=(start, start + len(hit.chunk.text)) if start >= 0 else None,
                 rank=rank,
                 fusion=(hit.rrf_score or hit.score) / best,
-                lexical=hit.bm25_rank is not None,
-                semantic=hit.knn_rank is not None,
             )
         )
     return passages

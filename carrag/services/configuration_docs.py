@@ -98,12 +98,13 @@ in `answer_model.json`), not by hand-set thresholds: every answer unit of the re
 sentence, a table row with its column names, a list item with its lead-in, a definition, a command) is
 scored from features such as the embedder's cosine to the question, rarity-weighted term overlap,
 whether it holds the kind of answer asked for (a number, a date, a name, code) and its passage's
-retrieval rank; a second model gives the probability that the best unit answers, from those scores and
-whether the question names something no passage mentions. Below `ANSWER_MIN_RELEVANCE` — by default
-the threshold fitted with the model, chosen by cross-validation so that a refusal costs as much as a
-wrong answer — the answer says the documents do not contain it, lists the closest passages, and no
-LLM runs. A request can override it with `min_relevance` (0 never refuses); the response's
-`relevance` is the probability it was compared with. The model is fitted on the development
+retrieval rank; two more models give, from those scores and whether the question names something no
+passage mentions, the probability that the best unit answers and that the documents answer at all.
+Their mean is the confidence: below `ANSWER_MIN_RELEVANCE` — by default 0.5, where answering is as
+likely to be right as refusing (a refusal costs as much as a wrong answer) — the answer says the
+documents do not contain it, lists the closest passages, and no LLM runs. A request can override it
+with `min_relevance` (0 never refuses); the response's `relevance` is the confidence it was compared
+with. The model is fitted on the development
 questions and cross-validated by document with one command, which prints the cross-validated scores
 and writes the weights:
 

@@ -330,9 +330,10 @@ class Settings(BaseSettings):
         None,
         ge=0,
         le=1,
-        description="Least confidence (0–1: the answer model's probability that the best passage text answers the "
-        'question) for an answer; below it the answer is "the documents don\'t say" and no LLM runs. Default: the '
-        "threshold fitted with the model (carrag/services/answers/answer_model.json). 0 never refuses.",
+        description="Least confidence (0–1: the mean of the answer model's probabilities that the best passage text "
+        'answers the question and that the documents answer it) for an answer; below it the answer is "the '
+        "documents don't say\" and no LLM runs. Default: 0.5, where an answer is expected to be right as often as "
+        "a refusal (carrag/services/answers/model.py). 0 never refuses.",
     )
     answer_min_support: float = Field(
         0.55,

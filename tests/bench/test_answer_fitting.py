@@ -7,10 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from carrag.bench.answer_fitting import Example, _log_sum_exp, fit_logistic, folds
+from carrag.bench.answer_fitting import Example, _log_sum_exp, fit, fit_choice, fit_logistic, folds
 from carrag.bench.answer_questions import Question
-from carrag.services.answers.features import Passage, Reading, read_passages
-from carrag.services.answers.model import MODEL_FILE, load_model, ranked_request_features
+from carrag.services.answers.features import Candidate, Passage, Reading, read_passages
+from carrag.services.answers.model import MODEL_FILE, AnswerModel, load_model, ranked_request_features
+from carrag.services.answers.units import Unit
 from carrag.services.embedders.service import EmbeddingService
 
 
@@ -61,3 +62,37 @@ async def test_the_committed_model_reads_the_features_the_service_computes(embed
     ranked = model.rank(reading)
     assert set(model.request.names) == set(ranked_request_features(reading, ranked))
     assert abs(sum(candidate.probability for candidate in ranked) - 1) < 1e-6
+
+
+def ranked_example(index: int, rng: np.random.Generator) -> Example:
+    """Six units of one passage; the one with the highest ``signal`` answers. ``crowd`` is the same for every
+    unit of a request and higher where a request has more answering-looking units (a per-request constant)."""
+    signal = rng.normal(size=6)
+    best = int(np.argmax(signal + 0.5 * rng.normal(size=6)))
+    values = [f"value{index}x{unit}" for unit in range(6)]
+    text = " ".join(f"{value}." for value in values)
+    crowd = float(rng.normal())
+    candidates = [
+        Candidate(0, Unit("sentence", 0, len(text), f"{value}."), {"signal": float(s), "crowd": crowd})
+        for value, s in zip(values, signal, strict=True)
+    ]
+    question = Question(f"q{index}", (f"doc{index % 10}",), "Which?", True, "factoid", (values[best],), (values[best],))
+    labels = np.arange(6) == best
+    return Example(question, Reading("Which?", [Passage(text)], candidates), labels, group=index % 10)
+
+
+def test_the_written_unit_model_is_the_conditional_logit_the_folds_measured() -> None:
+    """The folds measured a conditional logit; the written model was a per-unit logistic regression, whose
+    scores (and the probabilities the request model and threshold read) were not the ones cross-validated."""
+    rng = np.random.default_rng(3)
+    examples = [ranked_example(index, rng) for index in range(60)]
+    document = fit(examples, out=None)
+    written = AnswerModel.from_json(document)
+    measured = fit_choice(
+        [([c.features for c in e.reading.candidates], e.labels) for e in examples],
+        ["crowd", "signal"],
+        document["fitted_on"]["unit_strength"],
+    )
+    assert list(written.unit.names) == ["crowd", "signal"]
+    assert np.allclose(written.unit.weights, measured.weights, atol=1e-4)
+    assert written.unit.weights[1] > 0 and abs(written.unit.weights[0]) < 1e-6

@@ -1,13 +1,14 @@
 """What the answer model reads: every answer unit of the retrieved passages, described by features.
 
 Per unit (``unit_features``): the embedder's cosine to the question (and to the retrieval query of a
-follow-up), lexical evidence (the rarity-weighted share of the question's terms it holds, a BM25 score,
-its key terms: numbers, codes and names the question gives), what it holds (a new number, a measure,
-a date, a name, code) crossed with what the question asks for (``questions``), its kind (sentence, table
+follow-up), lexical evidence (the rarity-weighted share of the question's terms it holds, its key
+terms: numbers, codes and names the question gives), what it holds (a new number, a date, a name,
+code) crossed with what the question asks for (``questions``), its kind (sentence, table
 row, list item, definition, command ...), the overlap of its heading and label with the question, its
 place (in the winning chunk or a neighbour, its position) and its passage's retrieval rank and fusion
-score. Per request (``request_features``): the best units' scores and whether the question names
-something no passage mentions.
+score. Per request (``request_features``): whether the question names something no passage mentions,
+and what it asks for (a value the same for every unit of a request tells the unit ranker nothing: it
+reads what is asked only crossed with what a unit holds).
 
 The same code builds the features at query time and when the model is fitted
 (`carrag/bench/answer_fitting.py`), so the two cannot drift apart.
@@ -26,7 +27,7 @@ import numpy as np
 from carrag.services.answers.evidence import idf, missing_key_terms, numbers, terms, weighted_coverage
 from carrag.services.answers.questions import Asked, asked
 from carrag.services.answers.units import Unit, looks_like_code, read_units
-from carrag.services.answers.values import has_date, has_measure
+from carrag.services.answers.values import has_date
 from carrag.services.embedders.service import EmbeddingService
 
 MAX_UNITS = 160  # bounds the embedding work of one request
@@ -45,8 +46,6 @@ class Passage:
     matched: tuple[int, int] | None = None  # the winning chunk's span in ``text``
     rank: int = 0  # 0-based retrieval rank
     fusion: float = 1.0  # its fusion score over the best passage's
-    lexical: bool = True  # found by the BM25 leg
-    semantic: bool = True  # found by the kNN leg
 
 
 @dataclass(slots=True, eq=False)
@@ -99,26 +98,11 @@ def _bounded(units: list[tuple[int, Unit]], question_terms: set[str], limit: int
     return [units[i] for i in sorted(keep)]
 
 
-def _bm25(question_terms: Sequence[str], documents: Sequence[list[str]], weights: dict[str, float]) -> list[float]:
-    average = sum(len(document) for document in documents) / max(len(documents), 1) or 1.0
-    scores = []
-    for document in documents:
-        counts = Counter(document)
-        score = 0.0
-        for term in set(question_terms):
-            frequency = counts.get(term, 0)
-            if frequency:
-                score += weights[term] * frequency * 2.2 / (frequency + 1.2 * (0.25 + 0.75 * len(document) / average))
-        scores.append(score)
-    return scores
-
-
 async def read_passages(
     question: str, passages: Sequence[Passage], embedder: EmbeddingService, *, query: str | None = None
 ) -> Reading:
     """``question`` as asked; ``query`` what was searched (a follow-up with the turn before it)."""
     query = query or question
-    question_terms = terms(question)
     asked_words = _words(question)
     units = [
         (source, unit)
@@ -137,8 +121,6 @@ async def read_passages(
     query_cosines = (
         cosines if query == question else vectors @ _unit_vectors(await embedder.embed_query(query)).reshape(-1)
     )
-    bm25 = _bm25(question_terms, unit_terms, weights)
-    best_bm25 = max(bm25) or 1.0
     best_cosine = float(cosines.max())
     order = np.argsort(-cosines)
     cosine_rank = np.empty(len(units), dtype=np.int64)
@@ -166,27 +148,10 @@ async def read_passages(
             query_cosine=float(query_cosines[index]),
             cosine_gap=float(cosines[index]) - best_cosine,
             cosine_top=1.0 / (1.0 + float(cosine_rank[index])),
-            bm25=bm25[index] / best_bm25,
             position=position / max(per_source[source] - 1, 1),
         )
         candidates.append(Candidate(source, unit, features, vectors[index]))
-    _add_neighbours(candidates)
     return Reading(question, list(passages), candidates, request_features(question, passages, candidates))
-
-
-def _add_neighbours(candidates: Sequence[Candidate]) -> None:
-    """How well the units before and after a unit match the question: a short value ("VARCHAR(10)", a name)
-    follows or precedes the label that matches ("Founder Chairman", a column description)."""
-    for index, candidate in enumerate(candidates):
-        before = candidates[index - 1] if index > 0 and candidates[index - 1].source == candidate.source else None
-        after = (
-            candidates[index + 1]
-            if index + 1 < len(candidates) and candidates[index + 1].source == candidate.source
-            else None
-        )
-        for name, neighbour in (("previous", before), ("next", after)):
-            candidate.features[f"{name}_cosine"] = neighbour.features["cosine"] if neighbour else 0.0
-            candidate.features[f"{name}_coverage"] = neighbour.features["coverage"] if neighbour else 0.0
 
 
 def unit_features(
@@ -204,7 +169,7 @@ def unit_features(
     question_terms = terms(question)
     context_terms = set(terms(f"{unit.heading} {unit.label} {passage.title}"))
     new_numbers = bool(numbers(text) - question_numbers)
-    measure, date = has_measure(unit.text), has_date(unit.text)
+    date = has_date(unit.text)
     code = looks_like_code(unit.text) or unit.kind in ("command", "code") or _OPTION.search(unit.text) is not None
     name = bool({word.lower() for word in _NAME.findall(text)} - {word.lower() for word in question.split()})
     keys_missing = missing_key_terms(question, [text, unit.heading, unit.label, passage.title])
@@ -226,13 +191,10 @@ def unit_features(
         "lead_in": float(unit.text.endswith(":")),
         "contents_entry": float(unit.is_contents_entry),
         "has_number": float(new_numbers),
-        "has_code": float(code),
         "in_match": float(in_match),
         "rank": 1.0 / (1.0 + passage.rank),
         "fusion": passage.fusion,
-        "both_legs": float(passage.lexical and passage.semantic),
         "quantity_number": float(kind.quantity and new_numbers),
-        "quantity_measure": float(kind.quantity and measure),
         "quantity_no_number": float(kind.quantity and not new_numbers),
         "date_date": float(kind.date and date),
         "date_no_date": float(kind.date and not date),
@@ -244,7 +206,6 @@ def unit_features(
         "yes_no_sentence": float(kind.yes_no and unit.kind == "sentence"),
     }
     features.update({f"kind_{name}": float(unit.kind == name) for name in KINDS})
-    features.update(kind.flags())
     return features
 
 

@@ -1,18 +1,19 @@
 """The answer model: which unit answers, and whether any does.
 
-Two logistic regressions over the features of ``features``, fitted on the development questions and
+Three models over the features of ``features``, fitted on the development questions and
 cross-validated by document (`python -m carrag.bench.answer_fitting`, which writes
 ``answer_model.json`` beside this module and prints the cross-validated scores):
 
 - the **unit model** (a conditional logit) scores each candidate unit; the softmax of the scores over the
   request's units is the probability that each is the one that answers;
-- the **request model** gives the probability that the best unit answers the question, from the best
-  units' probabilities and the request's own features (a key term no passage mentions ...). Below
-  ``threshold`` (chosen by cross-validation so that a refusal costs as much as a wrong answer) the
-  documents don't say. A unit of the best unit's passage joins it in the answer when its probability
-  is at least ``companion`` (0.5) times the best one's.
+- the **request models** read the best units' probabilities and the request's own features (a key term
+  no passage mentions ...): one gives the probability that the best unit answers the question, the
+  other that the documents answer it at all. A refusal costs as much as a wrong answer, so answering
+  pays when P(right) ≥ P(unanswerable) = 1 − P(answerable): the ``confidence`` is the mean of the two
+  probabilities, answered from 0.5 (that cost, not a tuned value). A unit of the best unit's passage
+  joins it in the answer when its probability is at least ``companion`` (0.5) times the best one's.
 
-Plain numpy at query time; scikit-learn only fits.
+Plain numpy, at query time and when fitting.
 """
 
 from __future__ import annotations
@@ -95,16 +96,17 @@ def ranked_request_features(reading: Reading, ranked: Sequence[Candidate]) -> di
 @dataclass(frozen=True, slots=True)
 class AnswerModel:
     unit: Logistic
-    request: Logistic
-    threshold: float  # the least request probability that is answered
+    request: Logistic  # the best unit answers the question
+    answerable: Logistic  # the documents answer it
     companion: float  # a unit quoted beside the best one has at least this share of the best one's probability
+    threshold = 0.5  # the least confidence answered: P(right) ≥ 1 − P(answerable), a refusal costing a wrong answer
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> AnswerModel:
         return AnswerModel(
             Logistic.from_json(data["unit"]),
             Logistic.from_json(data["request"]),
-            float(data["threshold"]),
+            Logistic.from_json(data["answerable"]),
             float(data["companion"]),
         )
 
@@ -120,10 +122,11 @@ class AnswerModel:
         return sorted(reading.candidates, key=lambda candidate: -candidate.probability)
 
     def confidence(self, reading: Reading, ranked: Sequence[Candidate]) -> float:
-        """The probability that the best unit answers the question."""
+        """The mean of the probabilities that the best unit answers the question and that the documents do."""
         if not ranked:
             return 0.0
-        return float(self.request.probabilities([ranked_request_features(reading, ranked)])[0])
+        features = [ranked_request_features(reading, ranked)]
+        return float(self.request.probabilities(features)[0] + self.answerable.probabilities(features)[0]) / 2
 
 
 @cache
