@@ -48,7 +48,9 @@ logger = logging.getLogger(__name__)
 EXACT_BELOW = 50_000
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
-EXPANSION_SEARCH = 96
+# Candidates a graph search keeps: at 96 the graph missed 0.0027 nDCG@10 against exact on SciFact
+# (k 30), at 192 none (`scripts/legs_quality.py`; docs/benchmarks.md).
+EXPANSION_SEARCH = 192
 INSERT_BATCH = 2  # rows per hold of the lock: a search waits for at most one batch (~1-3 ms)
 # Between batches the inserter pauses this long: a lock is not handed over on release, so without
 # it the inserter would take the lock straight back and starve the searches waiting for it.
@@ -198,6 +200,8 @@ class VectorSegments:
                 graph = Index.restore(str(self.directory / state["file"]))
                 if graph is None or graph.ndim != state["dimension"]:
                     return False
+                # a saved graph keeps its structure, not these: restored, it would search with usearch's defaults
+                graph.expansion_add, graph.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
         except (OSError, ValueError, KeyError, TypeError, RuntimeError):
             return False
         with self._lock:
