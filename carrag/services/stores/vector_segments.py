@@ -197,11 +197,12 @@ class VectorSegments:
                 return False
             graph = None
             if state["file"]:
-                graph = Index.restore(str(self.directory / state["file"]))
+                # a saved graph keeps its structure, not its expansions: without them, usearch's defaults
+                graph = Index.restore(
+                    str(self.directory / state["file"]), expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH
+                )
                 if graph is None or graph.ndim != state["dimension"]:
                     return False
-                # a saved graph keeps its structure, not these: restored, it would search with usearch's defaults
-                graph.expansion_add, graph.expansion_search = EXPANSION_ADD, EXPANSION_SEARCH
         except (OSError, ValueError, KeyError, TypeError, RuntimeError):
             return False
         with self._lock:
