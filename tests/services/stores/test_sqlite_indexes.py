@@ -449,6 +449,23 @@ async def test_a_retitled_old_row_is_scored_apart_until_tantivy_catches_up(tmp_p
     await store.close()
 
 
+async def test_a_filtered_bm25_search_goes_to_fts5_and_sees_every_committed_write(tmp_path, monkeypatch) -> None:
+    store = await opened(tmp_path / "s.db")
+    matrix = vectors(3)
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("walrus tusks"), matrix[:1], IDENTITY)
+    await store.sync_indexes()
+    monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)  # tantivy stays where it is
+    await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("walrus colony"), matrix[1:2], IDENTITY)
+
+    def not_tantivy(words: object) -> None:
+        raise AssertionError("a filtered search does not read tantivy or the changed rows")
+
+    monkeypatch.setattr(store.indexes, "lexical_view", not_tantivy)
+    only_d2 = SearchFilters(document_ids=("d2",))
+    assert [h.chunk.document_id for h in await store.lexical_search("walrus", 5, only_d2)] == ["d2"]
+    await store.close()
+
+
 def test_a_search_skipping_changed_rows_still_returns_k_hits(tmp_path) -> None:
     from carrag.services.stores.lexical_index import LexicalIndex
 
