@@ -15,6 +15,7 @@ so the index never holds more than the writes of the last catch-up interval.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -25,6 +26,20 @@ from carrag.services.stores.lexical_index import LexicalView
 
 K1 = 1.2
 B = 0.75
+
+
+def _stored_length(byte: int) -> int:
+    """The length tantivy scores for a field norm byte (Lucene's ``SmallFloat.byte4ToInt``): exact
+    up to 24, then 4 significant bits."""
+    if byte < 24:
+        return byte
+    value = byte - 24
+    bits, shift = value & 0x07, (value >> 3) - 1
+    return 24 + (bits if shift < 0 else (bits | 0x08) << shift)
+
+
+# Tantivy keeps each row's length as one byte: the largest of these at most the true length.
+STORED_LENGTHS = [_stored_length(byte) for byte in range(256)]
 
 
 class ChangedRows:
@@ -116,6 +131,8 @@ class ChangedTerms:
             frequency = len(postings) + (view.searcher.doc_freq("body", token) if view is not None else 0)
             idf = math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
             for rowid, tf in postings.items():
-                norm = tf + K1 * (1 - B + B * self.lengths[rowid] / average)
+                # the average is of true lengths (as tantivy's), each row's length as tantivy stores it
+                length = STORED_LENGTHS[bisect.bisect_right(STORED_LENGTHS, self.lengths[rowid]) - 1]
+                norm = tf + K1 * (1 - B + B * length / average)
                 scores[rowid] = scores.get(rowid, 0.0) + idf * (K1 + 1) * tf / norm
         return sorted(scores.items(), key=lambda hit: (-hit[1], hit[0]))[:k]

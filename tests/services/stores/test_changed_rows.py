@@ -12,8 +12,8 @@ WORDS = [f"w{n}" for n in range(60)]
 
 def texts(count: int, seed: int) -> list[str]:
     chooser = random.Random(seed)
-    # under 24 tokens: tantivy stores such lengths exactly, so both sides score the same numbers
-    return [" ".join(chooser.choices(WORDS[: 10 + n % 50], k=chooser.randint(3, 20))) for n in range(count)]
+    # the same statistics as the caught-up index, and its stored (quantised) lengths
+    return [" ".join(chooser.choices(WORDS[: 10 + n % 50], k=chooser.randint(3, 300))) for n in range(count)]
 
 
 def test_changed_rows_score_as_tantivy_would_once_caught_up(tmp_path) -> None:
