@@ -128,7 +128,7 @@ class ChangedTerms:
         average = (indexed * indexed_length + self.total_length) / documents
         scores: dict[int, float] = {}
         for token, postings in self.postings.items():
-            frequency = len(postings) + (view.searcher.doc_freq("body", token) if view is not None else 0)
+            frequency = len(postings) + (view.searcher.doc_freq("body", token) if indexed and view is not None else 0)
             idf = math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
             for rowid, tf in postings.items():
                 # the average is of true lengths (as tantivy's), each row's length as tantivy stores it

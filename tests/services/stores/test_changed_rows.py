@@ -73,3 +73,14 @@ def test_a_searchs_work_follows_its_terms_not_the_backlog() -> None:
     assert postings_read() == 10
     changed.apply(5010, ((n, n, f"seal colony {n}") for n in range(11, 5011)))
     assert postings_read() == 10
+
+
+def test_before_tantivy_reveals_its_average_length_the_rows_are_scored_on_their_own_statistics(tmp_path) -> None:
+    index = LexicalIndex(tmp_path / "lexical")
+    index.open(reset=True)
+    index.replace((), enumerate(texts(50, 3)))
+    view = index.commit()  # never searched: its average length is unknown
+    changed = ChangedRows(index.analyze)
+    changed.reset(0)
+    changed.apply(2, [(100, 1, "w1 w2 w2"), (101, 2, "w2 w3")])
+    assert changed.terms(["w2"]).search(5, view) == changed.terms(["w2"]).search(5, None)
