@@ -15,12 +15,13 @@ so the index never holds more than the writes of the last catch-up interval.
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from carrag.services.stores.lexical_index import LexicalView
 
@@ -39,7 +40,7 @@ def _stored_length(byte: int) -> int:
 
 
 # Tantivy keeps each row's length as one byte: the largest of these at most the true length.
-STORED_LENGTHS = [_stored_length(byte) for byte in range(256)]
+STORED_LENGTHS = np.array([_stored_length(byte) for byte in range(256)], dtype=np.float64)
 
 
 class ChangedRows:
@@ -126,13 +127,17 @@ class ChangedTerms:
             indexed = 0  # its average is not known yet: these rows' own
         documents = indexed + self.rows
         average = (indexed * indexed_length + self.total_length) / documents
-        scores: dict[int, float] = {}
+        found, contributions = [], []
         for token, postings in self.postings.items():
             frequency = len(postings) + (view.searcher.doc_freq("body", token) if indexed and view is not None else 0)
             idf = math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5))
-            for rowid, tf in postings.items():
-                # the average is of true lengths (as tantivy's), each row's length as tantivy stores it
-                length = STORED_LENGTHS[bisect.bisect_right(STORED_LENGTHS, self.lengths[rowid]) - 1]
-                norm = tf + K1 * (1 - B + B * length / average)
-                scores[rowid] = scores.get(rowid, 0.0) + idf * (K1 + 1) * tf / norm
-        return sorted(scores.items(), key=lambda hit: (-hit[1], hit[0]))[:k]
+            rowids = np.fromiter(postings.keys(), np.int64, len(postings))
+            tf = np.fromiter(postings.values(), np.float64, len(postings))
+            # each row's length as tantivy stores it; the average is of true lengths (as tantivy's)
+            length = STORED_LENGTHS[np.searchsorted(STORED_LENGTHS, [self.lengths[r] for r in postings], "right") - 1]
+            found.append(rowids)
+            contributions.append(idf * (K1 + 1) * tf / (tf + K1 * (1 - B + B * length / average)))
+        rowids, which = np.unique(np.concatenate(found), return_inverse=True)
+        scores = np.bincount(which, weights=np.concatenate(contributions))
+        best = np.lexsort((rowids, -scores))[:k]
+        return [(int(rowids[i]), float(scores[i])) for i in best]
