@@ -19,8 +19,8 @@ sees them as of its snapshot. Writes never touch the indexes (nothing global is 
 document). A search catches the vectors up itself (they go to the graph's exact delta: cheap), but
 never waits for a tantivy commit (100–500 ms): tantivy is caught up in the background
 (`sqlite_index_catch_up.py`), off the searches' lock, and a search takes it as last published
-beside the rows changed after its position, held in a small in-memory index (`changed_rows.py`)
-that each write fills after its commit (`take_in_changes`) and a publication of tantivy empties.
+beside the rows changed after its position, which a search catches up itself into a small
+in-memory index (`changed_rows.py`) and a publication of tantivy drops.
 """
 
 from __future__ import annotations
