@@ -93,8 +93,7 @@ class SearchIndexes:
 
     # --- the protocol --------------------------------------------------------------------------
     def _newest(self) -> int:
-        """The newest change any index holds (`changed` takes a write's rows in right after it)."""
-        return max(self.lexical_seq, self.vectors.applied_seq, self.changed.position)
+        return max(self.lexical_seq, self.vectors.applied_seq)
 
     def sync(self, connection: sqlite3.Connection) -> SyncReport | None:
         """Bring both indexes to the head of SQLite's change log (no-op when they are there)."""
@@ -119,7 +118,7 @@ class SearchIndexes:
                 epoch, head = self._head(connection)
                 with self._lock:
                     if epoch == self.epoch and self._newest() > head and seen <= head:
-                        continue  # a search or a write took the indexes past this snapshot: take a newer one
+                        continue  # another search caught the indexes up past this snapshot: take a newer one
                     self._sync_locked(connection, include_lexical=False)
                     found = in_index()
                 return in_rows(found)
