@@ -34,7 +34,7 @@ for count in (100, 1_000, 5_000):
     changed = ChangedRows(lambda text: list(_analyzer().analyze(text)))
     changed.reset(0)
     started = time.perf_counter()
-    changed.apply(1, [(rowid, 1, changed.count_terms(indexed_text(heading, text))) for rowid, heading, text in rows])
+    changed.apply(1, ((rowid, 1, indexed_text(heading, text)) for rowid, heading, text in rows))
     built = time.perf_counter() - started
     times, read = [], changed.postings_read
     for words in questions:

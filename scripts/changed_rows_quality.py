@@ -76,7 +76,7 @@ def main() -> None:
             index, behind = tantivy(Path(work) / f"behind{number}", behind_rows)
             changed = ChangedRows(index.analyze)
             changed.reset(0)
-            changed.apply(max(rowid for rowid, *_ in changes), [(r, s, changed.count_terms(t)) for r, s, t in changes])
+            changed.apply(max(rowid for rowid, *_ in changes), changes)
             _, caught_up = tantivy(Path(work) / f"caught-up{number}", list(final.items()))
 
             def apart(words: list[str], behind: LexicalView = behind, changed: ChangedRows = changed):

@@ -67,17 +67,14 @@ class ChangedRows:
     def __len__(self) -> int:
         return len(self._changed)
 
-    def count_terms(self, text: str | None) -> Counter[str] | None:
-        """A row's terms and their frequencies (None: deleted); needs no lock."""
-        return None if text is None else Counter(self._analyze(text))
-
-    def apply(self, position: int, changes: Iterable[tuple[int, int, Counter[str] | None]]) -> None:
-        """(rowid, position of its last change, its `count_terms` or None if deleted), up to ``position``."""
-        for rowid, seq, counts in changes:
+    def apply(self, position: int, changes: Iterable[tuple[int, int, str | None]]) -> None:
+        """(rowid, position of its last change, its text now or None if deleted), up to ``position``."""
+        for rowid, seq, text in changes:
             self._forget(rowid)
             self._changed[rowid] = seq
-            if counts is None:
+            if text is None:
                 continue
+            counts = Counter(self._analyze(text))
             self._lengths[rowid] = sum(counts.values())
             self._total_length += self._lengths[rowid]
             self._terms[rowid] = list(counts)

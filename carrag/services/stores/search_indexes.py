@@ -26,7 +26,6 @@ in-memory index (`changed_rows.py`) and a publication of tantivy drops.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sqlite3
 import threading
@@ -34,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -42,8 +41,6 @@ from carrag.services.stores.changed_rows import ChangedRows, ChangedTerms
 from carrag.services.stores.lexical_index import LexicalIndex, LexicalView, indexed_text
 from carrag.services.stores.memory import release_freed_memory
 from carrag.services.stores.vector_segments import VectorSegments
-
-logger = logging.getLogger(__name__)
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -244,51 +241,24 @@ class SearchIndexes:
             self.lexical.replace(part, ((r[0], indexed_text(r[1], r[2])) for r in rows))
 
     def _catch_up_changed(self, connection: sqlite3.Connection, head: int) -> None:
-        """The rows changed after tantivy's position up to ``head`` into `changed`, as SQLite has
-        them (the caller holds the lock and a read transaction)."""
+        """The rows changed after tantivy's position up to ``head`` into `changed`, as SQLite has them."""
         start = max(self.changed.position, self.lexical_seq)
-        if start < head:
-            self.changed.apply(head, self._changed_terms(connection, start, head))
-
-    def take_in_changes(self, connection: sqlite3.Connection) -> None:
-        """After a committed write, on the writer thread: its rows into `changed`, their terms
-        counted off the lock, so that the next search need not take them in itself. Dropped if a
-        search or a publication of tantivy moved `changed` meanwhile (the search did the work)."""
-        with self._lock:
-            epoch, start = self.epoch, max(self.changed.position, self.lexical_seq)
-        if epoch is None or start < 0:
+        if start >= head:
             return
-        connection.execute("BEGIN")
-        try:
-            current, head = self._head(connection)
-            changes = self._changed_terms(connection, start, head) if current == epoch and start < head else []
-        except sqlite3.Error:  # the write is committed; the next search takes its rows in
-            logger.warning("taking a write's rows into the changed rows' index failed", exc_info=True)
-            return
-        finally:
-            connection.execute("COMMIT")
-        if not changes:
-            return
-        with self._lock:
-            if self.epoch == epoch and max(self.changed.position, self.lexical_seq) == start:
-                self.changed.apply(head, changes)
-
-    def _changed_terms(self, connection: sqlite3.Connection, start: int, head: int) -> list[tuple[int, int, Any]]:
-        """(rowid, its last change, its terms as `ChangedRows.count_terms`) of the rows changed in (start, head]."""
         last_change = dict(
             connection.execute(
                 "SELECT chunk_rowid, max(seq) FROM chunk_changes WHERE seq > ? AND seq <= ? GROUP BY chunk_rowid",
                 (start, head),
             ).fetchall()
         )
-        rowids, changes = list(last_change), []
+        rowids = list(last_change)
         for offset in range(0, len(rowids), LOOKUP_BATCH):
             part = rowids[offset : offset + LOOKUP_BATCH]
             marks = ",".join("?" * len(part))
             rows = connection.execute(f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part)
             texts = {r[0]: indexed_text(r[1], r[2]) for r in rows}
-            changes += [(rowid, last_change[rowid], self.changed.count_terms(texts.get(rowid))) for rowid in part]
-        return changes
+            self.changed.apply(head, ((rowid, last_change[rowid], texts.get(rowid)) for rowid in part))
+        self.changed.apply(head, ())
 
     def durable_seq(self) -> int:
         """The change-log position both indexes have saved on disk: every change up to it is in

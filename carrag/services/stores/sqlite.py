@@ -153,7 +153,6 @@ class SqliteStore:
             connection.execute("COMMIT")
             self._writes += 1
             self._schedule_index_sync()
-            self.indexes.take_in_changes(connection)
             return result
 
         loop = asyncio.get_running_loop()

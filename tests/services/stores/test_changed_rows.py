@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
 
 import pytest
 
@@ -9,10 +8,6 @@ from carrag.services.stores.changed_rows import ChangedRows
 from carrag.services.stores.lexical_index import LexicalIndex
 
 WORDS = [f"w{n}" for n in range(60)]
-
-
-def apply(changed: ChangedRows, position: int, changes: Iterable[tuple[int, int, str | None]]) -> None:
-    changed.apply(position, [(rowid, seq, changed.count_terms(text)) for rowid, seq, text in changes])
 
 
 def texts(count: int, seed: int) -> list[str]:
@@ -29,7 +24,7 @@ def test_changed_rows_score_as_tantivy_would_once_caught_up(tmp_path) -> None:
     behind = index.commit()
     changed = ChangedRows(index.analyze)
     changed.reset(0)
-    apply(changed, 1, ((1000 + n, 1, text) for n, text in enumerate(later)))
+    changed.apply(1, ((1000 + n, 1, text) for n, text in enumerate(later)))
     index.replace((), ((1000 + n, text) for n, text in enumerate(later)))
     caught_up = index.commit()
     for words in (["w3"], ["w12", "w40"], ["w1", "w7", "w55"]):
@@ -47,8 +42,8 @@ def test_changed_rows_score_as_tantivy_would_once_caught_up(tmp_path) -> None:
 def test_deleted_and_replaced_rows_leave_no_postings_and_are_skipped_in_tantivy() -> None:
     changed = ChangedRows(str.split)
     changed.reset(0)
-    apply(changed, 2, [(1, 1, "walrus tusks"), (2, 2, "walrus")])
-    apply(changed, 4, [(1, 3, "seal pups"), (2, 4, None)])
+    changed.apply(2, [(1, 1, "walrus tusks"), (2, 2, "walrus")])
+    changed.apply(4, [(1, 3, "seal pups"), (2, 4, None)])
     found = changed.terms(["walrus", "seal"])
     assert found.rowids == {1, 2}, "tantivy's copies of both are stale"
     assert found.search(5, None) == [(1, pytest.approx(found.search(5, None)[0][1]))]
@@ -58,7 +53,7 @@ def test_deleted_and_replaced_rows_leave_no_postings_and_are_skipped_in_tantivy(
 def test_a_publication_drops_the_rows_tantivy_now_holds() -> None:
     changed = ChangedRows(str.split)
     changed.reset(0)
-    apply(changed, 3, [(1, 1, "walrus"), (2, 3, "walrus colony")])
+    changed.apply(3, [(1, 1, "walrus"), (2, 3, "walrus colony")])
     changed.published(2)
     assert len(changed) == 1 and changed.terms(["walrus"]).rowids == {2}
     changed.published(3)
@@ -68,7 +63,7 @@ def test_a_publication_drops_the_rows_tantivy_now_holds() -> None:
 def test_a_searchs_work_follows_its_terms_not_the_backlog() -> None:
     changed = ChangedRows(str.split)
     changed.reset(0)
-    apply(changed, 10, ((n, n, f"walrus {n}") for n in range(1, 11)))
+    changed.apply(10, ((n, n, f"walrus {n}") for n in range(1, 11)))
 
     def postings_read() -> int:
         before = changed.postings_read
@@ -76,7 +71,7 @@ def test_a_searchs_work_follows_its_terms_not_the_backlog() -> None:
         return changed.postings_read - before
 
     assert postings_read() == 10
-    apply(changed, 5010, ((n, n, f"seal colony {n}") for n in range(11, 5011)))
+    changed.apply(5010, ((n, n, f"seal colony {n}") for n in range(11, 5011)))
     assert postings_read() == 10
 
 
@@ -87,5 +82,5 @@ def test_before_tantivy_reveals_its_average_length_the_rows_are_scored_on_their_
     view = index.commit()  # never searched: its average length is unknown
     changed = ChangedRows(index.analyze)
     changed.reset(0)
-    apply(changed, 2, [(100, 1, "w1 w2 w2"), (101, 2, "w2 w3")])
+    changed.apply(2, [(100, 1, "w1 w2 w2"), (101, 2, "w2 w3")])
     assert changed.terms(["w2"]).search(5, view) == changed.terms(["w2"]).search(5, None)

@@ -427,19 +427,6 @@ async def test_a_bm25_search_scores_the_rows_tantivy_has_not_caught_up_with_apar
     await store.close()
 
 
-async def test_a_write_takes_its_rows_into_the_changed_rows_index_so_searches_need_not(tmp_path, monkeypatch) -> None:
-    store = await opened(tmp_path / "s.db")
-    matrix = vectors(2)
-    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
-    await store.sync_indexes()
-    monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)  # tantivy stays where it is
-    await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("walrus colony"), matrix[1:], IDENTITY)
-    assert store.indexes.changed.position == head_of(tmp_path / "s.db") > store.indexes.lexical_seq
-    assert len(store.indexes.changed) == 1
-    assert [h.chunk.document_id for h in await store.lexical_search("walrus", 5, NO_FILTER)] == ["d2"]
-    await store.close()
-
-
 async def test_a_retitled_old_row_is_scored_apart_until_tantivy_catches_up(tmp_path, monkeypatch) -> None:
     """A retitle changes rows in place (an old, low rowid), not at the table's tail."""
     path = tmp_path / "s.db"
