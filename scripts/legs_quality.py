@@ -6,7 +6,7 @@ Usage: python scripts/legs_quality.py [SCIFACT_DIR] [WORK_DIR] [DOCUMENTS]
 
 1. BM25 while documents arrive: 90 % of the corpus ingested and indexed; the last 10 % written with
    tantivy's background catch-up held back, so the BM25 leg answers as a search during ingest does
-   (tantivy as last published, FTS5 over the rows changed since); then tantivy caught up: the same
+   (tantivy as last published, the rows changed since scored apart: `changed_rows.py`); then tantivy caught up: the same
    store, the same queries. Likewise once 10 % of the documents are re-ingested with changed text
    and 2 % deleted.
 2. kNN exactness on the whole corpus (no copies): the HNSW graph searched as above `EXACT_BELOW`
@@ -86,7 +86,7 @@ async def bm25_stale_against_caught_up(store, dataset: BeirDataset, label: str) 
     for k in DEPTHS:
         caught_up = ndcg(dataset, await lexical_run(store, dataset, k))
         print(
-            f"  k {k}: tantivy + FTS5 over the changed rows {halves(stale[k], qids)}; caught up {halves(caught_up, qids)}"
+            f"  k {k}: tantivy + the changed rows apart {halves(stale[k], qids)}; caught up {halves(caught_up, qids)}"
         )
 
 

@@ -16,9 +16,11 @@ it when it is missing or stale. Only the process that holds the store's lock ope
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Container, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import tantivy
 
@@ -110,6 +112,10 @@ class LexicalIndex:
         """The published state: a snapshot, which later commits leave as it is."""
         return self._view
 
+    def analyze(self, text: str) -> list[str]:
+        """The terms this index makes of ``text``."""
+        return list(self._analyzer.analyze(text))
+
     @property
     def document_count(self) -> int:
         return self._view.searcher.num_docs if self._view is not None else 0
@@ -118,15 +124,25 @@ class LexicalIndex:
 class LexicalView:
     def __init__(self, searcher: tantivy.Searcher, schema: tantivy.Schema, analyzer: tantivy.TextAnalyzer) -> None:
         self.searcher, self._schema, self._analyzer = searcher, schema, analyzer
+        self._average_length: float | None = None
+
+    def tokens(self, terms: Sequence[str]) -> list[str]:
+        """Each word through the index's own analyzer (a word may become several tokens, "covid_19"
+        -> covid, 19), once each."""
+        return list(dict.fromkeys(token for term in terms for token in self._analyzer.analyze(term)))
+
+    def average_length(self) -> float | None:
+        """The average indexed length BM25 uses here, read from tantivy's explanation of the first
+        search that found something (None before): tantivy does not expose it otherwise."""
+        return self._average_length
 
     def search(self, terms: Sequence[str], k: int, skip: Container[int] = frozenset()) -> list[tuple[int, float]]:
         """The best ``k`` chunks for any of ``terms`` (plain words), as (rowid, BM25 score), leaving
         out the rowids in ``skip``."""
         if not terms or k <= 0:
             return []
-        # Each word through the index's own analyzer (a word may become several tokens, "covid_19"
-        # -> covid, 19), each token one optional term: no query syntax, no phrase positions needed.
-        tokens = list(dict.fromkeys(token for term in terms for token in self._analyzer.analyze(term)))
+        # Each token one optional term: no query syntax, no phrase positions needed.
+        tokens = self.tokens(terms)
         if not tokens:
             return []
         query = tantivy.Query.boolean_query(
@@ -135,6 +151,8 @@ class LexicalView:
         wanted = k
         while True:  # deeper only when skipped rowids took places in the top k
             hits = self.searcher.search(query, wanted, count=False).hits
+            if hits and self._average_length is None:
+                self._average_length = _average_length(json.loads(query.explain(self.searcher, hits[0][1]).to_json()))
             rowids = self.searcher.fast_field_values("rowid", [address for _, address in hits]) if hits else []
             found = [
                 (int(rowid), float(score))
@@ -144,3 +162,13 @@ class LexicalView:
             if len(found) >= k or len(hits) < wanted:
                 return found[:k]
             wanted *= 4
+
+
+def _average_length(explanation: dict[str, Any]) -> float | None:
+    """The "avgdl" figure of a tantivy BM25 explanation, the first found."""
+    if str(explanation.get("description", "")).startswith("avgdl"):
+        return float(explanation["value"])
+    for detail in explanation.get("details", ()):
+        if (found := _average_length(detail)) is not None:
+            return found
+    return None

@@ -18,8 +18,9 @@ A committed write therefore means what it meant before: the indexes can only lag
 sees them as of its snapshot. Writes never touch the indexes (nothing global is rebuilt per
 document). A search catches the vectors up itself (they go to the graph's exact delta: cheap), but
 never waits for a tantivy commit (100–500 ms): tantivy is caught up in the background
-(`sqlite_index_catch_up.py`), off the searches' lock, and a search takes it as last published,
-with its position; the rows changed after that position are searched apart (`sqlite_search.py`).
+(`sqlite_index_catch_up.py`), off the searches' lock, and a search takes it as last published
+beside the rows changed after its position, which a search catches up itself into a small
+in-memory index (`changed_rows.py`) and a publication of tantivy drops.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 
+from carrag.services.stores.changed_rows import ChangedRows, ChangedTerms
 from carrag.services.stores.lexical_index import LexicalIndex, LexicalView, indexed_text
 from carrag.services.stores.memory import release_freed_memory
 from carrag.services.stores.vector_segments import VectorSegments
@@ -60,6 +62,7 @@ class SearchIndexes:
         self.directory = directory
         self.lexical = LexicalIndex(directory / "lexical")
         self.vectors = VectorSegments(directory)
+        self.changed = ChangedRows(self.lexical.analyze)  # the rows changed after `lexical_seq`
         self._lexical_state = directory / "lexical.json"
         self._lock = threading.Lock()  # the indexes as searches see them
         # The tantivy writer, one user at a time. Taken inside `_lock` or alone, never the other
@@ -119,10 +122,10 @@ class SearchIndexes:
             finally:
                 connection.execute("COMMIT")
 
-    def lexical_view(self) -> tuple[LexicalView | None, int]:
-        """Tantivy as last published and the change-log position it holds everything up to (under
-        the lock, in `search`): the rows changed after it are missing or stale in it."""
-        return self.lexical.view, self.lexical_seq
+    def lexical_view(self, words: Sequence[str]) -> tuple[LexicalView | None, ChangedTerms]:
+        """Tantivy as last published and what a search for ``words`` needs of the rows changed after
+        its position, which are missing or stale in it (under the lock, in `search`)."""
+        return self.lexical.view, self.changed.terms(words)
 
     def catch_up_lexical(self, connection: sqlite3.Connection) -> None:
         """Bring tantivy to the head of the change log without holding up the searches: the
@@ -160,6 +163,7 @@ class SearchIndexes:
         )
         lowest, newest = min(seqs), max(seqs)
         if lowest == head == newest:
+            self._catch_up_changed(connection, head)
             return None
         backlog = head - lowest if lowest >= 0 else head
         large = backlog > REBUILD_BACKLOG and backlog > self.lexical.document_count // 2
@@ -168,6 +172,7 @@ class SearchIndexes:
             report = SyncReport("rebuilt", backlog, time.perf_counter() - started)
         else:
             self._catch_up(connection, epoch, head, include_lexical)
+            self._catch_up_changed(connection, head)
             report = SyncReport("caught-up", backlog, time.perf_counter() - started)
         self.last_sync = report
         return report
@@ -183,14 +188,17 @@ class SearchIndexes:
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             lexical_ok, self.lexical_seq = False, -1
         self.lexical.open(reset=not lexical_ok)
+        self.changed.reset(self.lexical_seq)
         if not self.vectors.load(epoch):
             self.vectors.applied_seq = -1
 
     def _save_lexical_state(self, epoch: str, seq: int) -> None:
+        """Tantivy, as published, holds every change up to ``seq``; the caller holds the lock."""
         temporary = self._lexical_state.with_suffix(".tmp")
         temporary.write_text(json.dumps({"epoch": epoch, "seq": seq, "format": 1}))
         os.replace(temporary, self._lexical_state)
         self.lexical_seq = seq
+        self.changed.published(seq)
 
     def _rebuild(self, connection: sqlite3.Connection, epoch: str, head: int) -> None:
         with self._lexical_writing:
@@ -231,6 +239,26 @@ class SearchIndexes:
             marks = ",".join("?" * len(part))
             rows = connection.execute(f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part)
             self.lexical.replace(part, ((r[0], indexed_text(r[1], r[2])) for r in rows))
+
+    def _catch_up_changed(self, connection: sqlite3.Connection, head: int) -> None:
+        """The rows changed after tantivy's position up to ``head`` into `changed`, as SQLite has them."""
+        start = max(self.changed.position, self.lexical_seq)
+        if start >= head:
+            return
+        last_change = dict(
+            connection.execute(
+                "SELECT chunk_rowid, max(seq) FROM chunk_changes WHERE seq > ? AND seq <= ? GROUP BY chunk_rowid",
+                (start, head),
+            ).fetchall()
+        )
+        rowids = list(last_change)
+        for offset in range(0, len(rowids), LOOKUP_BATCH):
+            part = rowids[offset : offset + LOOKUP_BATCH]
+            marks = ",".join("?" * len(part))
+            rows = connection.execute(f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part)
+            texts = {r[0]: indexed_text(r[1], r[2]) for r in rows}
+            self.changed.apply(head, ((rowid, last_change[rowid], texts.get(rowid)) for rowid in part))
+        self.changed.apply(head, ())
 
     def durable_seq(self) -> int:
         """The change-log position both indexes have saved on disk: every change up to it is in

@@ -1,7 +1,7 @@
 """The SQLite store's search legs, each built as a function of a read connection.
 
-BM25 runs on the tantivy index beside the file for unfiltered searches (with FTS5 for the rows it
-has not caught up with) and on FTS5 ``bm25()`` over ``chunks_fts`` for searches with filters; kNN takes
+BM25 runs on the tantivy index beside the file for unfiltered searches (with an in-memory index of
+the rows it has not caught up with) and on FTS5 ``bm25()`` over ``chunks_fts`` for searches with filters; kNN takes
 candidates from the HNSW graph plus its exact delta (`search_indexes.py`) and re-scores them with the
 float32 vectors SQLite holds, or, with filters, runs exact cosine over the filtered rows.
 """
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from carrag.services.models import ScoredChunk, SearchFilters, StoredChunk
+from carrag.services.stores.changed_rows import ChangedTerms
 from carrag.services.stores.fts_query import fts_match_expression, query_terms
 from carrag.services.stores.lexical_index import LexicalView
 from carrag.services.stores.search_indexes import SearchIndexes
@@ -27,45 +28,36 @@ Search = Callable[[sqlite3.Connection], list[ScoredChunk]]
 # score the heading as if it were part of the chunk, like BM25 over "title + text" (on SciFact
 # 0.5 → 1.0 moved BM25 nDCG@10 from 0.677 to 0.683; docs/benchmarks.md).
 BM25_WEIGHTS = (1.0, 1.0)
-# The rows changed after a change-log position: missing from a tantivy index at that position, or stale there.
-CHANGED_AFTER = "SELECT chunk_rowid FROM chunk_changes WHERE seq > ?"
-# The rowid span of those still in the store: the only ones FTS5 has to score beside tantivy.
-CHANGED_SPAN = "SELECT min(c.id), max(c.id) FROM chunk_changes x JOIN chunks c ON c.id = x.chunk_rowid WHERE x.seq > ?"
 
 
 def lexical_leg(indexes: SearchIndexes, query: str, k: int, filters: SearchFilters) -> Search:
     """BM25 for ``query``: tantivy when nothing filters, FTS5 otherwise.
 
     Tantivy answers as last published (`SearchIndexes.lexical_view`); the rows changed after its
-    position (missing from it, or stale there) are left out of its hits and scored by FTS5 among
-    themselves, so a search never waits for a tantivy commit. The background catch-up keeps that
-    set to the rows of the last second or so of writes, and FTS5's cost is that of the rows it
-    scores. Both score BM25 (k1 1.2, b 0.75) over the same text with the same analysis; their IDF
-    differs slightly (Lucene's ln(1 + N/n) against ln(N/n), and FTS5 counts the newest rows), which
-    `docs/benchmarks.md` measures on nDCG@10."""
+    position (missing from it, or stale there) are left out of its hits and scored apart, on its
+    scale, by the in-memory index of those rows (`changed_rows.py`), so a search never waits for
+    a tantivy commit."""
     if filter_sql(filters)[0]:
         return fts5_search(query, k, filters)
     terms = query_terms(query)
 
     def search(connection: sqlite3.Connection) -> list[ScoredChunk]:
-        def in_rows(found: tuple[LexicalView | None, int]) -> list[ScoredChunk]:
-            view, position = found
-            changed = {rowid for (rowid,) in connection.execute(CHANGED_AFTER, (position,))}
-            hits = view.search(terms, k, skip=changed) if view is not None else []
-            rows = rows_by_id(connection, [rowid for rowid, _ in hits])
-            found_chunks = [ScoredChunk(row_to_chunk(rows[rowid]), score) for rowid, score in hits if rowid in rows]
-            if changed:
-                found_chunks += fts5_search(query, k, filters, changed_after=position)(connection)
-            return sorted(found_chunks, key=lambda hit: -hit.score)[:k]
+        def in_rows(found: tuple[LexicalView | None, ChangedTerms]) -> list[ScoredChunk]:
+            view, changed = found
+            hits = view.search(terms, k, skip=changed.rowids) if view is not None else []
+            best = sorted(hits + changed.search(k, view), key=lambda hit: -hit[1])[
+                :k
+            ]  # after: `view` learnt its average
+            rows = rows_by_id(connection, [rowid for rowid, _ in best])
+            return [ScoredChunk(row_to_chunk(rows[rowid]), score) for rowid, score in best if rowid in rows]
 
-        return indexes.search(connection, indexes.lexical_view, in_rows)
+        return indexes.search(connection, lambda: indexes.lexical_view(terms), in_rows)
 
     return search
 
 
-def fts5_search(query: str, k: int, filters: SearchFilters, *, changed_after: int | None = None) -> Search:
-    """BM25 on SQLite's FTS5 index: searches with filters (bounded by the filter), and the rows
-    changed after tantivy's position (``changed_after``)."""
+def fts5_search(query: str, k: int, filters: SearchFilters) -> Search:
+    """BM25 on SQLite's FTS5 index, for searches with filters (bounded by the filter)."""
     expression = fts_match_expression(query)
     where, params = filter_sql(filters)
     weights = ", ".join(str(w) for w in BM25_WEIGHTS)
@@ -76,13 +68,6 @@ def fts5_search(query: str, k: int, filters: SearchFilters, *, changed_after: in
         if where
         else ""
     )
-    if changed_after is not None:
-        # FTS5 answers ``rowid IN (...)`` with one lookup per rowid, each as costly as the whole
-        # query (15 s for 2,100 rowids at 100k chunks); a rowid range is one pass over the postings
-        # inside it. New rows take the highest rowids, so the span is the table's tail; an in-place
-        # retitle can widen it to the whole table until the catch-up (a second or so). The unary
-        # ``+`` keeps the IN list a filter on that pass, not a lookup.
-        allowed += f" AND rowid BETWEEN ? AND ? AND +rowid IN ({CHANGED_AFTER})"
     sql = (
         f"WITH best AS (SELECT rowid, bm25(chunks_fts, {weights}) AS rank FROM chunks_fts"
         f" WHERE chunks_fts MATCH ?{allowed} ORDER BY rank LIMIT ?)"
@@ -91,13 +76,7 @@ def fts5_search(query: str, k: int, filters: SearchFilters, *, changed_after: in
     )
 
     def search(connection: sqlite3.Connection) -> list[ScoredChunk]:
-        bounds: list[Any] = []
-        if changed_after is not None:
-            low, high = connection.execute(CHANGED_SPAN, (changed_after,)).fetchone()
-            if low is None:
-                return []  # every changed row was deleted
-            bounds = [low, high, changed_after]
-        rows = connection.execute(sql, [expression, *params, *bounds, k]).fetchall()
+        rows = connection.execute(sql, [expression, *params, k]).fetchall()
         # FTS5's bm25() is negated so that smaller is better; flip it back to a positive score.
         return [ScoredChunk(row_to_chunk(r), -float(r["rank"])) for r in rows]
 

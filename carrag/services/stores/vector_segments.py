@@ -48,7 +48,9 @@ logger = logging.getLogger(__name__)
 EXACT_BELOW = 50_000
 CONNECTIVITY = 16
 EXPANSION_ADD = 64
-EXPANSION_SEARCH = 96
+# Candidates a graph search keeps: at 96 the graph missed 0.0027 nDCG@10 against exact on SciFact
+# (k 30), at 192 none (`scripts/legs_quality.py`; docs/benchmarks.md).
+EXPANSION_SEARCH = 192
 INSERT_BATCH = 2  # rows per hold of the lock: a search waits for at most one batch (~1-3 ms)
 # Between batches the inserter pauses this long: a lock is not handed over on release, so without
 # it the inserter would take the lock straight back and starve the searches waiting for it.
@@ -195,7 +197,10 @@ class VectorSegments:
                 return False
             graph = None
             if state["file"]:
-                graph = Index.restore(str(self.directory / state["file"]))
+                # a saved graph keeps its structure, not its expansions: without them, usearch's defaults
+                graph = Index.restore(
+                    str(self.directory / state["file"]), expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH
+                )
                 if graph is None or graph.ndim != state["dimension"]:
                     return False
         except (OSError, ValueError, KeyError, TypeError, RuntimeError):

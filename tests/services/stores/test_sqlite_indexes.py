@@ -209,7 +209,13 @@ async def test_the_inserter_moves_the_delta_into_the_graph_and_results_stay_exac
     await store.close()
 
     store = await opened(tmp_path / "s.db")  # the graph saved on close is reopened from disk
-    assert store.indexes.vectors.graph is not None and store.indexes.vectors.waiting == 0
+    graph = store.indexes.vectors.graph
+    assert graph is not None and store.indexes.vectors.waiting == 0
+    # a restored usearch index comes back with the library's defaults (64), not the store's
+    assert (graph.expansion_search, graph.expansion_add) == (
+        vector_segments.EXPANSION_SEARCH,
+        vector_segments.EXPANSION_ADD,
+    )
     hits = await store.vector_search(matrix[4], 1, NO_FILTER)
     assert (hits[0].chunk.document_id, hits[0].chunk.chunk_index) == ("d1", 1)
     await store.close()
@@ -389,9 +395,9 @@ def head_of(path: Path) -> int:
     return change_log(path)[1]
 
 
-async def test_a_bm25_search_takes_the_rows_tantivy_has_not_caught_up_with_from_fts5(tmp_path, monkeypatch) -> None:
+async def test_a_bm25_search_scores_the_rows_tantivy_has_not_caught_up_with_apart(tmp_path, monkeypatch) -> None:
     """Issue 29: a search never waits for a tantivy commit. Tantivy answers as last published, its
-    copies of rows changed since are left out, and those rows are scored by FTS5 among themselves."""
+    copies of rows changed since are left out, and those rows are scored by the changed rows' index."""
     path = tmp_path / "s.db"
     store = await opened(path)
     matrix = vectors(12)
@@ -421,9 +427,8 @@ async def test_a_bm25_search_takes_the_rows_tantivy_has_not_caught_up_with_from_
     await store.close()
 
 
-async def test_a_retitled_old_row_is_scored_by_fts5_until_tantivy_catches_up(tmp_path, monkeypatch) -> None:
-    """A retitle changes rows in place (an old, low rowid), not at the table's tail: the span FTS5
-    scores beside tantivy reaches back to it."""
+async def test_a_retitled_old_row_is_scored_apart_until_tantivy_catches_up(tmp_path, monkeypatch) -> None:
+    """A retitle changes rows in place (an old, low rowid), not at the table's tail."""
     path = tmp_path / "s.db"
     store = await opened(path)
     matrix = vectors(6)
@@ -444,23 +449,21 @@ async def test_a_retitled_old_row_is_scored_by_fts5_until_tantivy_catches_up(tmp
     await store.close()
 
 
-async def test_fts5_scores_the_changed_rows_in_one_pass_not_one_lookup_per_rowid(tmp_path) -> None:
-    """FTS5 turns ``rowid IN (...)`` into one full-text lookup per rowid, each as costly as the whole
-    query: 15 s a search with 2,100 changed rows at 100k chunks. The plan must scan a rowid range."""
-    from carrag.services.stores.sqlite_search import fts5_search
-
+async def test_a_filtered_bm25_search_goes_to_fts5_and_sees_every_committed_write(tmp_path, monkeypatch) -> None:
     store = await opened(tmp_path / "s.db")
-    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("walrus tusks"), vectors(1), IDENTITY)
+    matrix = vectors(3)
+    await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("walrus tusks"), matrix[:1], IDENTITY)
+    await store.sync_indexes()
+    monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)  # tantivy stays where it is
+    await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("walrus colony"), matrix[1:2], IDENTITY)
+
+    def not_tantivy(words: object) -> None:
+        raise AssertionError("a filtered search does not read tantivy or the changed rows")
+
+    monkeypatch.setattr(store.indexes, "lexical_view", not_tantivy)
+    only_d2 = SearchFilters(document_ids=("d2",))
+    assert [h.chunk.document_id for h in await store.lexical_search("walrus", 5, only_d2)] == ["d2"]
     await store.close()
-    connection = sqlite3.connect(tmp_path / "s.db")
-    connection.row_factory = sqlite3.Row
-    statements: list[str] = []
-    connection.set_trace_callback(statements.append)
-    fts5_search("walrus tusks", 5, NO_FILTER, changed_after=0)(connection)
-    search = next(s for s in statements if "chunks_fts MATCH" in s)
-    plan = " ".join(str(row[3]) for row in connection.execute("EXPLAIN QUERY PLAN " + search.replace("?", "1")))
-    assert "VIRTUAL TABLE INDEX" in plan and ":=" not in plan and "><" in plan, plan
-    connection.close()
 
 
 def test_a_search_skipping_changed_rows_still_returns_k_hits(tmp_path) -> None:
