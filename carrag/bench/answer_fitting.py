@@ -404,9 +404,12 @@ def fit(examples: list[Example], out: Path | None) -> dict[str, Any]:
             f"  unit model C={strength}: out-of-fold log loss {loss:.4f}, best unit holds the answer {top1}/{reachable}"
         )
         if best is None or loss < best[0]:
-            best = (loss, strength, oof)
+            best = (loss, strength)
     assert best is not None
-    _, unit_strength, oof = best
+    _, unit_strength = best
+    # Again at the chosen strength: each pass leaves its scores on the candidates, and the request
+    # models read the best unit's score (``best_score``) as the service will compute it.
+    oof = out_of_fold_units(examples, fold_of, names, unit_strength)
     ranked = [ranked_with(e, p) for e, p in zip(examples, oof, strict=True)]
     rows, targets = request_rows(examples, oof)
     answerable_targets = np.asarray([float(e.question.answerable) for e in examples])

@@ -5,8 +5,7 @@ answerer (LLM=none: deterministic, no model writes the answer).
 Two small documents hold their facts the way documentation does: SQLite's storage classes as a list after
 its lead-in, PostgreSQL's integer types as a table. After a question about SQLite, a question that names
 PostgreSQL stands on its own: it is searched on its own (its sources are PostgreSQL's) though the UI sends
-the conversation as ``history``; a follow-up that needs the turn before it ("How many bytes does it
-take?") is searched with it.
+the conversation as ``history``. (A follow-up searched with its turn: test_ui_conversation_browser.py.)
 """
 
 from __future__ import annotations
@@ -101,9 +100,4 @@ def test_list_and_table_answers_and_a_change_of_topic(browser, tmp_path: Path) -
         assert "postgresql-numeric-types.md" in first_source(table), "a new topic is searched on its own"
         assert [message["role"] for message in bodies[1]["history"]] == ["user", "assistant"]
 
-        ask(page, "How many bytes does it take?")
-        follow_up = turn(page, 2)
-        answer = follow_up.locator(".answer-text").inner_text()
-        assert "2 bytes" in answer, answer
-        assert "postgresql-numeric-types.md" in first_source(follow_up), "searched with the turn before it"
         assert page.errors == [], page.errors

@@ -7,7 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from carrag.bench.answer_fitting import Example, _log_sum_exp, fit, fit_choice, fit_logistic, folds
+from carrag.bench.answer_fitting import (
+    STRENGTHS,
+    Example,
+    _log_sum_exp,
+    fit,
+    fit_choice,
+    fit_logistic,
+    folds,
+    out_of_fold_units,
+)
 from carrag.bench.answer_questions import Question
 from carrag.services.answers.features import Candidate, Passage, Reading, read_passages
 from carrag.services.answers.model import MODEL_FILE, AnswerModel, load_model, ranked_request_features
@@ -96,3 +105,17 @@ def test_the_written_unit_model_is_the_conditional_logit_the_folds_measured() ->
     assert list(written.unit.names) == ["crowd", "signal"]
     assert np.allclose(written.unit.weights, measured.weights, atol=1e-4)
     assert written.unit.weights[1] > 0 and abs(written.unit.weights[0]) < 1e-6
+
+
+def test_the_request_models_read_the_unit_scores_of_the_chosen_strength() -> None:
+    """Each strength tried left its scores on the candidates, and the request models were fitted on the
+    last one tried (the strongest) while the service computes ``best_score`` with the chosen one."""
+    rng = np.random.default_rng(5)
+    examples = [ranked_example(index, rng) for index in range(60)]
+    document = fit(examples, out=None)
+    chosen = document["fitted_on"]["unit_strength"]
+    assert chosen != STRENGTHS[-1], "the data must choose another strength than the last one tried"
+    fold_of = folds(examples)
+    left = [[c.score for c in e.reading.candidates] for e in examples]
+    out_of_fold_units(examples, fold_of, ["crowd", "signal"], chosen)
+    assert left == [[c.score for c in e.reading.candidates] for e in examples]

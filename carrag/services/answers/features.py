@@ -112,7 +112,7 @@ async def read_passages(
     ]
     units = _bounded(units, set(terms(query)), MAX_UNITS)
     if not units:
-        return Reading(question, list(passages), [], request_features(question, passages, [], searched=query))
+        return Reading(question, list(passages), [], request_features(question, passages, []))
     readable = [unit.readable for _, unit in units]
     unit_terms = [terms(text) for text in readable]
     weights = idf(unit_terms)
@@ -142,7 +142,6 @@ async def read_passages(
             found=set(unit_terms[index]),
             weights=weights,
             question_numbers=question_numbers,
-            searched=query,
         )
         features.update(
             cosine=float(cosines[index]),
@@ -152,9 +151,7 @@ async def read_passages(
             position=position / max(per_source[source] - 1, 1),
         )
         candidates.append(Candidate(source, unit, features, vectors[index]))
-    return Reading(
-        question, list(passages), candidates, request_features(question, passages, candidates, searched=query)
-    )
+    return Reading(question, list(passages), candidates, request_features(question, passages, candidates))
 
 
 def unit_features(
@@ -166,20 +163,16 @@ def unit_features(
     found: set[str],
     weights: dict[str, float],
     question_numbers: set[str],
-    searched: str | None = None,
 ) -> dict[str, float]:
-    """The features that need no embedding (``read_passages`` adds the cosines). The terms a unit should
-    hold are those of what was ``searched``: a follow-up ("How many bytes does it take?") with the turn
-    its reference needs; what is asked for (a number, a name ...) is read from the question itself."""
+    """The features that need no embedding (``read_passages`` adds the cosines)."""
     text = unit.display
-    searched = searched or question
-    question_terms = terms(searched)
+    question_terms = terms(question)
     context_terms = set(terms(f"{unit.heading} {unit.label} {passage.title}"))
     new_numbers = bool(numbers(text) - question_numbers)
     date = has_date(unit.text)
     code = looks_like_code(unit.text) or unit.kind in ("command", "code") or _OPTION.search(unit.text) is not None
     name = bool({word.lower() for word in _NAME.findall(text)} - {word.lower() for word in question.split()})
-    keys_missing = missing_key_terms(searched, [text, unit.heading, unit.label, passage.title])
+    keys_missing = missing_key_terms(question, [text, unit.heading, unit.label, passage.title])
     matched = passage.matched
     in_match = matched is not None and unit.start < matched[1] and unit.end > matched[0]
     words = len(text.split())
@@ -218,20 +211,20 @@ def unit_features(
 
 def _rare_coverage(question_terms: Sequence[str], found: set[str], weights: dict[str, float]) -> float:
     """The share of the question's rarer half of terms (by weight) the unit holds."""
-    unique = sorted(set(question_terms), key=lambda term: -weights.get(term, max(weights.values(), default=1.0)))
+    # Equal weights keep the question's order: a set's order changes with each process's hash seed.
+    unique = sorted(
+        dict.fromkeys(question_terms), key=lambda term: -weights.get(term, max(weights.values(), default=1.0))
+    )
     rare = unique[: max(1, (len(unique) + 1) // 2)] if unique else []
     return sum(term in found for term in rare) / len(rare) if rare else 0.0
 
 
-def request_features(
-    question: str, passages: Sequence[Passage], candidates: Sequence[Candidate], *, searched: str | None = None
-) -> dict[str, float]:
-    """What the refusal reads besides the best units' probabilities (the model adds those): whether what
-    was searched names something no passage mentions, the share of its terms no passage holds, the best
-    cosine, and what the question asks for."""
+def request_features(question: str, passages: Sequence[Passage], candidates: Sequence[Candidate]) -> dict[str, float]:
+    """What the refusal reads besides the best units' probabilities (the model adds those): whether the
+    question names something no passage mentions, the share of its terms no passage holds, the best cosine."""
     texts = [text for passage in passages for text in (passage.text, passage.title)]
-    missing = missing_key_terms(searched or question, texts)
-    asked_terms = set(terms(searched or question))
+    missing = missing_key_terms(question, texts)
+    asked_terms = set(terms(question))
     present = set(terms("\n".join(texts)))
     cosines = sorted((candidate.features["cosine"] for candidate in candidates), reverse=True)
     coverage = max((candidate.features["coverage"] for candidate in candidates), default=0.0)
