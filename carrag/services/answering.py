@@ -16,7 +16,8 @@ The steps, each in its own module under ``carrag/services/answers/``:
 1. ``conversation``: a follow-up that leans on the history is retrieved with the previous user turn;
 2. ``features`` + ``model``: every answer unit of the passages (``units``) gets the probability that
    it answers, and the request the probability that the best one does;
-3. below the fitted threshold (or the request's ``min_relevance``): "the documents don't say" (no LLM);
+3. a confidence (the mean of P(the best unit is right) and P(the question is answerable)) below 0.5,
+   or the request's ``min_relevance``: "the documents don't say" (no LLM);
 4. ``modes``: extract (``extractive``) or generate from the fitted context (``context``), with the
    ``loops`` detector watching the stream;
 5. ``scaffolding`` strips the prompt layout a small model echoes ("Question: …"), then ``grounding``
@@ -63,7 +64,7 @@ GENERATION_STAGES = ("select", "generate", "first_token", "check")
 class Answer:
     """One answer, as ``/query`` returns it and the ``done`` event carries it. ``model`` is None when no
     LLM wrote it; ``highlights`` has one list of {start, end} per source; ``relevance`` is the answer
-    model's confidence that the quoted text answers (compared with ``min_relevance``)."""
+    model's confidence: the mean of P(the best unit is right) and P(answerable), compared with ``min_relevance``."""
 
     answer: str
     sources: list[SearchHit]
@@ -182,7 +183,8 @@ class AnswerService:
         yield AnswerEvent("done", self._done(started, answer))
 
     def min_confidence(self, request: AnswerQuery) -> float:
-        """The request's ``min_relevance``, else ANSWER_MIN_RELEVANCE, else the threshold fitted with the model."""
+        """The request's ``min_relevance``, else ANSWER_MIN_RELEVANCE, else the model's 0.5 (a refusal costing
+        as much as a wrong answer)."""
         for value in (request.min_relevance, self.settings.answer_min_relevance):
             if value is not None:
                 return value

@@ -174,7 +174,9 @@ class AnswerCheck(Schema):
     finish_reason: FinishReason = "stop"
     grounding: Grounding | None = Field(None, description="The grounding check of a generated answer.")
     relevance: float | None = Field(
-        None, description="The best passage sentence's relevance to the question (compared with min_relevance)."
+        None,
+        description="The answer model's confidence: the mean of P(the quoted unit answers) and P(the question "
+        "is answerable); answered from 0.5 (or min_relevance).",
     )
 
 

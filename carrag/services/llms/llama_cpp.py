@@ -76,9 +76,10 @@ class LlamaCppLLM:
 
     def fit(self, messages: Sequence[ChatMessage], max_tokens: int) -> list[dict[str, str]]:
         """The messages, cut so that prompt + answer fit the context window: characters are taken
-        out of the middle of the longest message, so its start (the first sources) and its end (the
-        question and the instruction to answer) survive. The characters to cut follow the message's
-        own characters per token (Korean or code take several tokens where English takes one)."""
+        out of the middle of the longest earlier turn, then of the longest message, so a message's
+        start (the first sources) and its end (the question and the instruction to answer) survive.
+        The characters to cut follow the message's own characters per token (Korean or code take
+        several tokens where English takes one)."""
         converted = [{"role": m.role, "content": m.content} for m in messages]
         budget = self.context - max_tokens - 64
         while True:
@@ -87,6 +88,9 @@ class LlamaCppLLM:
             if used <= budget:
                 return converted
             cuttable = [i for i, m in enumerate(converted) if len(m["content"]) > MIN_KEPT_CHARS + len(ELISION)]
+            # Earlier turns give way before the system prompt and the message being answered.
+            earlier = [i for i in cuttable if i != len(converted) - 1 and converted[i]["role"] != "system"]
+            cuttable = earlier or cuttable
             if not cuttable:
                 raise DependencyUnavailable("llm", "the prompt does not fit the local model's context window")
             index = max(cuttable, key=lambda i: tokens[i])

@@ -218,6 +218,7 @@ class SearchIndexes:
         self.vectors.rebuild(epoch, head, dimension, batches())
         self.lexical.publish(self.lexical.commit())
         self._save_lexical_state(epoch, head)
+        self.changed.reset(head)  # a restored older file's head can be below the last position seen
 
     def _catch_up(self, connection: sqlite3.Connection, epoch: str, head: int, include_lexical: bool) -> None:
         if include_lexical and self.lexical_seq < head:
@@ -257,7 +258,8 @@ class SearchIndexes:
             marks = ",".join("?" * len(part))
             rows = connection.execute(f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part)
             texts = {r[0]: indexed_text(r[1], r[2]) for r in rows}
-            self.changed.apply(head, ((rowid, last_change[rowid], texts.get(rowid)) for rowid in part))
+            # Current up to ``head`` only once every part is in: a part that fails is read again next time.
+            self.changed.apply(start, ((rowid, last_change[rowid], texts.get(rowid)) for rowid in part))
         self.changed.apply(head, ())
 
     def durable_seq(self) -> int:

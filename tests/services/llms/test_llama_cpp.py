@@ -72,6 +72,23 @@ def test_text_of_several_tokens_per_character_and_a_long_history_are_cut_to_fit(
     assert fitted[0]["content"] == "Answer from the context."
 
 
+def test_earlier_turns_give_way_before_the_question_being_answered(local_llm) -> None:
+    """The message with the most tokens was always the one cut, usually the question's own (its sources and
+    the question), down to its last 100 characters, while older turns were kept whole."""
+    question = "\n\nQuestion: What is the maximum number of concurrent connections the server accepts?"
+    last = "Context:\n" + "The server accepts connections on port 8080. " * 40 + question
+    history = [
+        ChatMessage(role, f"Turn {n}: " + "an earlier exchange about the configuration file " * 40)
+        for n, role in enumerate(["user", "assistant"] * 3)
+    ]
+    messages = [ChatMessage("system", "Answer from the context."), *history, ChatMessage("user", last)]
+    fitted = local_llm.fit(messages, max_tokens=512)
+    used = sum(len(local_llm._llama.tokenize(m["content"].encode(), add_bos=False)) + 8 for m in fitted)
+    assert used <= local_llm.context - 512 - 64
+    assert fitted[-1]["content"] == last, "the question and its sources are kept while earlier turns can give"
+    assert any("\n…\n" in m["content"] for m in fitted[1:-1])
+
+
 async def test_an_overlong_prompt_still_gets_an_answer() -> None:
     from carrag.services.llms.llama_cpp import LlamaCppLLM
 
