@@ -94,13 +94,21 @@ def test_the_server_syncs_folders_under_its_sync_roots(tmp_path: Path, env, fold
 
 @pytest.mark.slow
 def test_watch_follows_the_folder_until_interrupted(env, folder: Path) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "carrag.cli.main", "sync", str(folder), "--watch", "--debounce", "0.5"],
-        env={key: value for key, value in {**os.environ, **env, "PYTHONUNBUFFERED": "1"}.items() if value is not None},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    # Ctrl-C reaches the command as it does at a terminal, also when the tests themselves run as a shell's
+    # background job (which starts them with SIGINT ignored, a disposition their children would inherit).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "carrag.cli.main", "sync", str(folder), "--watch", "--debounce", "0.5"],
+            env={
+                key: value for key, value in {**os.environ, **env, "PYTHONUNBUFFERED": "1"}.items() if value is not None
+            },
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         output = Lines(process)
         lines = output.until("Watching")
