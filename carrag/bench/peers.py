@@ -203,8 +203,10 @@ def _serve(connection: Connection, name: str, directory: str, dimension: int) ->
                 applying = threading.Thread(target=_apply_all, args=(peer, batches))
                 applying.start()
                 latencies: list[float] = []
-                while applying.is_alive():
+                while True:  # at least once: small changes can be applied before a first look at the thread
                     latencies.extend(timed_queries(peer, queries[len(latencies) % len(queries) :][:5], k)[0])
+                    if not applying.is_alive():
+                        break
                 applying.join()
                 connection.send(("ok", latencies))
             else:
