@@ -141,17 +141,22 @@ async def test_missing_or_damaged_indexes_are_rebuilt(tmp_path) -> None:
     await store.close()
 
 
+def backed_up(path: Path, backup: Path) -> Path:
+    """A consistent copy of the store's file, as SQLite's online backup makes it."""
+    source, target = sqlite3.connect(path), sqlite3.connect(backup)
+    source.backup(target)
+    source.close()
+    target.close()
+    return backup
+
+
 async def test_an_older_copy_of_the_database_makes_the_indexes_rebuild(tmp_path) -> None:
     path = tmp_path / "s.db"
     store = await opened(path)
     matrix = vectors(2)
     await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("alpha"), matrix[:1], IDENTITY)
     await store.close()
-    backup = tmp_path / "backup.db"
-    source, target = sqlite3.connect(path), sqlite3.connect(backup)
-    source.backup(target)
-    source.close()
-    target.close()
+    backup = backed_up(path, tmp_path / "backup.db")
     store = await opened(path)
     await store.write_document(record("d2", "b.txt", chunks=1), chunks_of("alpha beta"), matrix[1:], IDENTITY)
     await store.sync_indexes()
@@ -552,11 +557,7 @@ async def test_rows_written_after_restoring_an_older_file_are_found_before_tanti
     store = await opened(path)
     await store.write_document(record("d1", "a.txt", chunks=1), chunks_of("alpha"), matrix[:1], IDENTITY)
     await store.close()
-    backup = tmp_path / "backup.db"
-    source, target = sqlite3.connect(path), sqlite3.connect(backup)
-    source.backup(target)
-    source.close()
-    target.close()
+    backup = backed_up(path, tmp_path / "backup.db")
     store = await opened(path)
     for n in range(2, 5):
         chunks = chunks_of(f"beta {n}")
