@@ -1,18 +1,12 @@
-"""The embedded default store: one SQLite file (seed 004). `SqliteStore` coordinates; the seams live beside it.
+"""The embedded default store: one SQLite file. `SqliteStore` coordinates; the SQL lives beside it
+(`sqlite_schema.py`, `sqlite_rows.py`, `sqlite_documents.py`, `sqlite_writes.py`, `sqlite_search.py`,
+`sqlite_originals.py`; docs/architecture.md has the map).
 
-- Tables, opening a file onto them and the integrity check: `sqlite_schema.py`. Rows read back as
-  records, and the SQL filters: `sqlite_rows.py`. Writes: `sqlite_writes.py`. Kept originals:
-  `sqlite_originals.py`. Collections: `sqlite_collections.py`. Reindexing: `sqlite_reindex.py`.
-- Search legs (`sqlite_search.py`): BM25 runs on the tantivy index beside the file, or on FTS5 over
-  ``chunks_fts`` for searches with filters (`lexical_search`); kNN on the HNSW graph plus an exact
-  delta, or exact cosine over the filtered rows (`vector_search`). The indexes beside the file
-  (`search_indexes.py`) follow the ``chunk_changes`` log and are rebuilt from SQLite when missing or
-  stale, caught up in the background after writes (`sqlite_index_catch_up.py`); searches with filters
-  run on SQLite alone.
-- One process per store file (`process_lock.py`): a second one is refused with a clear error.
-- WAL journal: readers never block the writer or each other. All writes go through one writer
-  thread, one transaction per document, so a document's chunks appear (or vanish) all at once and
-  a crash mid-ingest leaves nothing behind.
+WAL journal: readers never block the writer or each other. All writes go through one writer thread,
+one transaction per document, so a document's chunks appear (or vanish) all at once and a crash
+mid-ingest leaves nothing behind. Unfiltered searches run on the indexes beside the file
+(`search_indexes.py`), caught up in the background after writes; searches with filters run on SQLite
+alone. One process per store file (`process_lock.py`).
 """
 
 from __future__ import annotations
@@ -54,24 +48,19 @@ from carrag.services.stores.base import (
 from carrag.services.stores.fts_query import fts_match_expression
 from carrag.services.stores.process_lock import ProcessLock
 from carrag.services.stores.search_indexes import SearchIndexes
-from carrag.services.stores.sqlite_collections import (
-    all_collections,
-    delete_collection,
-    insert_collection,
-    rename_collection,
-)
 from carrag.services.stores.sqlite_documents import (
+    all_collections,
     chunk_listing_read,
+    delete_collection,
     document_page_read,
     found_documents_read,
+    insert_collection,
+    rename_collection,
     sources_read,
 )
 from carrag.services.stores.sqlite_index_catch_up import IndexCatchUp
 from carrag.services.stores.sqlite_originals import ORIGINAL_PIECE_BYTES, put_original, read_original
-from carrag.services.stores.sqlite_rows import (
-    row_to_document,
-    stored_identity,
-)
+from carrag.services.stores.sqlite_rows import row_to_document, stored_identity
 from carrag.services.stores.sqlite_schema import SCHEMA, create_schema, integrity_problems
 from carrag.services.stores.sqlite_search import BM25_WEIGHTS, lexical_leg, vector_leg, windows_read
 from carrag.services.stores.sqlite_writes import insert_document, update_document_metadata, wipe_store
@@ -84,10 +73,8 @@ T = TypeVar("T")
 
 def _read_retrying(function: Callable[[sqlite3.Connection], T], connection: sqlite3.Connection) -> T:
     """``function(connection)``, once more if FTS5 could not open ``chunks_fts`` ("vtable constructor
-    failed"). That happens to a read that meets a schema change made by another connection (reproduced:
-    FTS5 reads beside a loop of CREATE TABLE on a second connection). The store creates every table
-    when it opens the file (`sqlite_schema.py`), so none should happen while it serves; this is the
-    safety net. A read changes nothing, so running it again is safe; a second failure is reported."""
+    failed", which a read meeting another connection's schema change gets). Every table is created on
+    open, so this is a safety net; a read changes nothing, so running it again is safe."""
     try:
         return function(connection)
     except sqlite3.OperationalError as exc:
@@ -152,7 +139,7 @@ class SqliteStore:
                 raise
             connection.execute("COMMIT")
             self._writes += 1
-            self._schedule_index_sync()
+            self._index_catch_up.schedule()  # the indexes catch up once writes pause
             return result
 
         loop = asyncio.get_running_loop()
@@ -208,10 +195,6 @@ class SqliteStore:
                     pass
             self._connections.clear()
         self._process_lock.release()
-
-    def _schedule_index_sync(self) -> None:
-        """After each committed write (`_write`): the indexes catch up once writes pause."""
-        self._index_catch_up.schedule()
 
     async def sync_indexes(self) -> None:
         """Bring the search indexes up to the last committed write now (the next search would)."""
@@ -310,34 +293,28 @@ class SqliteStore:
         return await read_original(self.path, self._readers, document_id)
 
     # --- document reads ------------------------------------------------------------------------
-    async def get_document(self, document_id: str) -> DocumentRecord | None:
-        def get(connection: sqlite3.Connection) -> DocumentRecord | None:
-            row = connection.execute("SELECT * FROM documents WHERE document_id = ?", (document_id,)).fetchone()
+    async def _one_document(self, sql: str, *params: str) -> DocumentRecord | None:
+        def one(connection: sqlite3.Connection) -> DocumentRecord | None:
+            row = connection.execute(sql, params).fetchone()
             return row_to_document(row) if row else None
 
-        return await self._read(get)
+        return await self._read(one)
+
+    async def get_document(self, document_id: str) -> DocumentRecord | None:
+        return await self._one_document("SELECT * FROM documents WHERE document_id = ?", document_id)
 
     async def find_by_source(self, source_id: str, collection_id: str = DEFAULT_COLLECTION) -> DocumentRecord | None:
-        def find(connection: sqlite3.Connection) -> DocumentRecord | None:
-            row = connection.execute(
-                "SELECT * FROM documents WHERE collection_id = ? AND source_id = ?", (collection_id, source_id)
-            ).fetchone()
-            return row_to_document(row) if row else None
-
-        return await self._read(find)
+        sql = "SELECT * FROM documents WHERE collection_id = ? AND source_id = ?"
+        return await self._one_document(sql, collection_id, source_id)
 
     async def find_by_content_hash(
         self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
     ) -> DocumentRecord | None:
-        def find(connection: sqlite3.Connection) -> DocumentRecord | None:
-            row = connection.execute(
-                "SELECT * FROM documents WHERE content_hash = ? AND collection_id = ?"
-                " ORDER BY created_at DESC, document_id LIMIT 1",
-                (content_hash, collection_id),
-            ).fetchone()
-            return row_to_document(row) if row else None
-
-        return await self._read(find)
+        sql = (
+            "SELECT * FROM documents WHERE content_hash = ? AND collection_id = ?"
+            " ORDER BY created_at DESC, document_id LIMIT 1"
+        )
+        return await self._one_document(sql, content_hash, collection_id)
 
     async def list_documents(
         self,

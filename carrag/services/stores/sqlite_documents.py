@@ -1,13 +1,16 @@
-"""The SQLite store's document listings, each built as a function of a read connection: a page of
-documents, documents found by a reference (an id prefix, a source id or a file name), the sources,
-and a document's chunks."""
+"""The SQLite store's library as the API lists it, each a function of the connection inside
+`SqliteStore`'s read or write: a page of documents, documents found by a reference (an id prefix, a
+source id or a file name), the sources, a document's chunks, and the collections registry."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from carrag.services.errors import Conflict
+from carrag.services.models import Collection
 from carrag.services.positions import decode_regions
 from carrag.services.stores.base import ChunkListing, DocumentPage, DocumentSort, SortOrder, is_glob
 from carrag.services.stores.sqlite_rows import CHUNK_COLUMNS, row_to_chunk, row_to_document
@@ -113,3 +116,53 @@ def chunk_listing_read(
         return listings
 
     return chunks
+
+
+COLLECTIONS_SQL = (
+    "SELECT c.collection_id, c.name, c.created_at,"
+    " (SELECT count(*) FROM documents d WHERE d.collection_id = c.collection_id) AS document_count"
+    " FROM collections c"
+)
+
+
+def row_to_collection(row: sqlite3.Row) -> Collection:
+    return Collection(row["collection_id"], row["name"], row["created_at"], row["document_count"])
+
+
+def insert_collection(connection: sqlite3.Connection, collection: Collection) -> Collection:
+    """Register ``collection`` (`Conflict` when its name is taken); it holds no document yet."""
+    try:
+        connection.execute(
+            "INSERT INTO collections(collection_id, name, created_at) VALUES (?, ?, ?)",
+            (collection.collection_id, collection.name, collection.created_at),
+        )
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(f"collection {collection.name!r} already exists") from exc
+    return dataclasses.replace(collection, document_count=0)
+
+
+def all_collections(connection: sqlite3.Connection) -> list[Collection]:
+    """Every collection with its document count, by name."""
+    return [row_to_collection(r) for r in connection.execute(f"{COLLECTIONS_SQL} ORDER BY c.name")]
+
+
+def rename_collection(connection: sqlite3.Connection, collection_id: str, name: str) -> Collection | None:
+    """Rename a collection (`Conflict` when the name is taken; None: no such collection)."""
+    try:
+        changed = connection.execute(
+            "UPDATE collections SET name = ? WHERE collection_id = ?", (name, collection_id)
+        ).rowcount
+    except sqlite3.IntegrityError as exc:
+        raise Conflict(f"collection {name!r} already exists") from exc
+    if not changed:
+        return None
+    row = connection.execute(f"{COLLECTIONS_SQL} WHERE c.collection_id = ?", (collection_id,)).fetchone()
+    return row_to_collection(row)
+
+
+def delete_collection(connection: sqlite3.Connection, collection_id: str) -> bool:
+    """Delete a collection with its documents; whether it existed."""
+    # documents first (their chunks and tags follow by cascade; the change log records each
+    # chunk for the side indexes), then the registry row, in one transaction
+    connection.execute("DELETE FROM documents WHERE collection_id = ?", (collection_id,))
+    return bool(connection.execute("DELETE FROM collections WHERE collection_id = ?", (collection_id,)).rowcount)

@@ -1,5 +1,7 @@
-"""Reading the SQLite store's rows back: the columns a chunk is selected with, rows as records, the
-store's embedding identity, and the SQL both search legs filter with."""
+"""The SQLite store's rows as records: the columns a chunk is selected with, rows read back, the store's
+embedding identity, and the SQL both search legs filter with. User metadata is kept as JSON in
+``documents.user_metadata`` and indexed as one ``key=value`` row per pair in ``document_metadata``,
+which the metadata filter matches, as ``document_tags`` does for tags."""
 
 from __future__ import annotations
 
@@ -8,8 +10,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from carrag.services.models import DocumentRecord, EmbeddingIdentity, SearchFilters, StoredChunk
-from carrag.services.stores.sqlite_metadata import add_metadata_filters
+from carrag.services.models import DocumentRecord, EmbeddingIdentity, SearchFilters, StoredChunk, metadata_pairs
 
 CHUNK_COLUMNS = """
     c.id, c.document_id, c.chunk_index, c.text, c.char_start, c.char_end, c.pages, c.section,
@@ -84,23 +85,50 @@ def rows_by_id(connection: sqlite3.Connection, rowids: Sequence[int], vectors: b
 
 
 def filter_sql(filters: SearchFilters) -> tuple[str, list[Any]]:
-    """SQL conditions on ``d`` (documents) for the filters both legs honour."""
+    """SQL conditions on ``d`` (documents) for the filters both legs honour (`SearchFilters`)."""
     clauses: list[str] = []
     params: list[Any] = []
+
+    def add(clause: str, *values: Any) -> None:
+        clauses.append(clause)
+        params.extend(values)
+
+    def marks(values: Sequence[Any]) -> str:
+        return ",".join("?" * len(values))
+
     if filters.tags:
-        marks = ",".join("?" * len(filters.tags))
-        clauses.append(f"d.document_id IN (SELECT document_id FROM document_tags WHERE tag IN ({marks}))")
-        params.extend(filters.tags)
+        add(
+            f"d.document_id IN (SELECT document_id FROM document_tags WHERE tag IN ({marks(filters.tags)}))",
+            *filters.tags,
+        )
     if filters.source is not None:
-        clauses.append("d.source_id GLOB ?" if filters.source_is_glob else "d.source_id = ?")
-        params.append(filters.source)
+        add("d.source_id GLOB ?" if filters.source_is_glob else "d.source_id = ?", filters.source)
     if filters.document_ids:
-        marks = ",".join("?" * len(filters.document_ids))
-        clauses.append(f"d.document_id IN ({marks})")
-        params.extend(filters.document_ids)
+        add(f"d.document_id IN ({marks(filters.document_ids)})", *filters.document_ids)
     if filters.collection_ids:
-        marks = ",".join("?" * len(filters.collection_ids))
-        clauses.append(f"d.collection_id IN ({marks})")
-        params.extend(filters.collection_ids)
-    add_metadata_filters(filters, clauses, params)
-    return (" AND ".join(clauses), params)
+        add(f"d.collection_id IN ({marks(filters.collection_ids)})", *filters.collection_ids)
+    if filters.tag_prefixes:
+        # a range on the (tag, document_id) key: UTF-8 order is code point order, so every tag that
+        # starts with the prefix sorts between it and the prefix followed by the largest code point
+        ranges = " OR ".join("(tag >= ? AND tag < ?)" for _ in filters.tag_prefixes)
+        bounds = [bound for prefix in filters.tag_prefixes for bound in (prefix, prefix + chr(0x10FFFF))]
+        add(f"d.document_id IN (SELECT document_id FROM document_tags WHERE {ranges})", *bounds)
+    for key, value in filters.metadata:
+        add("d.document_id IN (SELECT document_id FROM document_metadata WHERE pair = ?)", f"{key}={value}")
+    if filters.source_types:
+        add(f"d.source_type IN ({marks(filters.source_types)})", *filters.source_types)
+    if filters.created_after is not None:
+        add("julianday(d.created_at) >= julianday(?)", filters.created_after)
+    if filters.created_before is not None:
+        add("julianday(d.created_at) < julianday(?)", filters.created_before)
+    if filters.filename_glob is not None:
+        add("d.filename GLOB ?", filters.filename_glob)
+    return " AND ".join(clauses), params
+
+
+def index_user_metadata(connection: sqlite3.Connection, document_id: str, metadata: dict[str, Any]) -> None:
+    connection.execute("DELETE FROM document_metadata WHERE document_id = ?", (document_id,))
+    connection.executemany(
+        "INSERT OR IGNORE INTO document_metadata(pair, document_id) VALUES (?, ?)",
+        [(pair, document_id) for pair in metadata_pairs(metadata)],
+    )

@@ -1,29 +1,26 @@
-"""The SQLite store's tables, how a file is opened onto them, and the check that they agree.
+"""The SQLite store's tables, how a file is opened onto them (older files migrated), and the check
+that they agree.
 
-- ``documents`` and ``chunks`` tables; chunk vectors as float32 BLOBs with their dimension in ``meta``.
-  Columns added since the first release (``documents.user_metadata``, ``chunks.regions``: where a PDF
-  chunk is drawn on its pages) are added on open to a store that lacks them (`sqlite_metadata.py`).
-- ``chunks_fts``: an FTS5 index over chunk text (porter stemming), kept in sync by triggers, so it
-  changes in the same transaction as the chunks it indexes (searched in `sqlite_search.py`).
-- ``chunk_changes``: every chunk insert and delete, written by triggers in the same transaction.
-  The search indexes beside the file (`search_indexes.py`) follow this log.
-- ``originals``: the uploaded bytes of a document (KEEP_ORIGINALS), deleted with it by the foreign
-  key's cascade (`sqlite_originals.py`).
-- ``reindex_vectors``: the next model's vectors during `carrag reindex` (`sqlite_reindex.py`).
-- ``jobs``: ingest-job records (`sqlite_jobs.py`), created here with the rest. Every table exists once
-  the file is open: a table created later, by another connection, changes the schema under running
-  reads, and an FTS5 read that meets such a change can fail ("vtable constructor failed: chunks_fts").
+Chunk vectors are float32 BLOBs, their dimension in ``meta``. ``chunks_fts`` (FTS5, porter) and
+``chunk_changes`` (the log the search indexes beside the file follow, `search_indexes.py`) are kept by
+triggers in the transaction that changes the chunks. ``originals`` go with their document by the
+foreign key's cascade; ``reindex_vectors`` holds the next model's vectors (`sqlite_reindex.py`).
+Every table, ``jobs`` included, is created on open: a table created later by another connection
+changes the schema under running reads, and an FTS5 read that meets that can fail ("vtable
+constructor failed: chunks_fts").
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import uuid
 from datetime import UTC, datetime
 
 from carrag.services.errors import DependencyUnavailable
-from carrag.services.stores.sqlite_collections import COLLECTION_SCHEMA, documents_table, migrate_to_collections
-from carrag.services.stores.sqlite_metadata import add_missing_columns
+from carrag.services.models import DEFAULT_COLLECTION
+
+logger = logging.getLogger(__name__)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -115,7 +112,6 @@ CREATE TRIGGER IF NOT EXISTS reindex_vectors_delete AFTER DELETE ON chunks BEGIN
 END;
 """
 
-
 # ingest-job records (`sqlite_jobs.py`)
 JOBS_SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -132,6 +128,22 @@ CREATE INDEX IF NOT EXISTS jobs_lease ON jobs(lease_expires_at) WHERE finished_a
 """
 
 
+# Created after the migrations below (a store from before collections has no documents.collection_id).
+AFTER_MIGRATIONS = """
+CREATE INDEX IF NOT EXISTS documents_collection_created ON documents(collection_id, created_at);
+"""
+# Columns added after the first release, created on open in a store that lacks them.
+ADDED_COLUMNS = {
+    "documents": {"user_metadata": "TEXT NOT NULL DEFAULT '{}'"},
+    "chunks": {"regions": "TEXT"},  # where a PDF chunk is on its pages (`positions.encode_regions_json`)
+}
+# The documents table before collections, whose ``source_id`` was unique across the store.
+_COLUMNS_BEFORE_COLLECTIONS = (
+    "document_id, source_id, filename, source_type, content_hash, chunk_count, tags, metadata, title,"
+    " external_id, created_at"
+)
+
+
 def create_schema(connection: sqlite3.Connection) -> frozenset[str]:
     """Put the store file in WAL mode, create (or migrate) its tables, and return the registered
     collections' ids."""
@@ -140,11 +152,53 @@ def create_schema(connection: sqlite3.Connection) -> frozenset[str]:
         raise DependencyUnavailable("store", f"SQLite refused WAL mode (got {mode})")
     connection.executescript(SCHEMA)
     connection.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('index_epoch', ?)", (uuid.uuid4().hex,))
-    migrate_to_collections(connection, documents_table(SCHEMA), datetime.now(UTC).isoformat())
-    add_missing_columns(connection)  # after the rebuild of the documents table above
-    connection.executescript(COLLECTION_SCHEMA)
+    connection.execute(
+        "INSERT OR IGNORE INTO collections(collection_id, name, created_at) VALUES (?, ?, ?)",
+        (DEFAULT_COLLECTION, DEFAULT_COLLECTION, datetime.now(UTC).isoformat()),
+    )
+    migrate_to_collections(connection)
+    for table, columns in ADDED_COLUMNS.items():  # after the rebuild of the documents table
+        present = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        for name, declaration in columns.items():
+            if name not in present:
+                connection.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
+    connection.executescript(AFTER_MIGRATIONS)
     connection.executescript(JOBS_SCHEMA)
     return frozenset(r[0] for r in connection.execute("SELECT collection_id FROM collections"))
+
+
+def migrate_to_collections(connection: sqlite3.Connection) -> None:
+    """Move every document of a store from before collections into ``default``. The documents table is
+    rebuilt (SQLite cannot drop the old UNIQUE(source_id) in place) with foreign keys off, so no chunk
+    or tag is deleted, in one transaction that checks the foreign keys before it commits."""
+    if "collection_id" in {row[1] for row in connection.execute("PRAGMA table_info(documents)")}:
+        return
+    start = SCHEMA.index("CREATE TABLE IF NOT EXISTS documents (")
+    documents = SCHEMA[start : SCHEMA.index(");", start) + 2]
+    connection.execute("PRAGMA foreign_keys = OFF")
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            connection.execute(documents.replace("IF NOT EXISTS documents (", "documents_migrated ("))
+            connection.execute(
+                f"INSERT INTO documents_migrated({_COLUMNS_BEFORE_COLLECTIONS}, collection_id)"
+                f" SELECT {_COLUMNS_BEFORE_COLLECTIONS}, ? FROM documents",
+                (DEFAULT_COLLECTION,),
+            )
+            connection.execute("DROP TABLE documents")
+            connection.execute("ALTER TABLE documents_migrated RENAME TO documents")
+            connection.execute("CREATE INDEX IF NOT EXISTS documents_created ON documents(created_at)")
+            connection.execute("CREATE INDEX IF NOT EXISTS documents_content_hash ON documents(content_hash)")
+            broken = connection.execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                raise sqlite3.IntegrityError(f"moving documents into collections broke {len(broken)} references")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+    finally:
+        connection.execute("PRAGMA foreign_keys = ON")
+    logger.info("moved the store's documents into the default collection")
 
 
 def integrity_problems(connection: sqlite3.Connection) -> list[str]:

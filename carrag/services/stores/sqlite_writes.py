@@ -14,8 +14,7 @@ from carrag.services.errors import NotFound
 from carrag.services.ids import chunk_id
 from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, MetadataValue, chunk_heading
 from carrag.services.positions import encode_regions_json
-from carrag.services.stores.sqlite_metadata import index_user_metadata
-from carrag.services.stores.sqlite_rows import row_to_document, stored_identity
+from carrag.services.stores.sqlite_rows import index_user_metadata, row_to_document, stored_identity
 
 
 def insert_document(
