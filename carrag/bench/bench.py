@@ -1,22 +1,9 @@
-"""`carrag bench`: the speed figures of the embedded default, measured side by side in one run.
-
-1. PDF extraction: pages/s of the configured PDF parser on one PDF.
-2. Ingestion: chunks/s of a BEIR corpus through the real pipeline (`IngestionService.ingest_many`),
-   next to the raw embedding backend's chunks/s on exactly the same chunk texts. Their ratio is
-   what the pipeline costs on top of the model.
-3. Query: p50/p95 latency of ``POST /search`` (no generation) through the real ASGI app, at each
-   store size, with and without reranking, next to the query embedding alone, and the medians of
-   each search leg (BM25, kNN) as the service reports them. The store grows to each size by writing
-   copies of the ingested documents under new ids straight into the store with the vectors already
-   computed (nothing is re-embedded; the SQLite store takes them in bulk transactions). Then the
-   search indexes catch up, the store is closed and reopened, and the time to open it and answer
-   the first query is measured, with the store's size on disk.
-4. Memory: peak RSS of this process (which is the service: store, models and app run in it)
-   while growing the store and, separately, while serving (reopen + queries).
-
-The embedding cache is off (``EMBED_CACHE_SIZE=0``) so that every query and chunk is embedded.
-Phases 1–2 are in `ingest_speed.py`, phase 3 in `query_speed.py`, the instruments (latency, peak RSS,
-disk size) in `measuring.py`; this module runs them in order and collects the report.
+"""`carrag bench`: the speed figures of the embedded default, measured side by side in one run
+(docs/benchmarks.md): PDF extraction and ingestion against the raw embedder (`ingest_speed.py`), OCR
+(`ocr.py`), ``POST /search`` through the real ASGI app as the store grows (`query_speed.py`), and the
+store while documents arrive and change (`store_states.py`), with peak RSS and disk size
+(`measuring.py`). The embedding cache is off (``EMBED_CACHE_SIZE=0``) so every query and chunk is
+embedded.
 """
 
 from __future__ import annotations

@@ -83,15 +83,12 @@ def xlsx_zip_bomb(members: int = 3, inflated: int = 400 * 1024 * 1024) -> bytes:
                 for _ in range(inflated // len(chunk)):
                     member.write(chunk)
     data = bytearray(buffer.getvalue())
-    # Rewrite every declared uncompressed size (local headers and central directory) to 2 KB.
-    position = 0
-    while (position := data.find(b"PK\x01\x02", position)) != -1:
-        struct.pack_into("<I", data, position + 24, 2048)
-        position += 4
-    position = 0
-    while (position := data.find(b"PK\x03\x04", position)) != -1:
-        struct.pack_into("<I", data, position + 22, 2048)
-        position += 4
+    # Rewrite every declared uncompressed size (central directory, then local headers) to 2 KB.
+    for signature, offset in ((b"PK\x01\x02", 24), (b"PK\x03\x04", 22)):
+        position = 0
+        while (position := data.find(signature, position)) != -1:
+            struct.pack_into("<I", data, position + offset, 2048)
+            position += 4
     return bytes(data)
 
 
@@ -146,17 +143,8 @@ def eml_nested_multiparts(depth: int = 2000) -> bytes:
     body = b"Content-Type: text/plain\r\n\r\ninner text\r\n"
     for level in range(depth):
         boundary = b"b%d" % level
-        body = (
-            b'Content-Type: multipart/mixed; boundary="'
-            + boundary
-            + b'"\r\n\r\n--'
-            + boundary
-            + b"\r\n"
-            + body
-            + b"\r\n--"
-            + boundary
-            + b"--\r\n"
-        )
+        header = b'Content-Type: multipart/mixed; boundary="%s"\r\n\r\n' % boundary
+        body = header + b"--%s\r\n%s\r\n--%s--\r\n" % (boundary, body, boundary)
     return b"From: a@example.com\r\nSubject: deep\r\nMIME-Version: 1.0\r\n" + body
 
 

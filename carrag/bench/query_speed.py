@@ -5,6 +5,7 @@ already computed, nothing re-embedded), let the search indexes catch up, reopen 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 import time
 from collections.abc import Sequence
@@ -44,25 +45,16 @@ class QueryFigures:
     peak_anon_serving_mb: float = 0.0  # ... of which anonymous (not memory-mapped file pages)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "chunks": self.chunks,
-            "documents": self.documents,
-            "search": self.search.as_dict(),
-            "search_rerank": self.search_rerank.as_dict() if self.search_rerank else None,
-            "rerank_note": self.rerank_note,
-            "embed_query": self.embed_query.as_dict(),
-            "first_query_ms": round(self.first_query_ms, 1),
-            "stage_medians_ms": self.stage_medians_ms,
-            "peak_rss_mb": round(self.peak_rss_mb, 1),
-            "grow_seconds": round(self.grow_seconds, 1),
-            "index_seconds": round(self.index_seconds, 1),
-            "open_ms": round(self.open_ms, 1),
-            "open_and_first_query_ms": round(self.open_ms + self.first_query_ms, 1),
-            "disk_mb": round(self.disk_mb, 1),
-            "peak_rss_serving_mb": round(self.peak_rss_serving_mb, 1),
-            "peak_anon_serving_mb": round(self.peak_anon_serving_mb, 1),
-            "load_average": [round(x, 2) for x in psutil.getloadavg()],
-        }
+        shown = {field.name: _shown(getattr(self, field.name)) for field in dataclasses.fields(self)}
+        load = [round(x, 2) for x in psutil.getloadavg()]
+        return shown | {"open_and_first_query_ms": round(self.open_ms + self.first_query_ms, 1), "load_average": load}
+
+
+def _shown(value: Any) -> Any:
+    """A figure as the JSON report shows it: latencies as percentiles, times and sizes to 0.1."""
+    if isinstance(value, Latency):
+        return value.as_dict()
+    return round(value, 1) if isinstance(value, float) else value
 
 
 def copy_record(dataset_name: str, document: PreparedDocument, copy: int) -> DocumentRecord:
