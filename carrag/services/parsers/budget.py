@@ -4,7 +4,7 @@ malformed input). Each limit is checked on what is actually read, never on what 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from carrag.services.errors import PayloadTooLarge
@@ -28,18 +28,8 @@ class ParseBudget:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ParseBudget:
-        return cls(
-            max_pdf_pages=settings.max_pdf_pages,
-            ocr_max_page_pixels=settings.ocr_max_page_pixels,
-            max_image_pixels=settings.max_image_pixels,
-            max_archive_bytes=settings.max_archive_bytes,
-            max_archive_members=settings.max_archive_members,
-            max_markup_bytes=settings.max_markup_bytes,
-            max_sheet_cells=settings.max_sheet_cells,
-            max_html_elements=settings.max_html_elements,
-            max_html_attributes=settings.max_html_attributes,
-            max_email_nesting=settings.max_email_nesting,
-        )
+        """Each limit from the setting of the same name."""
+        return cls(**{field.name: getattr(settings, field.name) for field in fields(cls)})
 
 
 DEFAULT_BUDGET = ParseBudget()

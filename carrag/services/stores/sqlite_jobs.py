@@ -1,15 +1,8 @@
-"""Ingest-job records in the SQLite store's database file: a ``jobs`` table (`JobRepository`).
-
-The table lives in the same file as the documents (WAL journal), on a connection of its own and one
-thread of its own, so job bookkeeping never waits behind a long document write's thread (SQLite still
-serialises the commits; a job update is one tiny row). `process_lock.py` makes a store file
-single-process, so what this adds is durability: ``GET /jobs/{id}`` answers after a restart, and a
-job that was running when the process died is reported failed once its lease has run out.
-
-Each row has a ``revision`` that every write increments; an update names the revision it read
-(``UPDATE … WHERE revision = ?``), the same optimistic concurrency the Elasticsearch adapter gets from
-``if_seq_no``. A document is written in one transaction by the store, so a job that died never left
-part of a document behind here: there is nothing to clean up but its record.
+"""Ingest-job records in the SQLite store's file: a ``jobs`` table (`JobRepository`), on a connection and
+thread of their own so job bookkeeping never waits behind a long document write. Each row has a
+``revision`` every write increments; an update names the revision it read (``UPDATE … WHERE revision
+= ?``), as the Elasticsearch adapter uses ``if_seq_no``. A job that was running when the process died
+is reported failed once its lease has run out.
 """
 
 from __future__ import annotations

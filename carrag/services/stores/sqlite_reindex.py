@@ -1,21 +1,13 @@
 """`carrag reindex` on the embedded store: the configured model's vectors are built beside the live
-ones, then swapped in by one transaction (issue 14, item 5).
+ones in ``reindex_vectors`` (``meta.reindex_model``/``reindex_dimension`` name that model), then swapped
+in by one transaction.
 
-- ``reindex_vectors(chunk_rowid, embedding)`` holds the next model's vector of each chunk already
-  re-embedded; ``meta.reindex_model`` / ``reindex_dimension`` name that model. A run for another
-  model starts the table again; a run for the same one continues where the last stopped (each
-  batch is committed with its vectors, so a killed run loses at most the batch it was embedding).
-- Searches keep using ``chunks.embedding`` and the indexes built from it until the swap. Chunks
-  written meanwhile are picked up by the next pass (their rowids are higher), and a deleted chunk
-  takes its new vector with it (trigger), so a reused rowid can never inherit a stale one.
-- A document ingested while the model change is pending (`services/model_change.py`) is written by
-  `write_document` with the live model's vectors and, when a reindex towards the new model has begun,
-  its new vectors beside, in one transaction that re-reads which model is live: after a swap the new
-  vectors go live instead (`SwappedMeanwhile` when the caller has none).
-- The swap is one write transaction: it checks that every chunk has its new vector (otherwise
-  nothing changes and another pass follows), copies them into ``chunks.embedding``, records the new
-  model as the store's, empties the side table and renews ``index_epoch`` so the search indexes
-  beside the file are rebuilt from the new vectors (the old graph file is removed by that rebuild).
+A run for the same model continues where the last stopped (each batch commits with its vectors); a
+deleted chunk takes its new vector with it (trigger), so a reused rowid never inherits a stale one.
+Searches use ``chunks.embedding`` until the swap, which checks every chunk has its new vector (else
+nothing changes), copies them in, records the new model and renews ``index_epoch`` so the indexes
+beside the file are rebuilt. A document written meanwhile (`write_document`) gets both models' vectors
+in one transaction that re-reads which model is live.
 """
 
 from __future__ import annotations

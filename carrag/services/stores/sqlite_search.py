@@ -1,9 +1,6 @@
-"""The SQLite store's search legs, each built as a function of a read connection.
-
-BM25 runs on the tantivy index beside the file for unfiltered searches (with an in-memory index of
-the rows it has not caught up with) and on FTS5 ``bm25()`` over ``chunks_fts`` for searches with filters; kNN takes
-candidates from the HNSW graph plus its exact delta (`search_indexes.py`) and re-scores them with the
-float32 vectors SQLite holds, or, with filters, runs exact cosine over the filtered rows.
+"""The SQLite store's search legs, each built as a function of a read connection: BM25 on tantivy (and
+the rows it has not caught up with) or, with filters, FTS5; kNN on the HNSW graph and its exact delta
+re-scored with SQLite's float32 vectors or, with filters, exact cosine over the filtered rows.
 """
 
 from __future__ import annotations
@@ -25,8 +22,7 @@ from carrag.services.stores.vector_segments import matrix_times_vector
 Search = Callable[[sqlite3.Connection], list[ScoredChunk]]
 
 # BM25 column weights: chunk text, then its heading (document title / section path). Equal weights
-# score the heading as if it were part of the chunk, like BM25 over "title + text" (on SciFact
-# 0.5 → 1.0 moved BM25 nDCG@10 from 0.677 to 0.683; docs/benchmarks.md).
+# score the heading as if it were part of the chunk, like BM25 over "title + text".
 BM25_WEIGHTS = (1.0, 1.0)
 
 
@@ -45,9 +41,8 @@ def lexical_leg(indexes: SearchIndexes, query: str, k: int, filters: SearchFilte
         def in_rows(found: tuple[LexicalView | None, ChangedTerms]) -> list[ScoredChunk]:
             view, changed = found
             hits = view.search(terms, k, skip=changed.rowids) if view is not None else []
-            best = sorted(hits + changed.search(k, view), key=lambda hit: -hit[1])[
-                :k
-            ]  # after: `view` learnt its average
+            # the changed rows are scored after the view's search, which gives `view` its average
+            best = sorted(hits + changed.search(k, view), key=lambda hit: -hit[1])[:k]
             rows = rows_by_id(connection, [rowid for rowid, _ in best])
             return [ScoredChunk(row_to_chunk(rows[rowid]), score) for rowid, score in best if rowid in rows]
 
