@@ -5,7 +5,8 @@ holding `ROOT_SHARE` of the text) up to ``<body>``; link-dense blocks (`LINK_DEN
 take more than `MAX_LINK_BLOCK_SHARE` of the page: then the page is a list of links); permalink marks in
 headings; and what chrome leaves behind (emptied headings, `ORPHAN_WORDS` labels).
 
-The thresholds are the middle of the working range on the tuning pages of `carrag/bench/html_references/`
+Imported by `html_markdown.html_document` when a page is parsed, after it found bs4 installed. The
+thresholds are the middle of the working range on the tuning pages of `carrag/bench/html_references/`
 (``python -m carrag.bench.html_extraction --grid``) and are measured on its other pages.
 """
 
@@ -15,7 +16,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from carrag.services.parsers.optional import import_optional
+import bs4
 
 LANDMARK_TAGS = ("nav", "aside", "footer")
 FORM_TAGS = ("form", "button", "input", "select", "textarea", "option")
@@ -60,14 +61,12 @@ def _chars(text: str) -> int:
 
 def tags(soup) -> list:
     """Every element, in document order (cheaper than ``find_all(True)``, which matches a filter on each)."""
-    bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     return [node for node in soup.descendants if isinstance(node, bs4.Tag)]
 
 
 def walk(soup, inside: str | tuple[str, ...]):
     """``(node, within)`` for every node in document order, ``within`` telling whether it lies inside
     an element named ``inside`` (one pass, no recursion)."""
-    bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     stack = [(soup, False)]
     while stack:
         node, within = stack.pop()
@@ -79,7 +78,6 @@ def walk(soup, inside: str | tuple[str, ...]):
 
 def measure(soup) -> dict[int, Size]:
     """Text and link sizes of every element, children before parents (no recursion)."""
-    bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     sizes: dict[int, Size] = {}
     for tag in reversed(tags(soup)):
         size = Size()
@@ -132,7 +130,6 @@ def remove_heading_anchors(soup) -> None:
 
 def content_root(soup, sizes: dict[int, Size]):
     """The deepest container holding at least `ROOT_SHARE` of the page's text outside links."""
-    bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     body = soup.body or soup
     size = sizes.get(id(body))
     total = size.chars - size.link_chars if size is not None else 0
@@ -157,7 +154,6 @@ def content_root(soup, sizes: dict[int, Size]):
 def remove_outside_root(soup, sizes: dict[int, Size], title) -> None:
     """The layout regions beside the path from the content root up to ``<body>``: containers and lone
     links, but not paragraphs and other text of the document's flow, nor a heading block before it."""
-    bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     body = soup.body or soup
     node = content_root(soup, sizes)
     doomed = []
@@ -224,8 +220,7 @@ def remove_orphans(soup, before: dict[int, Size], empty_before: set[int], title)
 
 def empty_sections(soup) -> list:
     """Headings followed (in document order) by a heading of the same or a higher level, or by nothing."""
-    bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
-    items = []  # headings and runs of text, in document order
+    items: list[bs4.Tag | str] = []  # headings and runs of text, in document order
     for node, in_heading in walk(soup, HEADINGS):
         if isinstance(node, bs4.Tag) and node.name in HEADINGS:
             items.append(node)
@@ -248,7 +243,6 @@ def empty_sections(soup) -> list:
 
 def remove_link_lines(soup) -> None:
     """Lines of preformatted text that are nothing but links and separators ("top - main help file")."""
-    bs4 = import_optional("bs4", package="beautifulsoup4", extension=".html")
     for pre in soup.find_all("pre"):
         if pre.find("a", href=True) is None:
             continue

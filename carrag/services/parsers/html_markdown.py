@@ -19,7 +19,6 @@ from typing import Any
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget, too_large
-from carrag.services.parsers.html_chrome import remove_chrome
 from carrag.services.parsers.optional import import_optional
 from carrag.services.parsers.text import first_markdown_h1, looks_binary
 
@@ -202,6 +201,8 @@ def html_document(
     title_tag = soup.find("title")
     page_title = title_tag.get_text(" ", strip=True) or None if title_tag else None
     clean_page(soup)
+    from carrag.services.parsers.html_chrome import remove_chrome  # imports bs4, found by `_soup`
+
     chrome_removed_share = remove_chrome(soup) if site_chrome else 0.0
     if nested_deeper_than(soup, MAX_NESTING_DEPTH):
         text = tidy_markdown(soup.get_text("\n\n", strip=True))

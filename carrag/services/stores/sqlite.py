@@ -50,13 +50,13 @@ from carrag.services.stores.process_lock import ProcessLock
 from carrag.services.stores.search_indexes import SearchIndexes
 from carrag.services.stores.sqlite_documents import (
     all_collections,
-    chunk_listing_read,
+    chunk_listing,
     delete_collection,
-    document_page_read,
-    found_documents_read,
+    document_page,
+    found_documents,
     insert_collection,
     rename_collection,
-    sources_read,
+    sources,
 )
 from carrag.services.stores.sqlite_index_catch_up import IndexCatchUp
 from carrag.services.stores.sqlite_originals import ORIGINAL_PIECE_BYTES, put_original, read_original
@@ -327,8 +327,9 @@ class SqliteStore:
         order: SortOrder = "desc",
         filename: str | None = None,
     ) -> DocumentPage:
-        return await self._read(
-            document_page_read(
+        def page(connection: sqlite3.Connection) -> DocumentPage:
+            return document_page(
+                connection,
                 offset=offset,
                 limit=limit,
                 tag=tag,
@@ -337,16 +338,17 @@ class SqliteStore:
                 order=order,
                 filename=filename,
             )
-        )
+
+        return await self._read(page)
 
     async def find_documents(self, reference: str, *, limit: int, collection_ids: Sequence[str] = ()) -> DocumentPage:
-        return await self._read(found_documents_read(reference, limit=limit, collection_ids=collection_ids))
+        return await self._read(lambda c: found_documents(c, reference, limit=limit, collection_ids=collection_ids))
 
     async def list_sources(self, collection_ids: Sequence[str] = ()) -> list[tuple[str, str]]:
-        return await self._read(sources_read(collection_ids))
+        return await self._read(lambda connection: sources(connection, collection_ids))
 
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 1000) -> list[ChunkListing]:
-        return await self._read(chunk_listing_read(document_id, offset=offset, limit=limit))
+        return await self._read(lambda c: chunk_listing(c, document_id, offset=offset, limit=limit))
 
     async def count_chunks(self) -> int:
         return await self._read(lambda c: c.execute("SELECT count(*) FROM chunks").fetchone()[0])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from carrag.services.errors import Conflict
@@ -16,7 +16,8 @@ from carrag.services.stores.base import ChunkListing, DocumentPage, DocumentSort
 from carrag.services.stores.sqlite_rows import CHUNK_COLUMNS, row_to_chunk, row_to_document
 
 
-def document_page_read(
+def document_page(
+    connection: sqlite3.Connection,
     *,
     offset: int,
     limit: int,
@@ -25,7 +26,7 @@ def document_page_read(
     sort: DocumentSort,
     order: SortOrder,
     filename: str | None,
-) -> Callable[[sqlite3.Connection], DocumentPage]:
+) -> DocumentPage:
     """A page of documents, by ``sort`` then id, with the total that match."""
     conditions: list[str] = []
     params: list[Any] = []
@@ -41,81 +42,59 @@ def document_page_read(
     where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
     direction = "ASC" if order == "asc" else "DESC"
     key = {"created_at": "created_at", "filename": "lower(filename)", "chunk_count": "chunk_count"}[sort]
-
-    def page(connection: sqlite3.Connection) -> DocumentPage:
-        total = connection.execute(f"SELECT count(*) FROM documents {where}", params).fetchone()[0]
-        rows = connection.execute(
-            f"SELECT * FROM documents {where} ORDER BY {key} {direction}, document_id LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        ).fetchall()
-        return DocumentPage([row_to_document(r) for r in rows], total)
-
-    return page
+    total = connection.execute(f"SELECT count(*) FROM documents {where}", params).fetchone()[0]
+    rows = connection.execute(
+        f"SELECT * FROM documents {where} ORDER BY {key} {direction}, document_id LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    ).fetchall()
+    return DocumentPage([row_to_document(r) for r in rows], total)
 
 
-def found_documents_read(
-    reference: str, *, limit: int, collection_ids: Sequence[str]
-) -> Callable[[sqlite3.Connection], DocumentPage]:
+def found_documents(
+    connection: sqlite3.Connection, reference: str, *, limit: int, collection_ids: Sequence[str]
+) -> DocumentPage:
     """Documents ``reference`` names: an exact id or source id first, then id prefixes and file names."""
-
-    def find(connection: sqlite3.Connection) -> DocumentPage:
-        # an id prefix as a range (the primary key's index); a file name as the source id's last segment
-        where = (
-            "((document_id >= :ref AND document_id < :ref || char(1114111)) OR source_id = :ref"
-            " OR substr(source_id, -length(:ref) - 1) = '/' || :ref)"
-        )
-        params: dict[str, Any] = {"ref": reference, "limit": limit}
-        if collection_ids:
-            names = [f":collection{i}" for i in range(len(collection_ids))]
-            where += f" AND collection_id IN ({','.join(names)})"
-            params.update({name[1:]: value for name, value in zip(names, collection_ids, strict=True)})
-        total = connection.execute(f"SELECT count(*) FROM documents WHERE {where}", params).fetchone()[0]
-        rows = connection.execute(
-            f"SELECT * FROM documents WHERE {where} ORDER BY document_id = :ref DESC, source_id = :ref DESC,"
-            " created_at DESC, document_id LIMIT :limit",
-            params,
-        ).fetchall()
-        return DocumentPage([row_to_document(r) for r in rows], total)
-
-    return find
+    # an id prefix as a range (the primary key's index); a file name as the source id's last segment
+    where = (
+        "((document_id >= :ref AND document_id < :ref || char(1114111)) OR source_id = :ref"
+        " OR substr(source_id, -length(:ref) - 1) = '/' || :ref)"
+    )
+    params: dict[str, Any] = {"ref": reference, "limit": limit}
+    if collection_ids:
+        names = [f":collection{i}" for i in range(len(collection_ids))]
+        where += f" AND collection_id IN ({','.join(names)})"
+        params.update({name[1:]: value for name, value in zip(names, collection_ids, strict=True)})
+    total = connection.execute(f"SELECT count(*) FROM documents WHERE {where}", params).fetchone()[0]
+    rows = connection.execute(
+        f"SELECT * FROM documents WHERE {where} ORDER BY document_id = :ref DESC, source_id = :ref DESC,"
+        " created_at DESC, document_id LIMIT :limit",
+        params,
+    ).fetchall()
+    return DocumentPage([row_to_document(r) for r in rows], total)
 
 
-def sources_read(collection_ids: Sequence[str]) -> Callable[[sqlite3.Connection], list[tuple[str, str]]]:
+def sources(connection: sqlite3.Connection, collection_ids: Sequence[str]) -> list[tuple[str, str]]:
     """Every (source id, source type), by source id."""
     where = f" WHERE collection_id IN ({','.join('?' * len(collection_ids))})" if collection_ids else ""
-
-    def sources(connection: sqlite3.Connection) -> list[tuple[str, str]]:
-        return [
-            (r[0], r[1])
-            for r in connection.execute(
-                f"SELECT source_id, source_type FROM documents{where} ORDER BY source_id", list(collection_ids)
-            )
-        ]
-
-    return sources
+    sql = f"SELECT source_id, source_type FROM documents{where} ORDER BY source_id"
+    return [(r[0], r[1]) for r in connection.execute(sql, list(collection_ids))]
 
 
-def chunk_listing_read(
-    document_id: str, *, offset: int, limit: int
-) -> Callable[[sqlite3.Connection], list[ChunkListing]]:
+def chunk_listing(connection: sqlite3.Connection, document_id: str, *, offset: int, limit: int) -> list[ChunkListing]:
     """A document's chunks in order, each with its vector's dimension and its regions (searches do not
     read those)."""
-
-    def chunks(connection: sqlite3.Connection) -> list[ChunkListing]:
-        rows = connection.execute(
-            f"SELECT {CHUNK_COLUMNS}, c.regions, length(c.embedding) AS vector_bytes FROM chunks c"
-            " JOIN documents d ON d.document_id = c.document_id"
-            " WHERE c.document_id = ? ORDER BY c.chunk_index LIMIT ? OFFSET ?",
-            (document_id, limit, offset),
-        ).fetchall()
-        listings = []
-        for row in rows:
-            chunk = row_to_chunk(row)
-            chunk.regions = decode_regions(row["regions"])
-            listings.append(ChunkListing(chunk, row["vector_bytes"] // 4))
-        return listings
-
-    return chunks
+    rows = connection.execute(
+        f"SELECT {CHUNK_COLUMNS}, c.regions, length(c.embedding) AS vector_bytes FROM chunks c"
+        " JOIN documents d ON d.document_id = c.document_id"
+        " WHERE c.document_id = ? ORDER BY c.chunk_index LIMIT ? OFFSET ?",
+        (document_id, limit, offset),
+    ).fetchall()
+    listings = []
+    for row in rows:
+        chunk = row_to_chunk(row)
+        chunk.regions = decode_regions(row["regions"])
+        listings.append(ChunkListing(chunk, row["vector_bytes"] // 4))
+    return listings
 
 
 COLLECTIONS_SQL = (
