@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections.abc import Callable
+from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget, too_large
@@ -57,3 +59,14 @@ def check_office_archive(data: bytes, filename: str, kind: str, budget: ParseBud
                             )
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError, EOFError, NotImplementedError) as exc:
         raise InvalidInput(f"{filename} is not a readable {kind} file ({exc}).") from exc
+
+
+def open_office_archive(
+    data: bytes, filename: str, kind: str, opener: Callable[[io.BytesIO], Any], budget: ParseBudget, noun: str = "file"
+) -> Any:
+    """The archive checked (`check_office_archive`), then opened by its library's ``opener``."""
+    check_office_archive(data, filename, kind, budget)
+    try:
+        return opener(io.BytesIO(data))
+    except Exception as exc:  # the libraries raise many types for damaged packages
+        raise InvalidInput(f"{filename} is not a readable {kind} {noun} ({exc}).") from exc

@@ -5,13 +5,12 @@ section paths). Headers, footers, footnotes, comments and text boxes are not rea
 
 from __future__ import annotations
 
-import io
 import re
 from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
-from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.archive import open_office_archive
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
@@ -123,11 +122,7 @@ def table_block(table: Any) -> str:
 
 def parse_docx(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     docx = import_optional("docx", package="python-docx", extension=".docx")
-    check_office_archive(data, filename, ".docx", budget)
-    try:
-        document = docx.Document(io.BytesIO(data))
-    except Exception as exc:  # python-docx raises many types for damaged packages
-        raise InvalidInput(f"{filename} is not a readable .docx file ({exc}).") from exc
+    document = open_office_archive(data, filename, ".docx", docx.Document, budget)
     blocks: list[str] = []
     paragraphs = tables = 0
     styles = StyleNames(document)

@@ -4,13 +4,12 @@
 
 from __future__ import annotations
 
-import io
 import re
 from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
-from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.archive import open_office_archive
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
@@ -128,11 +127,7 @@ def _int(value: Any, default: int) -> int:
 def parse_odt(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     opendocument = import_optional("odf.opendocument", package="odfpy", extension=".odt")
     teletype = import_optional("odf.teletype", package="odfpy", extension=".odt")
-    check_office_archive(data, filename, ".odt", budget)
-    try:
-        document = opendocument.load(io.BytesIO(data))
-    except Exception as exc:  # odfpy raises many types for damaged packages
-        raise InvalidInput(f"{filename} is not a readable .odt file ({exc}).") from exc
+    document = open_office_archive(data, filename, ".odt", opendocument.load, budget)
     reader = _Reader(teletype)
     try:
         bodies = [child for child in document.body.childNodes if getattr(child, "qname", None) == (OFFICE_NS, "text")]

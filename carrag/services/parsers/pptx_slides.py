@@ -5,13 +5,12 @@ shapes in stored order, then its notes. Each slide's span is recorded like a PDF
 
 from __future__ import annotations
 
-import io
 import re
 from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import PageSpan, ParsedDocument
-from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.archive import open_office_archive
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
@@ -108,11 +107,7 @@ def slide_text(slide: Any, number: int) -> tuple[str, str | None, bool]:
 
 def parse_pptx(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     pptx = import_optional("pptx", package="python-pptx", extension=".pptx")
-    check_office_archive(data, filename, ".pptx", budget)
-    try:
-        presentation = pptx.Presentation(io.BytesIO(data))
-    except Exception as exc:  # python-pptx raises many types for damaged packages
-        raise InvalidInput(f"{filename} is not a readable .pptx file ({exc}).") from exc
+    presentation = open_office_archive(data, filename, ".pptx", pptx.Presentation, budget)
     parts: list[str] = []
     spans: list[PageSpan] = []
     position = 0

@@ -5,14 +5,14 @@ column XFD is one cell: it counts towards MAX_SHEET_CELLS up to its last non-emp
 
 from __future__ import annotations
 
-import io
+import functools
 from collections.abc import Iterator
 from datetime import date, datetime, time
 from typing import Any
 
 from carrag.services.errors import InvalidInput
 from carrag.services.models import ParsedDocument
-from carrag.services.parsers.archive import check_office_archive
+from carrag.services.parsers.archive import open_office_archive
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget, too_large
 from carrag.services.parsers.csv_rows import rows_to_csv
 from carrag.services.parsers.optional import import_optional
@@ -71,11 +71,8 @@ def sheet_rows(sheet: Any, cells_left: int) -> tuple[list[list[str]], int]:
 
 def parse_xlsx(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     openpyxl = import_optional("openpyxl", package="openpyxl", extension=".xlsx")
-    check_office_archive(data, filename, ".xlsx", budget)
-    try:
-        workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises many types for damaged workbooks
-        raise InvalidInput(f"{filename} is not a readable .xlsx workbook ({exc}).") from exc
+    load = functools.partial(openpyxl.load_workbook, read_only=True, data_only=True)
+    workbook = open_office_archive(data, filename, ".xlsx", load, budget, "workbook")
     blocks: list[str] = []
     sheets: list[dict[str, Any]] = []
     cells_left = budget.max_sheet_cells
