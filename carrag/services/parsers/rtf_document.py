@@ -17,15 +17,14 @@ _TABLE_ROW = re.compile(r"^(?:[^|\n]*\|)+$")
 
 
 def code_page(data: bytes) -> str:
+    """The code page the document declares (``\\ansicpgN``) when Python knows it, else Windows-1252."""
     match = _CODE_PAGE.search(data[:4096])
-    if match:
-        candidate = f"cp{int(match.group(1))}"
-        try:
-            codecs.lookup(candidate)
-        except LookupError:
-            return "cp1252"
-        return candidate
-    return "cp1252"
+    candidate = f"cp{int(match.group(1))}" if match else "cp1252"
+    try:
+        codecs.lookup(candidate)
+    except LookupError:
+        return "cp1252"
+    return candidate
 
 
 def text_blocks(text: str) -> list[str]:
