@@ -56,23 +56,12 @@ class SqliteReindex:
     def __init__(self, store: SqliteStore) -> None:
         self.store = store
 
-    @staticmethod
-    def _target(connection: sqlite3.Connection) -> EmbeddingIdentity | None:
-        rows = dict(
-            connection.execute(
-                "SELECT key, value FROM meta WHERE key IN ('reindex_model', 'reindex_dimension')"
-            ).fetchall()
-        )
-        if "reindex_dimension" not in rows:
-            return None
-        return EmbeddingIdentity(rows.get("reindex_model", ""), int(rows["reindex_dimension"]))
-
     async def begin(self, target: EmbeddingIdentity) -> ReindexCounts:
         """Make ``reindex_vectors`` belong to ``target``: kept when it already does (resume), emptied
         when it held another model's vectors."""
 
         def begin(connection: sqlite3.Connection) -> None:
-            if self._target(connection) != target:
+            if stored_identity(connection, "reindex") != target:
                 connection.execute("DELETE FROM reindex_vectors")
                 connection.executemany(
                     "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -84,7 +73,7 @@ class SqliteReindex:
 
     async def target(self) -> EmbeddingIdentity | None:
         """The model of an unfinished reindex (None: none under way)."""
-        return await self.store._read(self._target)
+        return await self.store._read(lambda connection: stored_identity(connection, "reindex"))
 
     async def counts(self) -> ReindexCounts:
         def counts(connection: sqlite3.Connection) -> ReindexCounts:
@@ -125,7 +114,7 @@ class SqliteReindex:
             raise ValueError(f"expected {len(chunks)} vectors of dimension {target.dimension}, got {matrix.shape}")
 
         def save(connection: sqlite3.Connection) -> None:
-            if self._target(connection) != target:
+            if stored_identity(connection, "reindex") != target:
                 raise RuntimeError("the store was reset or another reindex started meanwhile")
             connection.executemany(
                 "INSERT OR REPLACE INTO reindex_vectors(chunk_rowid, embedding)"
@@ -140,7 +129,7 @@ class SqliteReindex:
         still lacks its new vector."""
 
         def swap(connection: sqlite3.Connection) -> bool:
-            if self._target(connection) != target:
+            if stored_identity(connection, "reindex") != target:
                 raise RuntimeError("the store was reset or another reindex started meanwhile")
             missing = connection.execute(
                 "SELECT 1 FROM chunks c WHERE NOT EXISTS"
@@ -191,7 +180,7 @@ class SqliteReindex:
                 replaced = insert_document(connection, document, chunk_list, new_matrix, new_identity)
             elif recorded.accepts(live_identity) and live_matrix is not None:
                 replaced = insert_document(connection, document, chunk_list, live_matrix, live_identity)
-                if new_matrix is not None and self._target(connection) == new_identity:
+                if new_matrix is not None and stored_identity(connection, "reindex") == new_identity:
                     rowids = connection.execute(
                         "SELECT id, chunk_index FROM chunks WHERE document_id = ?", (document.document_id,)
                     ).fetchall()

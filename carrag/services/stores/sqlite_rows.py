@@ -54,16 +54,14 @@ def row_to_document(row: sqlite3.Row) -> DocumentRecord:
     )
 
 
-def stored_identity(connection: sqlite3.Connection) -> EmbeddingIdentity | None:
-    """The embedding model and dimension recorded by the first write (None: nothing written yet)."""
-    rows = dict(
-        connection.execute(
-            "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dimension')"
-        ).fetchall()
-    )
-    if "embedding_dimension" not in rows:
+def stored_identity(connection: sqlite3.Connection, prefix: str = "embedding") -> EmbeddingIdentity | None:
+    """The embedding model and dimension recorded by the first write (None: nothing written yet); with
+    ``prefix="reindex"``, those of an unfinished `carrag reindex` (`sqlite_reindex.py`)."""
+    names = (f"{prefix}_model", f"{prefix}_dimension")
+    rows = dict(connection.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", names).fetchall())
+    if names[1] not in rows:
         return None
-    return EmbeddingIdentity(rows.get("embedding_model", ""), int(rows["embedding_dimension"]))
+    return EmbeddingIdentity(rows.get(names[0], ""), int(rows[names[1]]))
 
 
 def rows_by_id(connection: sqlite3.Connection, rowids: Sequence[int], vectors: bool = False) -> dict[int, sqlite3.Row]:
