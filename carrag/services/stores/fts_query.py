@@ -19,11 +19,7 @@ MAX_TERMS = 64
 def query_terms(question: str) -> list[str]:
     words = [w.lower() for w in _WORD.findall(question)]
     informative = [w for w in words if w not in ENGLISH_STOP_WORDS]
-    chosen = informative or words
-    seen: dict[str, None] = {}
-    for word in chosen:
-        seen.setdefault(word, None)
-    return list(seen)[:MAX_TERMS]
+    return list(dict.fromkeys(informative or words))[:MAX_TERMS]  # each word once, in order
 
 
 def fts_match_expression(question: str) -> str | None:
