@@ -12,6 +12,7 @@ alone. One process per store file (`process_lock.py`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import sqlite3
 import threading
@@ -189,10 +190,8 @@ class SqliteStore:
         self.indexes.close()
         with self._connections_lock:
             for connection in self._connections:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     connection.close()
-                except sqlite3.Error:
-                    pass
             self._connections.clear()
         self._process_lock.release()
 
@@ -268,12 +267,9 @@ class SqliteStore:
         title: str | None = None,
         user_metadata: dict[str, MetadataValue] | None = None,
     ) -> DocumentRecord | None:
-        def update(connection: sqlite3.Connection) -> DocumentRecord | None:
-            return update_document_metadata(
-                connection, document_id, tags=tags, title=title, user_metadata=user_metadata
-            )
-
-        return await self._write(update)
+        return await self._write(
+            lambda c: update_document_metadata(c, document_id, tags=tags, title=title, user_metadata=user_metadata)
+        )
 
     async def wipe(self) -> None:
         await self._write(wipe_store)
