@@ -9,11 +9,12 @@ import re
 from typing import Any
 
 from carrag.services.errors import InvalidInput
-from carrag.services.models import PageSpan, ParsedDocument
+from carrag.services.models import ParsedDocument
 from carrag.services.parsers.archive import open_office_archive
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.markdown_table import markdown_table
 from carrag.services.parsers.optional import import_optional
+from carrag.services.parsers.pdf import join_pages
 
 _WHITESPACE = re.compile(r"[ \t\r\f\v]+")
 IMAGE_FILE_NAME = re.compile(r"\.(png|jpe?g|gif|bmp|svg|tiff?|emf|wmf|webp)$", re.IGNORECASE)
@@ -108,9 +109,7 @@ def slide_text(slide: Any, number: int) -> tuple[str, str | None, bool]:
 def parse_pptx(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDGET) -> ParsedDocument:
     pptx = import_optional("pptx", package="python-pptx", extension=".pptx")
     presentation = open_office_archive(data, filename, ".pptx", pptx.Presentation, budget)
-    parts: list[str] = []
-    spans: list[PageSpan] = []
-    position = 0
+    slides: list[tuple[int, str]] = []
     notes = 0
     has_text = False
     slide_titles: list[str] = []
@@ -120,18 +119,15 @@ def parse_pptx(data: bytes, filename: str, *, budget: ParseBudget = DEFAULT_BUDG
             has_text = has_text or slide_has_text
             slide_titles.extend([slide_title] if slide_title else [])
             notes += "\n\nNotes: " in text
-            if parts:
-                position += 2  # the blank line between slides
-            spans.append(PageSpan(page=number, start=position, end=position + len(text)))
-            parts.append(text)
-            position += len(text)
+            slides.append((number, text))
         title = (presentation.core_properties.title or "").strip() or None
     except Exception as exc:
         raise InvalidInput(f"{filename}: a slide cannot be read ({exc}).") from exc
+    text, spans = join_pages(slides)  # each slide's span recorded like a PDF page's
     if title is None or title.lower() in PLACEHOLDER_TITLES or re.fullmatch(r"slide \d+", title.lower()):
         title = slide_titles[0] if slide_titles else None
     return ParsedDocument(
-        text="\n\n".join(parts) if has_text else "",
+        text=text if has_text else "",
         filename=filename,
         source_type="pptx",
         metadata={"slide_count": len(spans), "slides_with_notes": notes, "title": title},
