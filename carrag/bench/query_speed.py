@@ -4,7 +4,6 @@ already computed, nothing re-embedded), let the search indexes catch up, reopen 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import statistics
 import time
@@ -22,8 +21,9 @@ from carrag.bench.measuring import Latency, PeakRss, disk_bytes
 from carrag.services.container import Container
 from carrag.services.ids import content_hash, new_document_id
 from carrag.services.models import DocumentRecord
+from carrag.services.stores.sqlite import SqliteStore
 
-BULK_DOCUMENTS = 2_000  # documents per transaction where the store writes in bulk (write_documents)
+BULK_DOCUMENTS = 2_000  # documents per transaction of `SqliteStore.write_documents`
 
 
 @dataclass(slots=True)
@@ -81,26 +81,12 @@ async def grow_store(
     dataset_name: str,
     copy_counter: list[int],
 ) -> int:
-    """Write copies of ``documents`` under new ids until the store holds ``target_chunks``."""
+    """Write copies of ``documents`` under new ids until the embedded store holds ``target_chunks``,
+    `BULK_DOCUMENTS` to a transaction."""
     store = container.store
+    assert isinstance(store, SqliteStore), "the bench grows the embedded store (eval_settings)"
     identity = await container.embedder.embedding_identity()
     current = await store.count_chunks()
-    gate = asyncio.Semaphore(8)
-    bulk = getattr(store, "write_documents", None)  # one transaction per batch where the store has it
-
-    async def write(document: PreparedDocument, copy: int) -> None:
-        assert document.vectors is not None
-        async with gate:
-            await store.write_document(
-                copy_record(dataset_name, document, copy), document.chunks, document.vectors, identity
-            )
-
-    async def write_bulk(batch: list[PreparedDocument], copy: int) -> None:
-        assert bulk is not None  # called only where the store has write_documents
-        for offset in range(0, len(batch), BULK_DOCUMENTS):
-            part = batch[offset : offset + BULK_DOCUMENTS]
-            await bulk([(copy_record(dataset_name, d, copy), d.chunks, d.vectors) for d in part], identity)
-
     while current < target_chunks:
         copy_counter[0] += 1
         batch: list[PreparedDocument] = []
@@ -109,10 +95,12 @@ async def grow_store(
                 break
             batch.append(document)
             current += len(document.chunks)
-        if bulk is not None:
-            await write_bulk(batch, copy_counter[0])
-        else:
-            await asyncio.gather(*(write(document, copy_counter[0]) for document in batch))
+        for offset in range(0, len(batch), BULK_DOCUMENTS):
+            rows = []
+            for document in batch[offset : offset + BULK_DOCUMENTS]:
+                assert document.vectors is not None  # embedded in the ingestion phase
+                rows.append((copy_record(dataset_name, document, copy_counter[0]), document.chunks, document.vectors))
+            await store.write_documents(rows, identity)
     return await store.count_chunks()
 
 
@@ -176,9 +164,8 @@ async def measure_at_size(
         grow_seconds = time.perf_counter() - started
         page = await container.store.list_documents(offset=0, limit=1)
         started = time.perf_counter()
-        sync = getattr(container.store, "sync_indexes", None)
-        if sync is not None:
-            await sync()
+        assert isinstance(container.store, SqliteStore)
+        await container.store.sync_indexes()
         index_seconds = time.perf_counter() - started
         await container.store.close()
         with PeakRss() as serving:
