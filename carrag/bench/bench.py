@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -73,14 +73,10 @@ class BenchReport:
     peers: list[PeerFigures] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
+        shown = {entry.name: getattr(self, entry.name) for entry in fields(self)}
         return {
-            "machine": self.machine,
-            "pdf": self.pdf,
-            "ocr": self.ocr,
-            "ingest": self.ingest,
-            "queries": [q.as_dict() for q in self.queries],
-            "states": [s.as_dict() for s in self.states],
-            "peers": [p.as_dict() for p in self.peers],
+            name: [row.as_dict() for row in value] if isinstance(value, list) else value
+            for name, value in shown.items()
         }
 
 
