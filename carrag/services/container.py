@@ -20,7 +20,7 @@ from carrag.services.answering import AnswerService
 from carrag.services.collections import CollectionService
 from carrag.services.documents import DocumentService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
-from carrag.services.embedders.recorded import recorded_backend
+from carrag.services.embedders.recorded import recorded_backend, settings_backend
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.fetchers.base import Fetcher
@@ -106,33 +106,7 @@ def build_job_repository(settings: Settings, store: Store, store_error: str | No
 
 def build_embedding_backend(settings: Settings) -> EmbeddingBackend:
     try:
-        if settings.embedder == "ollama":
-            from carrag.services.embedders.ollama import OllamaEmbedder
-
-            return OllamaEmbedder(
-                settings.ollama_base_url, settings.ollama_embed_model, timeout=settings.ollama_timeout
-            )
-        if settings.embedder == "openai":
-            from carrag.services.embedders.openai_compatible import OpenAICompatibleEmbedder
-
-            return OpenAICompatibleEmbedder(
-                settings.embeddings_base_url,
-                settings.embeddings_model,
-                revealed(settings.embeddings_api_key),
-                dimensions=settings.embeddings_dimensions,
-                max_inputs=settings.embed_batch_size,
-                timeout=settings.embed_timeout,
-                retries=settings.embed_retries,
-                backoff=settings.embed_retry_backoff,
-            )
-        from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
-
-        return LocalOnnxEmbedder(
-            settings.local_embedding_model_path,
-            settings.local_embedding_tokenizer_path,
-            threads=settings.local_embedding_threads,
-            max_tokens=settings.local_embedding_max_tokens,
-        )
+        return settings_backend(settings, settings.embedder, dimensions=settings.embeddings_dimensions)
     except DependencyUnavailable as exc:
         logger.error("embedder unavailable", extra={"reason": exc.message})
         return UnavailableEmbedder(settings.embedder, exc.message)
