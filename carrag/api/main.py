@@ -17,12 +17,7 @@ from carrag.api.deps import UNAUTHORIZED_DETAIL, Unauthorized, require_api_key
 from carrag.api.errors import install_error_handlers
 from carrag.api.lifecycle import on_shutdown_signal
 from carrag.api.log_config import configure_logging
-from carrag.api.middleware import (
-    AccessLogMiddleware,
-    ApiKeyGateMiddleware,
-    BodyBudgetMiddleware,
-    RequestIdMiddleware,
-)
+from carrag.api.middleware import ApiKeyGateMiddleware, BodyBudgetMiddleware, RequestLogMiddleware
 from carrag.api.routes import (
     admin,
     collections,
@@ -147,8 +142,7 @@ def create_app(settings: Settings | None = None, container: Container | None = N
         max_json_bytes_setting="MAX_JSON_BODY_BYTES",
         read_timeout=settings.body_read_timeout_seconds,
     )
-    app.add_middleware(AccessLogMiddleware, metrics=metrics)
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(RequestLogMiddleware, metrics=metrics)
     return app
 
 
