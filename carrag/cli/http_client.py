@@ -197,8 +197,7 @@ class HttpClient:
             async with self._http.stream("GET", f"/documents/{_segment(document_id)}/file") as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    status = response.status_code
-                    raise ClientError(_detail(response), status, fatal=status in (401, 403))
+                    raise http_error(response)
                 filename = disposition_filename(response.headers.get("content-disposition", "")) or document_id
                 destination = open_destination(filename)
                 written = 0
