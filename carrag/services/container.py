@@ -206,9 +206,9 @@ class Container:
     requests: RequestFactory
     jobs: JobManager
     telemetry: Telemetry
+    reindexer: Reindexer  # `carrag reindex` / POST /admin/reindex
+    model_change: ModelChange  # the store's model loaded beside a newly configured one
     startup_errors: dict[str, str] = field(default_factory=dict)
-    reindexer: Reindexer | None = None  # `carrag reindex` / POST /admin/reindex
-    model_change: ModelChange | None = None  # the store's model loaded beside a newly configured one
 
     @property
     def collections(self) -> CollectionService:
@@ -230,8 +230,8 @@ class Container:
             self.store.health(), self.embedder.health(), self.llm.health(), self.reranker.health()
         )
         components = {"store": store, "embedder": embedder, "llm": llm, "reranker": reranker}
-        if self.model_change is not None and (change := await self.model_change.status()) is not None:
-            if self.reindexer is not None and self.reindexer.running:
+        if (change := await self.model_change.status()) is not None:
+            if self.reindexer.running:
                 change.detail += "; a reindex is running in this process"
             components["model_change"] = ComponentHealth(
                 "model_change", "degraded", self.store.backend, change.configured, change.detail
@@ -239,12 +239,9 @@ class Container:
         return components
 
     async def aclose(self) -> None:
-        if self.reindexer is not None:
-            await self.reindexer.aclose()  # committed batches stay: the next run continues from them
-        closes = [self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close]
-        if self.model_change is not None:
-            closes.insert(3, self.model_change.aclose)
-        for close in closes:
+        await self.reindexer.aclose()  # committed batches stay: the next run continues from them
+        closes = [self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.model_change.aclose]
+        for close in [*closes, self.llm.aclose, self.store.close]:
             try:
                 await close()
             except Exception:
