@@ -49,7 +49,10 @@ MULTIPART_OVERHEAD = 64 * 1024
 def create_app(settings: Settings | None = None, container: Container | None = None) -> FastAPI:
     """Build the app. A ready ``container`` (tests) is used as is and not closed on shutdown."""
     settings = settings or (container.settings if container else get_settings())
-    metrics = _metrics_for(container)
+    # /metrics serves the Prometheus telemetry a ready container's services report to, else a new one for the
+    # container the app builds (a container reporting elsewhere gets only the HTTP metrics)
+    telemetry = container.telemetry if container is not None else None
+    metrics = telemetry if isinstance(telemetry, PrometheusTelemetry) else PrometheusTelemetry()
     mcp = _mcp_transport(lambda: app.state.container, settings)
 
     @contextlib.asynccontextmanager
@@ -154,14 +157,6 @@ def _mcp_transport(container: Callable[[], Container], settings: Settings) -> St
     from carrag.api.mcp_server import build_mcp_server, http_session_manager
 
     return http_session_manager(build_mcp_server(container), settings)
-
-
-def _metrics_for(container: Container | None) -> PrometheusTelemetry:
-    """The Prometheus telemetry /metrics serves: the one a ready container's services report to, else a
-    new one for the container the app builds (a container reporting elsewhere gets only HTTP metrics)."""
-    if container is not None and isinstance(container.telemetry, PrometheusTelemetry):
-        return container.telemetry
-    return PrometheusTelemetry()
 
 
 def app_factory() -> FastAPI:
