@@ -41,8 +41,10 @@ SETTINGS_HEADING = "\n## Settings\n\n"
 
 def configuration_markdown() -> str:
     """docs/configuration.md as it should be: its own text up to the settings table, then the table afresh."""
-    written = CONFIGURATION_DOC.read_text().split(SETTINGS_HEADING)[0]
-    return written + SETTINGS_HEADING + settings_markdown()
+    current = CONFIGURATION_DOC.read_text()
+    if SETTINGS_HEADING not in current:  # emptied, e.g. by redirecting this module's output into it
+        raise SystemExit(f"{CONFIGURATION_DOC} has lost its text: `git checkout` it, then run `make docs`.")
+    return current.split(SETTINGS_HEADING)[0] + SETTINGS_HEADING + settings_markdown()
 
 
 if __name__ == "__main__":  # pragma: no cover - `make docs`
