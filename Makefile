@@ -91,7 +91,7 @@ stream-drop: $(STAMP)
 	$(BIN)/python scripts/stream_drop.py $(STREAM_DROP_ARGS)
 
 docs: $(STAMP)
-	$(BIN)/python -m carrag.services.configuration_docs > docs/configuration.md
+	$(BIN)/python -m carrag.services.configuration_docs
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -12,7 +12,7 @@ CONFIGURATION_DOC = Path(__file__).resolve().parent.parent / "docs" / "configura
 
 def test_configuration_doc_is_up_to_date() -> None:
     assert CONFIGURATION_DOC.read_text() == configuration_markdown(), (
-        "docs/configuration.md is stale: run `make docs` (python -m carrag.services.configuration_docs > docs/configuration.md)"
+        "docs/configuration.md is stale: run `make docs` (python -m carrag.services.configuration_docs)"
     )
 
 

@@ -15,6 +15,7 @@ from carrag.services.collections import CollectionService
 from carrag.services.container import Container
 from carrag.services.documents import DocumentService
 from carrag.services.ingestion import IngestionService
+from carrag.services.jobs import JobManager
 from carrag.services.page_images import PageImageService
 from carrag.services.requests import RequestFactory
 from carrag.services.retrieval.search import SearchService
@@ -22,9 +23,7 @@ from carrag.services.settings import Settings
 
 
 # Every dependency is a coroutine function, even the ones that only read an attribute: FastAPI runs a
-# plain ``def`` dependency in its thread pool, one hop to a worker thread and back per dependency
-# per request (scripts/api_overhead.py: ~0.15 ms of wall and CPU each on a quiet 2-core machine,
-# more when the cores are busy).
+# plain ``def`` dependency in its thread pool, a hop to a worker thread and back per request.
 async def get_container(request: Request) -> Container:
     return request.app.state.container
 
@@ -49,6 +48,7 @@ SearchDep = Annotated[SearchService, Depends(_part("search"))]
 AnswersDep = Annotated[AnswerService, Depends(_part("answers"))]
 RequestsDep = Annotated[RequestFactory, Depends(_part("requests"))]
 CollectionsDep = Annotated[CollectionService, Depends(_part("collections"))]
+JobsDep = Annotated[JobManager, Depends(_part("jobs"))]
 
 
 class Unauthorized(Exception):

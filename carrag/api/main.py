@@ -17,12 +17,7 @@ from carrag.api.deps import UNAUTHORIZED_DETAIL, Unauthorized, require_api_key
 from carrag.api.errors import install_error_handlers
 from carrag.api.lifecycle import on_shutdown_signal
 from carrag.api.log_config import configure_logging
-from carrag.api.middleware import (
-    AccessLogMiddleware,
-    ApiKeyGateMiddleware,
-    BodyBudgetMiddleware,
-    RequestIdMiddleware,
-)
+from carrag.api.middleware import ApiKeyGateMiddleware, BodyBudgetMiddleware, RequestLogMiddleware
 from carrag.api.routes import (
     admin,
     collections,
@@ -54,7 +49,10 @@ MULTIPART_OVERHEAD = 64 * 1024
 def create_app(settings: Settings | None = None, container: Container | None = None) -> FastAPI:
     """Build the app. A ready ``container`` (tests) is used as is and not closed on shutdown."""
     settings = settings or (container.settings if container else get_settings())
-    metrics = _metrics_for(container)
+    # /metrics serves the Prometheus telemetry a ready container's services report to, else a new one for the
+    # container the app builds (a container reporting elsewhere gets only the HTTP metrics)
+    telemetry = container.telemetry if container is not None else None
+    metrics = telemetry if isinstance(telemetry, PrometheusTelemetry) else PrometheusTelemetry()
     mcp = _mcp_transport(lambda: app.state.container, settings)
 
     @contextlib.asynccontextmanager
@@ -147,8 +145,7 @@ def create_app(settings: Settings | None = None, container: Container | None = N
         max_json_bytes_setting="MAX_JSON_BODY_BYTES",
         read_timeout=settings.body_read_timeout_seconds,
     )
-    app.add_middleware(AccessLogMiddleware, metrics=metrics)
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(RequestLogMiddleware, metrics=metrics)
     return app
 
 
@@ -160,14 +157,6 @@ def _mcp_transport(container: Callable[[], Container], settings: Settings) -> St
     from carrag.api.mcp_server import build_mcp_server, http_session_manager
 
     return http_session_manager(build_mcp_server(container), settings)
-
-
-def _metrics_for(container: Container | None) -> PrometheusTelemetry:
-    """The Prometheus telemetry /metrics serves: the one a ready container's services report to, else a
-    new one for the container the app builds (a container reporting elsewhere gets only HTTP metrics)."""
-    if container is not None and isinstance(container.telemetry, PrometheusTelemetry):
-        return container.telemetry
-    return PrometheusTelemetry()
 
 
 def app_factory() -> FastAPI:

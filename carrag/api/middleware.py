@@ -41,33 +41,6 @@ async def send_unauthorized(send: Send) -> None:
     await send_json_error(send, 401, UNAUTHORIZED_DETAIL, [(b"www-authenticate", b"Bearer")])
 
 
-class RequestIdMiddleware:
-    """Take a sane ``X-Request-ID`` from the client or make one; log with it; echo it back."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        incoming = dict(scope["headers"]).get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1")
-        request_id = incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
-        scope.setdefault("state", {})["request_id"] = request_id
-        token = request_id_var.set(request_id)
-
-        async def send_with_id(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (REQUEST_ID_HEADER.encode(), request_id.encode())]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_with_id)
-        finally:
-            request_id_var.reset(token)
-
-
 class ApiKeyGateMiddleware:
     """When API_KEYS is set, refuse a request that may carry a body (any method but GET, HEAD and
     OPTIONS) without a valid ``Authorization: Bearer`` key *before* its body is read.
@@ -207,12 +180,10 @@ class BodyStalled(Exception):
     """The client sent nothing more of a body for BODY_READ_TIMEOUT_SECONDS."""
 
 
-class AccessLogMiddleware:
-    """One log line per request (method, path, status, duration_ms, request_id) and the HTTP metrics.
-
-    Sits inside RequestIdMiddleware, so the line carries the request id. Probe and scrape requests
-    (PROBE_PATHS) are logged at DEBUG so they do not drown the log.
-    """
+class RequestLogMiddleware:
+    """The request id (a sane ``X-Request-ID`` from the client, else a new one: logged with, echoed back),
+    one log line per request (method, path, status, duration_ms, request_id) and the HTTP metrics. Probe
+    and scrape requests (PROBE_PATHS) are logged at DEBUG so they do not drown the log."""
 
     PROBE_PATHS = frozenset({"/health/live", "/health/ready", "/metrics"})
 
@@ -225,17 +196,22 @@ class AccessLogMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
+        incoming = dict(scope["headers"]).get(REQUEST_ID_HEADER.encode(), b"").decode("latin-1")
+        request_id = incoming if _VALID_REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        token = request_id_var.set(request_id)
         status = 500  # unless the app answers
 
-        async def send_and_record(message: Message) -> None:
+        async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                message["headers"] = [*message.get("headers", []), (REQUEST_ID_HEADER.encode(), request_id.encode())]
             await send(message)
 
         self.metrics.requests_in_flight.inc()
         try:
-            await self.app(scope, receive, send_and_record)
+            await self.app(scope, receive, send_with_id)
         finally:
             self.metrics.requests_in_flight.dec()
             seconds = time.perf_counter() - started
@@ -254,8 +230,9 @@ class AccessLogMiddleware:
                     "route": route,
                     "status": status,
                     "duration_ms": round(seconds * 1000, 2),
-                    "request_id": scope.get("state", {}).get("request_id"),
-                    "key_id": scope.get("state", {}).get("key_id"),
+                    "request_id": request_id,
+                    "key_id": scope["state"].get("key_id"),
                     "client": (scope.get("client") or ("",))[0],
                 },
             )
+            request_id_var.reset(token)

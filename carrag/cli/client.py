@@ -1,32 +1,26 @@
-"""The client interface the CLI commands share: `LocalClient` (`local_client.py`, the store in this
-process) and `HttpClient` (`http_client.py`, a running server). Both return the API's wire types and
-raise `ClientError` with the HTTP status the API would answer, so every command is written once.
-"""
+"""What the CLI's two clients share: `LocalClient` (`local_client.py`, the store in this process) and
+`HttpClient` (`http_client.py`, a running server), both raising `ClientError` with the HTTP status the
+API would answer."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 
-from carrag.api.schemas.collections import CollectionDeleted, CollectionListOut, CollectionOut
-from carrag.api.schemas.documents import (
-    ChunkPageOut,
-    DeletedSourceOut,
-    DeleteResponse,
-    DocumentOut,
-    DocumentPageOut,
-    ResetResponse,
-)
-from carrag.api.schemas.health import HealthOut
-from carrag.api.schemas.ingest import IngestResponse
-from carrag.api.schemas.jobs import JobListOut, JobOut
-from carrag.api.schemas.query import QueryRequest, SearchRequest, SearchResponse, StreamPayload
+from carrag.api.schemas.documents import DocumentOut
+from carrag.api.schemas.jobs import JobOut
+from carrag.api.schemas.query import StreamPayload
 from carrag.services.requests import IngestCommand, RequestFactory
 from carrag.services.stores.base import DocumentSort, SortOrder
 from carrag.services.sync.crawl import CrawlLimits
 from carrag.services.vocabulary import ChunkingStrategy
+
+if TYPE_CHECKING:
+    from carrag.cli.http_client import HttpClient
+    from carrag.cli.local_client import LocalClient
+
+CarragClient: TypeAlias = "HttpClient | LocalClient"  # the same methods, the API's wire types
 
 # (state, done, total): "parsing", "embedding" 32/120, ... as the jobs API reports them.
 ProgressCallback = Callable[[str, int, int], None]
@@ -94,53 +88,6 @@ class DocumentListing:
     sort: DocumentSort = "created_at"
     order: SortOrder = "desc"
     filename: str | None = None
-
-
-class CarragClient(Protocol):
-    async def ingest_file(
-        self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
-    ) -> IngestResponse: ...
-
-    async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse: ...
-
-    async def sync(self, target: SyncTarget, options: IngestSettings, on_progress: SyncProgress) -> JobOut:
-        """Run a sync or crawl job to its end (cancelled if the caller is); the finished job."""
-        ...
-
-    async def list_documents(self, listing: DocumentListing) -> DocumentPageOut: ...
-
-    async def get_document(self, document_id: str) -> DocumentOut: ...
-
-    async def find_documents(
-        self, reference: str, *, limit: int = 10, collection: str | None = None
-    ) -> DocumentPageOut: ...
-
-    async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut: ...
-
-    async def delete_document(self, document_id: str) -> DeleteResponse: ...
-
-    async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut: ...
-
-    async def reset(self) -> ResetResponse: ...
-
-    async def download_original(self, document_id: str, open_destination: OpenDestination) -> tuple[str, int]: ...
-    async def health(self) -> HealthOut: ...
-
-    async def list_jobs(self, *, limit: int = 50) -> JobListOut: ...
-
-    async def search(self, request: SearchRequest) -> SearchResponse: ...
-
-    def stream_query(self, request: QueryRequest) -> AsyncGenerator[StreamEvent]: ...
-
-    async def list_collections(self) -> CollectionListOut: ...
-
-    async def create_collection(self, name: str) -> CollectionOut: ...
-
-    async def rename_collection(self, name: str, new_name: str) -> CollectionOut: ...
-
-    async def delete_collection(self, name: str) -> CollectionDeleted: ...
-
-    async def aclose(self) -> None: ...
 
 
 async def all_documents(client: CarragClient, page_size: int = 500, collection: str | None = None) -> list[DocumentOut]:

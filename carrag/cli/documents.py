@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, BinaryIO
 
@@ -19,26 +18,12 @@ from carrag.cli.options import ApiKey, AsJson, Url
 from carrag.cli.output import Column, pages_label, print_fields, print_json, print_note, print_rows, short_id
 from carrag.cli.references import resolve_document
 from carrag.cli.running import console, errors, run_with_client
+from carrag.services.stores.base import DocumentSort, SortOrder
 
 documents_app = typer.Typer(help="List, inspect and delete documents.", no_args_is_help=True)
 
 REFERENCE_HELP = "The document's id, id prefix, source id or file name."
 DocumentReference = Annotated[str, typer.Argument(help=REFERENCE_HELP)]
-
-
-class DocumentSortKey(StrEnum):
-    """`documents list --sort`: GET /documents' ``sort`` values (`DocumentSort`)."""
-
-    CREATED_AT = "created_at"
-    FILENAME = "filename"
-    CHUNK_COUNT = "chunk_count"
-
-
-class ListOrder(StrEnum):
-    """`documents list --order`: GET /documents' ``order`` values (`SortOrder`)."""
-
-    ASC = "asc"
-    DESC = "desc"
 
 
 FILENAME_FILTER_MAX_CHARS = 500  # GET /documents?filename= takes as much
@@ -68,11 +53,9 @@ def documents_list(
         ),
     ] = None,
     sort: Annotated[
-        DocumentSortKey, typer.Option("--sort", help="Sort by creation time, file name or chunk count.")
-    ] = DocumentSortKey.CREATED_AT,
-    order: Annotated[
-        ListOrder, typer.Option("--order", help="Ascending or descending (ties: by id).")
-    ] = ListOrder.DESC,
+        DocumentSort, typer.Option("--sort", help="Sort by creation time, file name or chunk count.")
+    ] = "created_at",
+    order: Annotated[SortOrder, typer.Option("--order", help="Ascending or descending (ties: by id).")] = "desc",
     offset: Annotated[int, typer.Option("--offset", min=0)] = 0,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500)] = 50,
     as_json: AsJson = False,
@@ -92,8 +75,8 @@ def documents_list(
                 limit=limit,
                 tag=tag,
                 collection=collection,
-                sort=sort.value,
-                order=order.value,
+                sort=sort,
+                order=order,
                 filename=filename,
             )
         ),

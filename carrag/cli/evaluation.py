@@ -55,6 +55,12 @@ def _quiet_logs() -> None:
     logging.getLogger().setLevel(logging.ERROR)
 
 
+def write_json(figures: dict[str, Any], path: Path | None) -> None:
+    if path is not None:
+        path.write_text(json.dumps(figures, indent=2) + "\n")
+        console.print(f"Wrote {path}.")
+
+
 def eval_table(report: EvalReport) -> Table:
     table = Table(
         title=f"{report.dataset} ({report.split}): {report.queries} queries, {report.documents} documents, "
@@ -116,9 +122,7 @@ def run_eval_command(
         f"Each leg retrieved {report.depth} chunks per query; a document ranks at its best chunk. "
         f"Ingest {report.ingest_seconds:.0f} s; settings {report.settings}."
     )
-    if json_out is not None:
-        json_out.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
-        console.print(f"Wrote {json_out}.")
+    write_json(report.as_dict(), json_out)
 
 
 # --- bench -----------------------------------------------------------------------------------------------
@@ -259,9 +263,7 @@ def run_es_bench_command(documents: int, queries: int, quick: bool, json_out: Pa
         raise _fail(exc.message) from exc
     for line in report.lines():
         console.print(escape(line))
-    if json_out is not None:
-        json_out.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
-        console.print(f"Wrote {json_out}.")
+    write_json(report.as_dict(), json_out)
 
 
 def run_bench_command(config: BenchConfig, json_out: Path | None) -> None:
@@ -275,6 +277,4 @@ def run_bench_command(config: BenchConfig, json_out: Path | None) -> None:
     notes: list[Any] = sorted({figures.rerank_note for figures in report.queries if figures.rerank_note})
     for note in notes:
         console.print(f"Reranking {escape(note)}")
-    if json_out is not None:
-        json_out.write_text(json.dumps(report.as_dict(), indent=2) + "\n")
-        console.print(f"Wrote {json_out}.")
+    write_json(report.as_dict(), json_out)

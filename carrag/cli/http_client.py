@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections.abc import AsyncGenerator
 from pathlib import Path
@@ -117,15 +118,7 @@ class HttpClient:
         return await self._follow((await self._json("POST", path, json=body))["status_url"], on_progress)
 
     async def list_documents(self, listing: DocumentListing) -> DocumentPageOut:
-        params: dict[str, Any] = {
-            "offset": listing.offset,
-            "limit": listing.limit,
-            "sort": listing.sort,
-            "order": listing.order,
-        }
-        for name in ("tag", "collection", "filename"):
-            if value := getattr(listing, name):
-                params[name] = value
+        params = {name: value for name, value in dataclasses.asdict(listing).items() if value not in (None, "")}
         return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
 
     async def get_document(self, document_id: str) -> DocumentOut:
@@ -197,8 +190,7 @@ class HttpClient:
             async with self._http.stream("GET", f"/documents/{_segment(document_id)}/file") as response:
                 if response.status_code >= 400:
                     await response.aread()
-                    status = response.status_code
-                    raise ClientError(_detail(response), status, fatal=status in (401, 403))
+                    raise http_error(response)
                 filename = disposition_filename(response.headers.get("content-disposition", "")) or document_id
                 destination = open_destination(filename)
                 written = 0

@@ -78,11 +78,10 @@ async def ingest_all(
     resolved: ResolvedSources,
     options: IngestSettings,
     prune: bool,
-    outcomes: IngestReport | None = None,
-    console: Console = console,
+    outcomes: IngestReport,
+    console: Console,
 ) -> int:
-    """Ingest every resolved source, one at a time; returns how many failed."""
-    outcomes = outcomes if outcomes is not None else IngestReport()
+    """Ingest every resolved source, one at a time, into ``outcomes``; returns how many failed."""
     refused = [(missing, "no such file or directory") for missing in resolved.missing] + resolved.conflicts
     counts = {"ingested": 0, "unchanged": 0, "updated": 0, "duplicate": 0, "failed": len(refused), "pruned": 0}
     outcomes.counts = counts

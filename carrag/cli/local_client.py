@@ -219,10 +219,7 @@ class LocalClient:
 
     async def delete_collection(self, name: str) -> CollectionDeleted:
         async with self._errors():
-            deleted = await (await self.container()).collections.delete(name)
-            return CollectionDeleted(
-                name=deleted.name, collection_id=deleted.collection_id, documents_deleted=deleted.document_count
-            )
+            return CollectionDeleted.model_validate(await (await self.container()).collections.delete(name))
 
     async def aclose(self) -> None:
         if self._container is not None:

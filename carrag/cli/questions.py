@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.text import Text
 
-from carrag.api.schemas.query import QueryRequest, QueryResponse, SearchRequest, Source, StreamToken
+from carrag.api.schemas.query import Explain, QueryRequest, QueryResponse, SearchRequest, Source, StreamToken
 from carrag.cli.answer_stream import FinishedAnswer, follow_answer
 from carrag.cli.client import CarragClient, ClientError
 from carrag.cli.filters import CreatedAfter, CreatedBefore, FileName, MetaFilter, SourceType, TagPrefix, filter_fields
@@ -227,8 +227,8 @@ def print_passages(hits: list[Source], title: str) -> None:
         details = hit.explain
         where = [pages_label(hit.pages, hit.page), f"chunk {hit.chunk_index}", short_id(hit.document_id)]
         if details is not None:
-            rrf = f"{details.rrf_score:.4f}" if details.rrf_score is not None else "-"
-            where.append(f"bm25 {_rank(details.bm25_rank)} knn {_rank(details.knn_rank)} rrf {rrf}")
+            bm25, knn, rrf = explain_cells(details)
+            where.append(f"bm25 {bm25} knn {knn} rrf {rrf}")
         head = f"{number:<3} {hit.score:.3f}  "
         tail = "  " + " · ".join(filter(None, where))
         source = keep_end(hit.source_id, max(console.width - len(head) - len(tail), 12))
@@ -268,17 +268,13 @@ def print_hit_rows(hits: list[Source], explain: bool, title: str) -> None:
     for number, hit in enumerate(hits, start=1):
         row = [str(number), f"{hit.score:.3f}", hit.document_id, hit.source_id, pages_label(hit.pages, hit.page)]
         if explain:
-            details = hit.explain
-            rrf = details.rrf_score if details else None
-            row += [
-                _rank(details.bm25_rank if details else None),
-                _rank(details.knn_rank if details else None),
-                f"{rrf:.4f}" if rrf is not None else "-",
-            ]
+            row += explain_cells(hit.explain)
         row.append(one_line(hit.text))
         rows.append(row)
     print_rows(columns, rows, title=title)
 
 
-def _rank(value: int | None) -> str:
-    return "-" if value is None else str(value)
+def explain_cells(details: Explain | None) -> list[str]:
+    """BM25 rank, kNN rank and RRF score, "-" for what is missing."""
+    bm25, knn, rrf = (details.bm25_rank, details.knn_rank, details.rrf_score) if details else (None, None, None)
+    return ["-" if bm25 is None else str(bm25), "-" if knn is None else str(knn), "-" if rrf is None else f"{rrf:.4f}"]

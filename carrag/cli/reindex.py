@@ -35,11 +35,9 @@ def run_reindex(settings: Settings, keep_old: bool) -> None:
 
 async def _reindex(settings: Settings, keep_old: bool) -> ReindexStatus:
     from carrag.services.container import build_container
-    from carrag.services.reindexing import Reindexer
 
     container = await build_container(settings.model_copy(update={"llm": "none", "tagger": "off"}))
     try:
-        reindexer = container.reindexer or Reindexer(container.store, container.embedder)
         with Progress(
             TextColumn("re-embedding"),
             BarColumn(),
@@ -51,7 +49,7 @@ async def _reindex(settings: Settings, keep_old: bool) -> ReindexStatus:
         ) as bar:
             unit = "chunks" if container.store.backend == "sqlite" else "documents"
             task = bar.add_task("reindex", total=None, unit=unit)
-            return await reindexer.run(
+            return await container.reindexer.run(
                 lambda done, total: bar.update(task, completed=done, total=total), keep_old=keep_old
             )
     finally:

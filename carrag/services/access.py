@@ -97,10 +97,6 @@ class Principal:
     def can_write(self, collection: str) -> bool:
         return not self.read_only and self.can_read(collection)
 
-    def visible(self, collections: Iterable[str]) -> list[str]:
-        """The collections of ``collections`` this principal may read, in order."""
-        return [name for name in collections if self.can_read(name)]
-
     # --- checks that raise Forbidden (403) ------------------------------------------------------------
     def check_read(self, collections: Iterable[str]) -> None:
         outside = [name for name in collections if not self.can_read(name)]
@@ -168,14 +164,9 @@ class KeyRing:
         self.api_keys = list(api_keys)
         self.scoped = list(scoped)
 
-    @property
-    def open(self) -> bool:
-        """No API_KEYS: every request has full access, without a key."""
-        return not self.api_keys
-
     def authenticate(self, presented: str | None) -> Principal | None:
         """The principal for ``presented``; None when keys are required and it is not one of them."""
-        if self.open:
+        if not self.api_keys:  # every request has full access, without a key
             return FULL_ACCESS
         presented_bytes = (presented or "").encode()
         matched = False

@@ -20,7 +20,7 @@ from carrag.services.answering import AnswerService
 from carrag.services.collections import CollectionService
 from carrag.services.documents import DocumentService
 from carrag.services.embedders.base import EmbeddingBackend, TextKind
-from carrag.services.embedders.recorded import recorded_backend
+from carrag.services.embedders.recorded import recorded_backend, settings_backend
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.fetchers.base import Fetcher
@@ -106,33 +106,7 @@ def build_job_repository(settings: Settings, store: Store, store_error: str | No
 
 def build_embedding_backend(settings: Settings) -> EmbeddingBackend:
     try:
-        if settings.embedder == "ollama":
-            from carrag.services.embedders.ollama import OllamaEmbedder
-
-            return OllamaEmbedder(
-                settings.ollama_base_url, settings.ollama_embed_model, timeout=settings.ollama_timeout
-            )
-        if settings.embedder == "openai":
-            from carrag.services.embedders.openai_compatible import OpenAICompatibleEmbedder
-
-            return OpenAICompatibleEmbedder(
-                settings.embeddings_base_url,
-                settings.embeddings_model,
-                revealed(settings.embeddings_api_key),
-                dimensions=settings.embeddings_dimensions,
-                max_inputs=settings.embed_batch_size,
-                timeout=settings.embed_timeout,
-                retries=settings.embed_retries,
-                backoff=settings.embed_retry_backoff,
-            )
-        from carrag.services.embedders.local_onnx import LocalOnnxEmbedder
-
-        return LocalOnnxEmbedder(
-            settings.local_embedding_model_path,
-            settings.local_embedding_tokenizer_path,
-            threads=settings.local_embedding_threads,
-            max_tokens=settings.local_embedding_max_tokens,
-        )
+        return settings_backend(settings, settings.embedder, dimensions=settings.embeddings_dimensions)
     except DependencyUnavailable as exc:
         logger.error("embedder unavailable", extra={"reason": exc.message})
         return UnavailableEmbedder(settings.embedder, exc.message)
@@ -232,9 +206,9 @@ class Container:
     requests: RequestFactory
     jobs: JobManager
     telemetry: Telemetry
+    reindexer: Reindexer  # `carrag reindex` / POST /admin/reindex
+    model_change: ModelChange  # the store's model loaded beside a newly configured one
     startup_errors: dict[str, str] = field(default_factory=dict)
-    reindexer: Reindexer | None = None  # `carrag reindex` / POST /admin/reindex
-    model_change: ModelChange | None = None  # the store's model loaded beside a newly configured one
 
     @property
     def collections(self) -> CollectionService:
@@ -256,8 +230,8 @@ class Container:
             self.store.health(), self.embedder.health(), self.llm.health(), self.reranker.health()
         )
         components = {"store": store, "embedder": embedder, "llm": llm, "reranker": reranker}
-        if self.model_change is not None and (change := await self.model_change.status()) is not None:
-            if self.reindexer is not None and self.reindexer.running:
+        if (change := await self.model_change.status()) is not None:
+            if self.reindexer.running:
                 change.detail += "; a reindex is running in this process"
             components["model_change"] = ComponentHealth(
                 "model_change", "degraded", self.store.backend, change.configured, change.detail
@@ -265,12 +239,9 @@ class Container:
         return components
 
     async def aclose(self) -> None:
-        if self.reindexer is not None:
-            await self.reindexer.aclose()  # committed batches stay: the next run continues from them
-        closes = [self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.llm.aclose, self.store.close]
-        if self.model_change is not None:
-            closes.insert(3, self.model_change.aclose)
-        for close in closes:
+        await self.reindexer.aclose()  # committed batches stay: the next run continues from them
+        closes = [self.jobs.aclose, self.fetcher.aclose, self.embedder.aclose, self.model_change.aclose]
+        for close in [*closes, self.llm.aclose, self.store.close]:
             try:
                 await close()
             except Exception:

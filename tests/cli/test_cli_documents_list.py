@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import get_args
 
 import pytest
 
-from carrag.cli.documents import DocumentSortKey, ListOrder
-from carrag.services.stores.base import DocumentSort, SortOrder
 from tests.cli.test_cli import API_KEY, carrag, local_env, server, workdir  # noqa: F401
 
 
@@ -81,8 +78,3 @@ def test_bad_values_are_usage_errors_naming_the_option(local_env, args: list[str
     assert result.exit_code == 2, result.output
     error = " ".join(result.output.replace("│", " ").split())
     assert args[0] in error and message in error, error
-
-
-def test_the_choices_are_the_apis() -> None:
-    assert [key.value for key in DocumentSortKey] == list(get_args(DocumentSort))
-    assert [order.value for order in ListOrder] == list(get_args(SortOrder))

@@ -10,10 +10,9 @@ from carrag.api.deps import ContainerDep, DocumentsDep, PrincipalDep
 from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.admin import ReindexStatusOut
 from carrag.api.schemas.documents import ResetRequest, ResetResponse
-from carrag.services.container import Container
 from carrag.services.documents import StoreReset
 from carrag.services.errors import InvalidInput
-from carrag.services.reindexing import Reindexer, ReindexStatus
+from carrag.services.reindexing import ReindexStatus
 
 router = APIRouter(prefix="/admin", tags=["admin"], route_class=JsonBodyRoute)
 
@@ -25,12 +24,6 @@ async def reset(documents: DocumentsDep, principal: PrincipalDep, body: ResetReq
     return await documents.reset(principal)
 
 
-def _reindexer(container: Container) -> Reindexer:
-    if container.reindexer is None:
-        container.reindexer = Reindexer(container.store, container.embedder)
-    return container.reindexer
-
-
 @router.post(
     "/reindex",
     response_model=ReindexStatusOut,
@@ -40,7 +33,7 @@ def _reindexer(container: Container) -> Reindexer:
 )
 async def start_reindex(container: ContainerDep, principal: PrincipalDep, response: Response) -> ReindexStatus:
     principal.check_full_access("Re-embedding the store")
-    reindexer = _reindexer(container)
+    reindexer = container.reindexer
     if reindexer.running:
         response.status_code = 200
         return reindexer.status
@@ -50,4 +43,4 @@ async def start_reindex(container: ContainerDep, principal: PrincipalDep, respon
 @router.get("/reindex", response_model=ReindexStatusOut, summary="Progress of the current or last reindex")
 async def reindex_status(container: ContainerDep, principal: PrincipalDep) -> ReindexStatus:
     principal.check_full_access("Reading the reindex progress")
-    return _reindexer(container).status
+    return container.reindexer.status

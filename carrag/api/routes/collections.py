@@ -43,8 +43,5 @@ async def rename_collection(
 @router.delete(
     "/{name}", response_model=CollectionDeleted, summary="Delete a collection with every document and chunk in it"
 )
-async def delete_collection(collections: CollectionsDep, principal: PrincipalDep, name: str) -> CollectionDeleted:
-    deleted = await collections.delete(name, principal)
-    return CollectionDeleted(
-        name=deleted.name, collection_id=deleted.collection_id, documents_deleted=deleted.document_count
-    )
+async def delete_collection(collections: CollectionsDep, principal: PrincipalDep, name: str) -> Collection:
+    return await collections.delete(name, principal)  # its document_count: those deleted

@@ -15,9 +15,17 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import TypeAdapter, ValidationError
 
-from carrag.api.deps import CollectionsDep, ContainerDep, IngestionDep, PrincipalDep, RequestsDep, SettingsDep
+from carrag.api.deps import (
+    CollectionsDep,
+    ContainerDep,
+    IngestionDep,
+    JobsDep,
+    PrincipalDep,
+    RequestsDep,
+    SettingsDep,
+)
 from carrag.api.json_body import JsonBodyRoute
-from carrag.api.routes.jobs import JobsDep, status_url
+from carrag.api.routes.jobs import status_url
 from carrag.api.schemas.base import UserMetadata
 from carrag.api.schemas.ingest import IngestResponse, IngestUrlRequest
 from carrag.api.schemas.jobs import JobAccepted

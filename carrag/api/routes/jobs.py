@@ -8,21 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 
-from carrag.api.deps import ContainerDep, PrincipalDep
+from carrag.api.deps import JobsDep, PrincipalDep
 from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.jobs import JobListOut, JobOut
-from carrag.services.jobs import Job, JobManager
+from carrag.services.jobs import Job
 
 router = APIRouter(prefix="/jobs", tags=["jobs"], route_class=JsonBodyRoute)
-
-
-async def get_jobs(container: ContainerDep) -> JobManager:
-    return container.jobs
-
-
-JobsDep = Annotated[JobManager, Depends(get_jobs)]
 
 
 def status_url(job: Job) -> str:

@@ -171,7 +171,6 @@ def answer_query(
 
 
 NO_USAGE = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}  # an answer no LLM wrote
-CHECK_FIELDS = ("answer_mode", "requested_mode", "fallback_reason", "answerable", "finish_reason")
 
 
 def carrag_meta(done: dict[str, Any]) -> dict[str, Any]:
@@ -215,14 +214,7 @@ async def chat_completions(
             usage=Usage.model_validate(answer.usage or NO_USAGE),
             sources=SOURCE_LIST.validate_python(answer.sources),
             grounding=Grounding.model_validate(answer.grounding) if answer.grounding is not None else None,
-            carrag={
-                "llm": answer.model,
-                **{name: getattr(answer, name) for name in CHECK_FIELDS},
-                "duration_ms": answer.duration_ms,
-                "timings_ms": answer.timings_ms,
-                "reranked": answer.reranked,
-                "rerank_note": answer.rerank_note,
-            },
+            carrag=carrag_meta(jsonable(stream_payload("done", answer))),  # as the stream's last chunk has it
         )
 
     events = await opened(answers.stream_answer(request))

@@ -15,7 +15,7 @@ from carrag.api.deps import AnswersDep, PrincipalDep, RequestsDep, SettingsDep
 from carrag.api.json_body import JsonBodyRoute
 from carrag.api.schemas.query import QueryRequest, QueryResponse, jsonable, stream_payload
 from carrag.api.streaming import opened
-from carrag.services.answering import Answer, AnswerEvent
+from carrag.services.answering import Answer
 
 router = APIRouter(tags=["query"], route_class=JsonBodyRoute)
 
@@ -23,10 +23,6 @@ router = APIRouter(tags=["query"], route_class=JsonBodyRoute)
 @router.post("/query", response_model=QueryResponse, summary="Answer a question from the documents")
 async def query(body: QueryRequest, answers: AnswersDep, requests: RequestsDep, principal: PrincipalDep) -> Answer:
     return await answers.answer(body.to_query(requests, principal))
-
-
-def to_sse(event: AnswerEvent) -> ServerSentEvent:
-    return ServerSentEvent(data=json.dumps(jsonable(stream_payload(event.kind, event.data))), event=event.kind)
 
 
 @router.post(
@@ -43,6 +39,7 @@ async def query_stream(
     async def stream() -> AsyncIterator[ServerSentEvent]:
         async with contextlib.aclosing(events):  # closing stops generation when the client has gone
             async for event in events:
-                yield to_sse(event)
+                payload = jsonable(stream_payload(event.kind, event.data))
+                yield ServerSentEvent(data=json.dumps(payload), event=event.kind)
 
     return EventSourceResponse(stream(), ping=settings.sse_keepalive_seconds)

@@ -27,13 +27,9 @@ IsoTimestamp = Annotated[str, BeforeValidator(_iso)]
 
 
 def read_from(owner: str, name: str) -> AliasChoices:
-    """Validate a field from a domain object's ``owner.name`` (a search hit's ``chunk.document_id``, a
-    listing's ``chunk.text``), or from JSON by its own name.
-
-    The path comes first: the objects the API answers have no attribute ``name`` of their own, and
-    trying one that is missing costs pydantic an AttributeError per field per item (a 5-hit /search
-    answer validated in ~60 µs instead of ~25, scripts/api_overhead.py). JSON has no ``owner`` key,
-    so the CLI's validation of an answer falls through to the name."""
+    """Validate a field from a domain object's ``owner.name`` (a search hit's ``chunk.document_id``), or from
+    JSON by its own name. The path comes first: the objects the API answers have no attribute ``name``, and
+    trying a missing one first costs an AttributeError per field per item."""
     return AliasChoices(AliasPath(owner, name), name)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from carrag.api.schemas.base import Schema
 from carrag.services.collections import NAME_PATTERN
@@ -40,4 +40,4 @@ class CollectionDeleted(Schema):
     name: str
     collection_id: str
     deleted: bool = True
-    documents_deleted: int
+    documents_deleted: int = Field(validation_alias=AliasChoices("documents_deleted", "document_count"))

@@ -91,5 +91,5 @@ class ChatCompletionOut(Schema):
     carrag: dict[str, Any] = Field(
         default_factory=dict,
         description="Carrag extra: llm (null when none ran), answer_mode, requested_mode, fallback_reason, "
-        "answerable, finish_reason, timings_ms, reranked, rerank_note.",
+        "answerable, finish_reason, relevance, duration_ms, timings_ms, reranked, rerank_note, empty_index, degraded.",
     )

@@ -209,15 +209,20 @@ class Source(Schema):
     )
 
 
-class QueryResponse(AnswerCheck):
-    answer: str
-    sources: list[Source] = Field(description="The passages the answer was generated from; [Source n] is the n-th.")
+class AnswerRun(AnswerCheck):
+    """How the answer was made, in /query's answer and the SSE ``done`` event."""
+
     model: str | None = Field(description="The LLM that wrote the answer; null when none ran.")
     duration_ms: float
     timings_ms: dict[str, float] = Field(default_factory=dict, description="Milliseconds spent in each stage.")
     reranked: bool = False
     rerank_note: str | None = Field(None, description="Why the passages were not reranked, when they were not.")
     degraded: str | None = Field(None, description="Set when the passages come from BM25 alone (see /search): why.")
+
+
+class QueryResponse(AnswerRun):
+    answer: str
+    sources: list[Source] = Field(description="The passages the answer was generated from; [Source n] is the n-th.")
 
 
 class SearchResponse(Schema):
@@ -249,14 +254,8 @@ class Usage(Schema):
     total_tokens: int
 
 
-class StreamDone(AnswerCheck):
-    model: str | None = Field(description="The LLM that wrote the answer; null when none ran.")
-    duration_ms: float
-    timings_ms: dict[str, float]
-    reranked: bool = False
-    rerank_note: str | None = None
+class StreamDone(AnswerRun):
     empty_index: bool = False
-    degraded: str | None = Field(None, description="Set when the passages come from BM25 alone (see /search): why.")
     answer: str = Field("", description="The final answer: replaces the streamed tokens.")
     highlights: list[list[Highlight]] = Field(default_factory=list, description="Per source, in `sources` order.")
     usage: Usage | None = None

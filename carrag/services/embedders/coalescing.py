@@ -8,7 +8,8 @@ run pads little. Every caller gets its own vectors in its own order, or its batc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +30,6 @@ class CoalescingEmbedder:
     max_texts: int = 512  # texts per coalesced call; requests are never split
     _pending: list[_Request] = field(default_factory=list)
     _worker: asyncio.Task[None] | None = None
-    on_batch: Callable[[int], None] | None = None  # observer hook: texts per coalesced call
 
     async def embed_documents(self, texts: Sequence[str], progress: ProgressCallback | None = None) -> np.ndarray:
         future: asyncio.Future[np.ndarray] = asyncio.get_running_loop().create_future()
@@ -41,10 +41,8 @@ class CoalescingEmbedder:
     async def aclose(self) -> None:
         if self._worker is not None:
             self._worker.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
-            except asyncio.CancelledError:
-                pass
 
     def _take_batch(self) -> list[_Request]:
         batch: list[_Request] = []
@@ -77,8 +75,6 @@ class CoalescingEmbedder:
                     if not request.future.done():
                         request.future.set_exception(exc)
                 continue
-            if self.on_batch is not None:
-                self.on_batch(len(texts))
             restored = np.empty_like(vectors)
             restored[order] = vectors
             offset = 0

@@ -32,13 +32,11 @@ class EmbeddingCache:
         self.max_entries = max_entries
         self._entries: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
         self.hits = 0
-        self.misses = 0
 
     def get(self, kind: str, text: str) -> np.ndarray | None:
         key = (kind, text)
         vector = self._entries.get(key)
         if vector is None:
-            self.misses += 1
             return None
         self._entries.move_to_end(key)
         self.hits += 1

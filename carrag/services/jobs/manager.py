@@ -78,14 +78,7 @@ class JobManager:
         )
 
     async def _submit(self, kind: JobKind, source: str, work: Work, collection: str) -> Job:
-        # Shutdown has begun: 503 now. Left to the job's own slot check, a job submitted in the loop
-        # iteration that starts the drain would be cancelled by it before its first step, never
-        # finish, and be accepted (202) as queued.
-        self.ingestion.check_accepting()
-        self.start()
-        self._prune()
-        job = Job(job_id=uuid.uuid4().hex, kind=kind, source=source, collection=collection, owner=self.owner)
-        job.lease_expires_at = self.leases.expiry()
+        job = self._new_job(uuid.uuid4().hex, kind, source, collection)
         self._jobs[job.job_id] = job
         job.task = asyncio.create_task(self._run(job, work), name=f"ingest-job-{job.job_id}")
         # Let the task take its first step now. It runs up to its first real wait: either it is
@@ -120,11 +113,7 @@ class JobManager:
         """A job of which one at a time may run, on any replica: ``job_id`` names what it works on (a sync's
         folder or site) and its record is claimed before the work starts (`Leases.claim`); Conflict (409)
         while another job of that id runs. Its record replaces that of the id's previous run."""
-        self.ingestion.check_accepting()
-        self.start()
-        self._prune()
-        job = Job(job_id=job_id, kind=kind, source=source, collection=collection, owner=self.owner)
-        job.lease_expires_at = self.leases.expiry()
+        job = self._new_job(job_id, kind, source, collection)
         revision = await self.leases.claim(job.to_record())
         if revision is None:
             raise Conflict(
@@ -136,6 +125,17 @@ class JobManager:
         self._jobs[job_id] = job
         job.task = asyncio.create_task(self._run(job, work), name=f"{kind}-job-{job_id}")
         self._keepers[job_id] = asyncio.create_task(self.leases.keep_alive(job, self._stop), name=f"job-lease-{job_id}")
+        return job
+
+    def _new_job(self, job_id: str, kind: JobKind, source: str, collection: str) -> Job:
+        # Shutdown has begun: 503 now. Left to the job's own slot check, a job submitted in the loop
+        # iteration that starts the drain would be cancelled by it before its first step, never
+        # finish, and be accepted (202) as queued.
+        self.ingestion.check_accepting()
+        self.start()
+        self._prune()
+        job = Job(job_id=job_id, kind=kind, source=source, collection=collection, owner=self.owner)
+        job.lease_expires_at = self.leases.expiry()
         return job
 
     async def _run(self, job: Job, work: Work | ExclusiveWork) -> None:

@@ -35,9 +35,8 @@ def default_model_path() -> Path | None:
 
 
 def default_threads() -> int:
-    """All cores but one. llama.cpp's worker threads spin-wait for each other, so when another
-    process or our own embedder takes a core they stall badly: measured on 2 busy cores, one
-    answer took 94.5 s with 2 threads and 5.0 s with 1 (idle, 2 threads are ~1.8x faster)."""
+    """All cores but one: llama.cpp's worker threads spin-wait for each other, so they stall badly when
+    another process or our own embedder takes a core."""
     return max(1, (os.cpu_count() or 1) - 1)
 
 

@@ -66,26 +66,12 @@ def build_passages(winners: Sequence[StoredChunk], neighbours: Sequence[StoredCh
     by_key = {chunk.key: chunk for chunk in neighbours}
     for chunk in winners:
         by_key.setdefault(chunk.key, chunk)
-    passages: list[Passage] = []
-    for position, winner in enumerate(winners):
-        low, high = winner.chunk_index - radius, winner.chunk_index + radius
-        target = next(
-            (
-                p
-                for p in passages
-                if p.document_id == winner.document_id and low <= p.last_index + 1 and high >= p.first_index - 1
-            ),
-            None,
-        )
-        if target is None:
-            passages.append(Passage([position], winner.document_id, low, high))
-        else:
-            target.winners.append(position)
-            target.first_index = min(target.first_index, low)
-            target.last_index = max(target.last_index, high)
-    # A merge can make a passage reach another one, and a fold can reach one already folded: fold
-    # until nothing overlaps or touches, so no chunk ever lands in two passages.
-    merged = passages
+    # One passage per winner, folded until nothing overlaps or touches (a merge can make a passage reach
+    # another one), so no chunk ever lands in two passages.
+    merged = [
+        Passage([position], winner.document_id, winner.chunk_index - radius, winner.chunk_index + radius)
+        for position, winner in enumerate(winners)
+    ]
     while True:
         folded = _fold_once(merged)
         if len(folded) == len(merged):

@@ -1,5 +1,5 @@
 """Prometheus metrics on a registry of their own: HTTP latency and requests in flight (fed by
-`AccessLogMiddleware`), the services' `Telemetry` events, and dependency failures (503s answered and
+`RequestLogMiddleware`), the services' `Telemetry` events, and dependency failures (503s answered and
 failed ingest jobs).
 """
 
@@ -122,7 +122,7 @@ class PrometheusTelemetry:
     def watch_jobs(self, counts: Callable[[], Mapping[str, int]]) -> None:
         self.registry.register(_JobStates(counts))
 
-    # --- HTTP (AccessLogMiddleware) -------------------------------------------------------------------
+    # --- HTTP (RequestLogMiddleware) -------------------------------------------------------------------
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         self.request_seconds.labels(method, route, str(status)).observe(seconds)
 
