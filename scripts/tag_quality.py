@@ -65,8 +65,7 @@ def tag_documents(corpus: Path, content_chars: int) -> dict[str, str]:
 
 def noise_count(results: dict[str, str]) -> tuple[int, int]:
     """(tags made only of stop words of any language YAKE lists, or of filler words; all tags)."""
-    from carrag.services.keyphrases import _stopword_dir, read_word_list
-    from carrag.services.tag_word_lists import FILLER_WORDS, LOREM_WORDS
+    from carrag.services.keyphrases import FILLER_WORDS, LOREM_WORDS, _stopword_dir, read_word_list
 
     every_stop = set(FILLER_WORDS | LOREM_WORDS)
     for path in _stopword_dir().glob("stopwords_*.txt"):

@@ -1,4 +1,4 @@
-"""docs/configuration.md is generated from the settings class; it must match a fresh generation."""
+"""docs/configuration.md's settings table is generated from the settings class; it must match a fresh generation."""
 
 from __future__ import annotations
 

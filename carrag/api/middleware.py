@@ -213,6 +213,7 @@ class RequestLogMiddleware:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
+            request_id_var.reset(token)
             self.metrics.requests_in_flight.dec()
             seconds = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or UNMATCHED_ROUTE
@@ -235,4 +236,3 @@ class RequestLogMiddleware:
                     "client": (scope.get("client") or ("",))[0],
                 },
             )
-            request_id_var.reset(token)

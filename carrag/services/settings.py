@@ -1,8 +1,8 @@
 """Every tunable of Carrag in one place.
 
 Values come from the environment (case-insensitive, e.g. ``CHUNK_SIZE=800``) or a ``.env`` file in
-the working directory. Defaults are the seed document's numbers; `docs/configuration.md` is generated
-from this class by `carrag/services/configuration_docs.py` (``make docs``). The default prompts are in `default_prompts.py`.
+the working directory. Defaults are the seed document's numbers; the settings table of `docs/configuration.md` is
+generated from this class by `carrag/services/configuration_docs.py` (``make docs``). The default prompts are in `default_prompts.py`.
 """
 
 from __future__ import annotations
