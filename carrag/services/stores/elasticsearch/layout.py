@@ -55,7 +55,6 @@ class IndexLayout:
         self.ready = False
         self.server_version: str | None = None
         self.warnings: list[str] = []
-        self._accepted_identity: tuple[str, EmbeddingIdentity] | None = None  # (concrete index, identity)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -105,7 +104,6 @@ class IndexLayout:
     async def create_generation(self, generation: int, *, with_alias: bool = True) -> str:
         """Create ``<alias>-<generation>`` (with the alias pointing at it, unless told otherwise)."""
         name = generation_name(self.alias, generation)
-        self.forget_identity()
         try:
             await self.connection.client.indices.create(
                 index=name,
@@ -166,10 +164,9 @@ class IndexLayout:
 
     async def claim_identity(self, identity: EmbeddingIdentity, index: str | None = None) -> None:
         """Record ``identity`` as the index's model, or fail if the index holds another model's vectors.
-        Checked against Elasticsearch once per index and model; later writes of the same model skip it."""
+        Read each time (one mapping request per write batch): another process may have moved the alias
+        to an index of another model."""
         target = index or self.alias
-        if self._accepted_identity is not None and self._accepted_identity == (target, identity):
-            return
         _, stored = await self.identity_with_index(target)
         if stored is not None:
             stored.check_accepts(identity)
@@ -190,10 +187,6 @@ class IndexLayout:
                 if stored is not None and stored.dimension != identity.dimension:
                     raise EmbeddingModelMismatch(stored.describe(), identity.describe()) from None
                 raise
-        self._accepted_identity = (target, identity)
-
-    def forget_identity(self) -> None:
-        self._accepted_identity = None
 
     # --- replacing the index -----------------------------------------------------------------------
     async def recreate(self) -> None:
@@ -204,6 +197,5 @@ class IndexLayout:
             if concrete:
                 await self.connection.client.indices.delete(index=",".join(concrete), ignore_unavailable=True)
             self.ready = False
-            self.forget_identity()
             await self.create_generation(newest + 1)
         self.ready = True

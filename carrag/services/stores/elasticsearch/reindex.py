@@ -81,7 +81,6 @@ async def reindex(
         await client.indices.put_settings(index=old, settings={"index.blocks.write": False})
         raise
     report(f"alias {alias} now points to {new}")
-    layout.forget_identity()
     store.served_identity.forget()
     deleted = plain
     if not keep_old and not plain:
