@@ -122,20 +122,17 @@ class Versions:
             owners.append(position)
         action = "indexing " + (items[0].document.filename if len(items) == 1 else f"{len(items)} documents")
         try:
-            results = await self._bulk_in_parts(operations, action)
+            results = await self.bulk(operations, action)
         except CarragError as exc:
-            for position in range(len(items)):
-                outcomes[position] = exc
-            await self._roll_back([items[p] for p in range(len(items))])
+            outcomes[:] = [exc] * len(items)
+            await self._roll_back(items)
             return []
         failures = failures_by_owner(owners, results)
         for position, failed in failures.items():
             item = items[position]
+            action = f"indexing {item.document.filename}"
             outcomes[position] = bulk_failure(
-                failed,
-                len(item.chunks) + 1,
-                f"indexing {item.document.filename}",
-                "; nothing of the document was stored",
+                failed, len(item.chunks) + 1, action, "; nothing of the document was stored"
             )
         await self._roll_back([items[p] for p in failures])
         return [position for position in range(len(items)) if position not in failures]
@@ -154,7 +151,7 @@ class Versions:
         await self._roll_back([items[p] for p in failed])
         return [p for p in written if p not in failed]
 
-    async def _bulk_in_parts(self, operations: list[Operation], action: str) -> list[BulkItem]:
+    async def bulk(self, operations: list[Operation], action: str) -> list[BulkItem]:
         """``operations`` in requests of ``BULK_MAX_OPS``, sent together."""
         parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
         bulk = self.connection.bulk
@@ -249,7 +246,7 @@ class Versions:
         if not operations:
             return []
         try:
-            return await self._bulk_in_parts(operations, "publishing documents")
+            return await self.bulk(operations, "publishing documents")
         except CarragError as exc:
             # The flips may or may not have happened; an unflipped version is swept later, a flipped
             # one is live. Report the failure either way (the client retries; a retry is idempotent).
@@ -269,11 +266,14 @@ class Versions:
         removed = self.originals is None or await self.originals.delete([document_id for document_id, _ in versions])
         kept = set() if removed else {version_record_id(document_id) for document_id, _ in versions}
         ids = [i for document_id, count in versions for i in version_ids(document_id, count) if i not in kept]
-        # what fails is logged and left to the sweep
+        await self._delete_ids(ids, action, refresh)
+        return removed
+
+    async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool) -> None:
+        """What fails is logged and left to the sweep."""
         await self.connection.delete_ids(
             ids, index=self.alias, action=action, refresh=refresh, require_alias=self.require_alias
         )
-        return removed
 
     # --- deleting ------------------------------------------------------------------------------------
     async def delete(self, document_id: str) -> bool:
