@@ -63,7 +63,6 @@ class IndexLayout:
             "refresh_interval": self.refresh_interval,
         }
 
-    # --- setting up --------------------------------------------------------------------------------
     async def ensure(self) -> None:
         if self.ready:
             return
@@ -149,7 +148,6 @@ class IndexLayout:
             # writes wait for a refresh (refresh=wait_for); with refreshes switched off they never would
             await indices.put_settings(index=index, settings={"index": {"refresh_interval": self.refresh_interval}})
 
-    # --- embedding identity ------------------------------------------------------------------------
     async def identity_with_index(self, name: str) -> tuple[str, EmbeddingIdentity | None]:
         """The model recorded in the index ``name`` (the alias or a concrete index), and the concrete
         index that answered."""
@@ -188,7 +186,6 @@ class IndexLayout:
                     raise EmbeddingModelMismatch(stored.describe(), identity.describe()) from None
                 raise
 
-    # --- replacing the index -----------------------------------------------------------------------
     async def recreate(self) -> None:
         """Delete the indices behind the alias and start the next generation (``wipe``)."""
         with self.connection.errors(f"deleting the index {self.alias}", self.alias):

@@ -87,7 +87,6 @@ class Versions:
         self.refresh = refresh
         self.abandoned_after = abandoned_after
 
-    # --- writing -------------------------------------------------------------------------------------
     async def write(self, items: list[PendingWrite]) -> list[str | BaseException | None]:
         """Write and publish every item's version; each item's outcome (replaced id, or the error)."""
         outcomes: list[str | BaseException | None] = [None] * len(items)
@@ -275,7 +274,6 @@ class Versions:
             ids, index=self.alias, action=action, refresh=refresh, require_alias=self.require_alias
         )
 
-    # --- deleting ------------------------------------------------------------------------------------
     async def delete(self, document_id: str) -> bool:
         """Unpublish ``document_id`` if it is live, then remove its chunks. False if it was not live."""
         version = await self.version(document_id)
