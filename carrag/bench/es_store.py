@@ -340,7 +340,7 @@ async def _bench_writes(
             )
             await store.open()
             # The raw index is created with the vector field mapped; the store's index gets it on its
-            # first write (`IndexLayout.claim_identity`, once per index). Both sides start mapped.
+            # first write (`IndexLayout.claim_identity`). Both sides start mapped.
             await store.layout.claim_identity(identity)
             try:
                 return await store_writes(store, batch, writers, identity)

@@ -1,8 +1,6 @@
-"""Writes from many concurrent callers, sent to Elasticsearch together: a drainer takes everything
-queued (up to ``MAX_CHUNKS``) and writes it as one batch through `Versions.write`, up to
-``MAX_IN_FLIGHT`` batches at once, while new writes gather into the next batch. So a thousand
-concurrent callers pay a few rounds of requests, not a thousand.
-"""
+"""Writes of concurrent callers sent together: a drainer takes everything queued (up to ``MAX_CHUNKS``)
+as one batch for `Versions.write`, up to ``MAX_IN_FLIGHT`` batches at once, while new writes gather into
+the next. So a thousand concurrent callers pay a few rounds of requests, not a thousand."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The collection registry of an Elasticsearch index: one ``collection`` record per name, its id
-derived from the name, so of several processes creating one only one wins (409 for the others).
-
-Renaming creates the new name's record, then deletes the old one conditionally; if that changed
-meanwhile, the new record is removed again and the rename retried. Deleting removes the record, then
-every live document of the collection through `Versions.delete`; a write racing the deletion may
-leave a document under the removed id, which no search reaches and a second delete removes.
-``default`` has no record: it always exists and cannot be renamed or deleted.
-"""
+"""The collection registry: one ``collection`` record per name, its id derived from the name, so of
+processes creating one only one wins. A rename creates the new name's record, then deletes the old one
+conditionally (changed meanwhile: the new record is removed and the rename retried). A delete removes
+the record, then every live document of the collection; a write racing it may leave a document under
+the removed id, which no search reaches and a second delete removes. ``default`` has no record."""
 
 from __future__ import annotations
 
@@ -57,7 +53,7 @@ class CollectionRegistry:
         return Collection(collection.collection_id, collection.name, collection.created_at, 0)
 
     async def _records(self, collection_id: str | None = None) -> list[dict[str, Any]]:
-        """Collection records (with ``_seq_no``/``_primary_term``), by name; only ``collection_id``'s if given."""
+        """Collection records (with their concurrency tokens), by name."""
         filters: list[dict[str, Any]] = [{"term": {"doc_kind": "collection"}}]
         if collection_id is not None:
             filters.append({"term": {"collection_id": collection_id}})
@@ -117,7 +113,6 @@ class CollectionRegistry:
         raise DependencyUnavailable("store", "the collection kept changing while it was being renamed; retry")
 
     async def _delete_record(self, hit: dict[str, Any]) -> bool:
-        """Delete a collection record if it is still as read; False if it changed or is gone."""
         delete = self.connection.writer.delete(
             index=self.alias,
             id=hit["_id"],

@@ -28,9 +28,8 @@ Operation = tuple[dict[str, Any], dict[str, Any] | None]  # a bulk action line a
 
 
 class OrjsonFirstSerializer(JsonSerializer):
-    """orjson does the client's JSON work; what it refuses (a lone surrogate, an integer past 64 bits, a
-    non-string key) goes to the standard library. The client's own `OrjsonSerializer` has no such
-    fallback and no NDJSON variant."""
+    """orjson, and the standard library for what it refuses (a lone surrogate, an integer past 64 bits, a
+    non-string key): the client's own `OrjsonSerializer` has no such fallback and no NDJSON variant."""
 
     def json_dumps(self, data: Any) -> bytes:
         try:
@@ -47,7 +46,7 @@ class OrjsonFirstNdjsonSerializer(OrjsonFirstSerializer, NdjsonSerializer):
 
 
 def client_options() -> dict[str, Any]:
-    """The serializers of every Elasticsearch client of Carrag's (the bench's raw client's too)."""
+    """The serializers of every Elasticsearch client (the bench's raw client's too)."""
     return {
         "serializers": {
             "application/json": OrjsonFirstSerializer(),
@@ -65,11 +64,9 @@ class IndexMissing(DependencyUnavailable):
 
 @dataclass(slots=True)
 class BulkItem:
-    """One item's outcome: ``status`` is the HTTP status of that item (2xx = done)."""
-
     op_type: str
     id: str
-    status: int
+    status: int  # the item's HTTP status
     reason: str = ""
 
     @property
@@ -83,12 +80,7 @@ def redacted(url: str) -> str:
         parts = urlsplit(url)
     except ValueError:
         return "<invalid URL>"
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2])) if "@" in parts.netloc else url
 
 
 def api_reason(exc: ApiError) -> str:
@@ -199,7 +191,7 @@ class Connection:
         return [doc for doc in response["docs"] if doc.get("found")]
 
     async def create_index(self, action: str, index: str, **body: Any) -> None:
-        """Create ``index`` unless it exists (another process may create it at the same time)."""
+        """Create ``index`` unless it exists (another process may be creating it)."""
         with self.errors(action, index):
             try:
                 await self.client.indices.create(index=index, **body)
@@ -228,18 +220,12 @@ class Connection:
         refresh: str | bool = False,
         require_alias: bool = True,
     ) -> list[BulkItem]:
-        """Send ``(action line, source or None)`` pairs in one request; the outcome of every item, in
-        order. Items refused with 429 are sent again (twice, with a backoff); other failures are
-        reported, not raised. A failure of the whole request raises."""
+        """Send the operations in one request; every item's outcome, in order. Items refused with 429 are
+        sent again (twice, after a backoff); other item failures are reported, a failed request raises."""
         results: list[BulkItem | None] = [None] * len(operations)
         pending = list(range(len(operations)))
         for attempt in range(BULK_RETRIES + 1):
-            body: list[dict[str, Any]] = []
-            for position in pending:
-                line, source = operations[position]
-                body.append(line)
-                if source is not None:
-                    body.append(source)
+            body = [part for position in pending for part in operations[position] if part is not None]
             with self.errors(action, index):
                 # require_alias: a bulk into a vanished alias must fail, not auto-create a plain index
                 response = await self.writer.bulk(
@@ -263,7 +249,7 @@ class Connection:
         self, ids: list[str], *, index: str, action: str, refresh: str | bool = False, require_alias: bool = True
     ) -> bool:
         """Delete by id, ``PAGE`` ids a request (one already gone counts as deleted); False, logged, when
-        a delete failed: the caller leaves what it knows for the sweep."""
+        a delete failed."""
         parts = [ids[low : low + PAGE] for low in range(0, len(ids), PAGE)]
         deletes: list[list[Operation]] = [[({"delete": {"_id": i}}, None) for i in part] for part in parts]
         try:

@@ -11,8 +11,7 @@ from carrag.services.stores.elasticsearch.originals import OriginalsIndex
 async def integrity_problems(client: AsyncElasticsearch, index: str, originals: OriginalsIndex) -> list[str]:
     """Readable lines (empty: consistent): each source record's ``chunk_count`` against its version's
     chunks (indexes 0..n-1), chunks of no live version (a write in progress, a replaced version being
-    deleted, or the remains of a crash that the sweep has not removed yet), chunks without a vector,
-    and the kept originals' own problems (`OriginalsIndex.problems`)."""
+    deleted, a crash's remains not swept yet), chunks without a vector, and the originals' problems."""
     await client.indices.refresh(index=index)
     declared = {
         hit["_source"]["document_id"]: hit["_source"]["chunk_count"]

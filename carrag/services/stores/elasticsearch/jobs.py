@@ -1,8 +1,6 @@
-"""Ingest-job records in Elasticsearch (`JobRepository`): one document per job in ``<alias>_jobs``,
-shared by every API replica. Reads by id are real-time gets; listings search for ids and read those
-in real time; updates are conditional on ``if_seq_no``/``if_primary_term``, so the loser of a race
-re-reads and decides again (`carrag/services/jobs/leases.py`).
-"""
+"""Ingest-job records (`JobRepository`): one document per job in ``<alias>_jobs``, shared by every API
+replica. Reads are real-time gets (listings search for ids, then get them); updates are conditional on
+``if_seq_no``/``if_primary_term``, so the loser of a race re-reads and decides again (`jobs/leases.py`)."""
 
 from __future__ import annotations
 

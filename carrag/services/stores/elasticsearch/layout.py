@@ -55,7 +55,6 @@ class IndexLayout:
         self.ready = False
         self.server_version: str | None = None
         self.warnings: list[str] = []
-        self._accepted_identity: tuple[str, EmbeddingIdentity] | None = None  # (concrete index, identity)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -64,7 +63,6 @@ class IndexLayout:
             "refresh_interval": self.refresh_interval,
         }
 
-    # --- setting up --------------------------------------------------------------------------------
     async def ensure(self) -> None:
         if self.ready:
             return
@@ -105,7 +103,6 @@ class IndexLayout:
     async def create_generation(self, generation: int, *, with_alias: bool = True) -> str:
         """Create ``<alias>-<generation>`` (with the alias pointing at it, unless told otherwise)."""
         name = generation_name(self.alias, generation)
-        self.forget_identity()
         try:
             await self.connection.client.indices.create(
                 index=name,
@@ -151,7 +148,6 @@ class IndexLayout:
             # writes wait for a refresh (refresh=wait_for); with refreshes switched off they never would
             await indices.put_settings(index=index, settings={"index": {"refresh_interval": self.refresh_interval}})
 
-    # --- embedding identity ------------------------------------------------------------------------
     async def identity_with_index(self, name: str) -> tuple[str, EmbeddingIdentity | None]:
         """The model recorded in the index ``name`` (the alias or a concrete index), and the concrete
         index that answered."""
@@ -166,10 +162,9 @@ class IndexLayout:
 
     async def claim_identity(self, identity: EmbeddingIdentity, index: str | None = None) -> None:
         """Record ``identity`` as the index's model, or fail if the index holds another model's vectors.
-        Checked against Elasticsearch once per index and model; later writes of the same model skip it."""
+        Read each time (one mapping request per write batch): another process may have moved the alias
+        to an index of another model."""
         target = index or self.alias
-        if self._accepted_identity is not None and self._accepted_identity == (target, identity):
-            return
         _, stored = await self.identity_with_index(target)
         if stored is not None:
             stored.check_accepts(identity)
@@ -190,12 +185,7 @@ class IndexLayout:
                 if stored is not None and stored.dimension != identity.dimension:
                     raise EmbeddingModelMismatch(stored.describe(), identity.describe()) from None
                 raise
-        self._accepted_identity = (target, identity)
 
-    def forget_identity(self) -> None:
-        self._accepted_identity = None
-
-    # --- replacing the index -----------------------------------------------------------------------
     async def recreate(self) -> None:
         """Delete the indices behind the alias and start the next generation (``wipe``)."""
         with self.connection.errors(f"deleting the index {self.alias}", self.alias):
@@ -204,6 +194,5 @@ class IndexLayout:
             if concrete:
                 await self.connection.client.indices.delete(index=",".join(concrete), ignore_unavailable=True)
             self.ready = False
-            self.forget_identity()
             await self.create_generation(newest + 1)
         self.ready = True

@@ -1,11 +1,8 @@
-"""What the Elasticsearch index holds: its mapping, the ids and the JSON of each kind of document.
-
-Four kinds share one index (``doc_kind``): ``chunk`` (with the document's descriptive fields copied
-in, and its neighbours within ``STORED_NEIGHBOURS``, not indexed, so a hit carries its window),
-``version`` (one per written version), ``document`` (the *source record*, one per collection and
-``source_id``, naming the live version; `versions.py` flips it) and ``collection``. Records written
-before collections carry no ``collection_id`` and belong to ``default``.
-"""
+"""What the index holds, by ``doc_kind``: ``chunk`` (the document's descriptive fields copied in, and its
+neighbours within ``STORED_NEIGHBOURS``, not indexed, so a hit carries its window), ``version`` (one per
+written version), ``document`` (the *source record*, one per collection and ``source_id``, naming the
+live version; `versions.py` flips it) and ``collection``. Records from before collections carry no
+``collection_id`` and belong to ``default``."""
 
 from __future__ import annotations
 
@@ -77,7 +74,6 @@ def embedding_property(dimension: int) -> dict[str, Any]:
     }
 
 
-# --- ids -------------------------------------------------------------------------------------------
 def source_key(collection_id: str, source_id: str) -> str:
     """What a source record stands for: a source id within a collection. In ``default`` it is the
     source id itself, so the records of an index from before collections keep their ids."""
@@ -134,26 +130,32 @@ def version_ids(document_id: str, chunk_count: int) -> list[str]:
     return [chunk_id(document_id, index) for index in range(chunk_count)] + [version_record_id(document_id)]
 
 
-# --- documents -----------------------------------------------------------------------------------
-def source_record(document: DocumentRecord, chunk_count: int) -> dict[str, Any]:
+def _document_fields(document: DocumentRecord) -> dict[str, Any]:
+    """What source records and chunks both hold of a document."""
     return {
-        "doc_kind": "document",
         "document_id": document.document_id,
         "source_id": document.source_id,
         "source_type": document.source_type,
         "filename": document.filename,
-        "filename_lower": document.filename.lower(),
         "title": document.title,
         "external_id": document.external_id,
-        "content_hash": document.content_hash,
-        "chunk_count": chunk_count,
         "tags": list(document.tags),
-        # the same JSON round trip as the SQLite store: anything unusual becomes its str()
-        "metadata": json.loads(json.dumps(document.metadata, default=str)),
         "created_at": document.created_at,
-        "user_metadata": dict(document.user_metadata),
         "metadata_pairs": metadata_pairs(document.user_metadata),
         "collection_id": document.collection_id,
+    }
+
+
+def source_record(document: DocumentRecord, chunk_count: int) -> dict[str, Any]:
+    return {
+        **_document_fields(document),
+        "doc_kind": "document",
+        "filename_lower": document.filename.lower(),
+        "content_hash": document.content_hash,
+        "chunk_count": chunk_count,
+        # the same JSON round trip as the SQLite store: anything unusual becomes its str()
+        "metadata": json.loads(json.dumps(document.metadata, default=str)),
+        "user_metadata": dict(document.user_metadata),
     }
 
 
@@ -185,19 +187,10 @@ def chunk_source(
     """A chunk's JSON; ``neighbours``: its version's chunks within ``STORED_NEIGHBOURS`` (`neighbours_of`)."""
     source = {
         **_chunk_fields(chunk),
+        **_document_fields(document),
         "doc_kind": "chunk",
-        "document_id": document.document_id,
-        "source_id": document.source_id,
-        "source_type": document.source_type,
-        "filename": document.filename,
-        "title": document.title,
-        "external_id": document.external_id,
-        "tags": list(document.tags),
         "heading": chunk_heading(document.title, chunk.section),
         "embedding": vector.tolist(),
-        "created_at": document.created_at,
-        "metadata_pairs": metadata_pairs(document.user_metadata),
-        "collection_id": document.collection_id,
         "neighbours": {"radius": STORED_NEIGHBOURS, "chunks": [_chunk_fields(n) for n in neighbours]},
     }
     if chunk.regions:
@@ -217,14 +210,11 @@ def neighbours_of(chunks: Sequence[Chunk], chunk: Chunk) -> list[Chunk]:
 
 
 def stored_neighbours(source: dict[str, Any]) -> tuple[StoredChunk, ...] | None:
-    """The neighbours a chunk's JSON stores, read back as chunks; None when it stores none (written
-    before the field)."""
+    """The neighbours a chunk's JSON stores (None: written before the field); ``regions`` is the chunk's own."""
     stored = source.get("neighbours")
     if stored is None:
         return None
-    return tuple(
-        to_chunk({**source, "regions": None, **entry}) for entry in stored["chunks"]
-    )  # regions: the chunk's own
+    return tuple(to_chunk({**source, "regions": None, **entry}) for entry in stored["chunks"])
 
 
 def to_chunk(source: dict[str, Any]) -> StoredChunk:

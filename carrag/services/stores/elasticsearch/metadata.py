@@ -1,5 +1,5 @@
-"""Changing a live document's tags, title and user metadata in place, without a new version: its
-chunks get partial updates by id, then its source record is rewritten conditionally, as a flip is
+"""A live document's tags, title and user metadata changed in place, without a new version: partial
+updates of its chunks by id, then its source record rewritten conditionally, as a flip is
 (`versions.py`); a record naming another version by then means the document is gone."""
 
 from __future__ import annotations
@@ -82,13 +82,7 @@ async def _update_chunks(
             if title is not None:
                 fields["heading"] = chunk_heading(title, sections.get(doc_id))
             operations.append(({"update": {"_id": doc_id}}, {"doc": fields}))
-        results = await versions.connection.bulk(
-            operations,
-            index=versions.alias,
-            action=f"updating {document.filename}",
-            refresh=versions.refresh,
-            require_alias=versions.require_alias,
-        )
+        results = await versions.bulk(operations, f"updating {document.filename}")
         failed = [result for result in results if not result.ok]
         if failed:
             raise bulk_failure(failed, len(part), f"updating {document.filename}", "; retry the update")

@@ -1,9 +1,7 @@
-"""Kept originals on Elasticsearch: the uploaded bytes of each version in their own index,
-``<alias>-originals``, as a header (id ``<document_id>``) and parts of ``PART_BYTES`` (id
-``<document_id>:<n>``, stored, not indexed), so no request grows with the file. Every read is a
-real-time get by id. They follow the visibility protocol (`versions.py`), keyed by the version's id,
-outside the alias's generations (`carrag reindex` keeps document ids, so it does not copy them).
-"""
+"""Kept originals: the uploaded bytes of each version in the index ``<alias>-originals``, a header (id
+``<document_id>``) and parts of ``PART_BYTES`` (id ``<document_id>:<n>``, stored, not indexed), so no
+request grows with the file; read by real-time gets. Keyed by version, outside the alias's generations
+(`carrag reindex` keeps document ids, so it does not copy them)."""
 
 from __future__ import annotations
 
@@ -56,11 +54,6 @@ def part_count(size: int) -> int:
     return max((size + PART_BYTES - 1) // PART_BYTES, 1)
 
 
-def original_ids(document_id: str, parts: int) -> list[str]:
-    """Every id an original occupies: its header, then its parts."""
-    return [document_id] + [part_id(document_id, n) for n in range(parts)]
-
-
 def original_operations(document_id: str, original: OriginalFile, written_at: str) -> list[Operation]:
     content = original.content
     parts = part_count(len(content))
@@ -101,7 +94,6 @@ class OriginalsIndex:
         self.replicas = replicas
         self.ready = False
 
-    # --- setting up --------------------------------------------------------------------------------
     async def ensure(self) -> None:
         if not self.ready:
             await self.connection.create_index(
@@ -119,7 +111,6 @@ class OriginalsIndex:
         self.ready = False
         await self.ensure()
 
-    # --- writing -----------------------------------------------------------------------------------
     async def write(self, originals: Sequence[tuple[str, OriginalFile]]) -> dict[str, CarragError]:
         """Index each ``(document_id, original)``; the documents whose original was not stored whole,
         with why (what was written of those is deleted again)."""
@@ -131,30 +122,27 @@ class OriginalsIndex:
             for operation in original_operations(document_id, original, written_at):
                 operations.append(operation)
                 owners.append(document_id)
-        errors: dict[str, CarragError] = {}
         try:
-            results = await self._bulk(operations, "storing originals")
+            results: list[BulkItem] = []
+            for low in range(0, len(operations), PARTS_PER_REQUEST):
+                part = operations[low : low + PARTS_PER_REQUEST]
+                results += await self.connection.bulk(
+                    part, index=self.name, action="storing originals", require_alias=False
+                )
         except CarragError as exc:
             errors = {document_id: exc for document_id, _ in originals}
         else:
-            for document_id, failed in failures_by_owner(owners, results).items():
-                errors[document_id] = bulk_failure(
+            errors = {
+                document_id: bulk_failure(
                     failed, owners.count(document_id), "storing the original", "; nothing of the document was stored"
                 )
+                for document_id, failed in failures_by_owner(owners, results).items()
+            }
         if errors:
             sizes = {document_id: len(original.content) for document_id, original in originals}
             await self.delete_known({document_id: part_count(sizes[document_id]) for document_id in errors})
         return errors
 
-    async def _bulk(self, operations: list[Operation], action: str) -> list[BulkItem]:
-        results: list[BulkItem] = []
-        for low in range(0, len(operations), PARTS_PER_REQUEST):
-            results += await self.connection.bulk(
-                operations[low : low + PARTS_PER_REQUEST], index=self.name, action=action, require_alias=False
-            )
-        return results
-
-    # --- removing ----------------------------------------------------------------------------------
     async def delete(self, document_ids: Sequence[str]) -> bool:
         """Remove the originals of these versions (those that have one). True when nothing of them is
         left; False when a removal failed (logged; the caller keeps what lets `sweep` try again)."""
@@ -171,11 +159,10 @@ class OriginalsIndex:
         return await self.delete_known(parts)
 
     async def delete_known(self, parts: dict[str, int]) -> bool:
-        """Remove originals whose number of parts is known (``document_id → parts``)."""
-        ids = [i for document_id, count in parts.items() for i in original_ids(document_id, count)]
+        """Remove originals whose number of parts is known (``document_id → parts``): headers, then parts."""
+        ids = [*parts, *(part_id(document_id, n) for document_id, count in parts.items() for n in range(count))]
         return await self.connection.delete_ids(ids, index=self.name, action="removing originals", require_alias=False)
 
-    # --- reading -----------------------------------------------------------------------------------
     async def get(self, document_id: str) -> Original | None:
         """The original of version ``document_id`` (real time), its parts read as they are consumed."""
         await self.ensure()
@@ -205,7 +192,6 @@ class OriginalsIndex:
             return None
         return response["_source"] if response is not None else None
 
-    # --- checking ----------------------------------------------------------------------------------
     async def problems(self, live_document_ids: set[str]) -> list[str]:
         """Originals of no live version, and originals missing parts (readable lines)."""
         client = self.connection.client

@@ -18,12 +18,9 @@ BM25_FIELDS = ["content", "heading^1.0"]
 
 
 def glob_to_regexp(glob: str) -> str | None:
-    """A SQLite GLOB pattern as a Lucene regular expression (whole-term, case-sensitive).
-
-    ``*`` any run, ``?`` one character, ``[...]`` a class (``^`` negates, ``a-z`` ranges, a ``]``
-    right after the opening bracket is literal). Every other character is escaped. Returns None for
-    an unclosed ``[``, which SQLite treats as matching nothing.
-    """
+    """A SQLite GLOB pattern as a Lucene regular expression (whole-term, case-sensitive): ``*``, ``?``,
+    ``[...]`` (``^`` negates, ``a-z`` ranges, a ``]`` first is literal), everything else escaped. None
+    for an unclosed ``[``, which SQLite treats as matching nothing."""
     out: list[str] = []
     position = 0
     while position < len(glob):
@@ -106,12 +103,8 @@ def filter_clauses(filters: SearchFilters, *, exclude: frozenset[str] = frozense
     clauses.extend({"term": {"metadata_pairs": f"{key}={value}"}} for key, value in filters.metadata)
     if filters.source_types:
         clauses.append({"terms": {"source_type": list(filters.source_types)}})
-    created: dict[str, str] = {}
-    if filters.created_after is not None:
-        created["gte"] = filters.created_after
-    if filters.created_before is not None:
-        created["lt"] = filters.created_before
-    if created:
+    bounds = (("gte", filters.created_after), ("lt", filters.created_before))
+    if created := {operator: value for operator, value in bounds if value is not None}:
         clauses.append({"range": {"created_at": created}})
     if filters.filename_glob is not None:
         clauses.append(regexp_clause("filename.glob", glob_to_regexp(filters.filename_glob)))
@@ -165,6 +158,8 @@ def reference_query(reference: str, records: dict[str, Any]) -> dict[str, Any]:
     def ranked(query: dict[str, Any], boost: float) -> dict[str, Any]:
         return {"constant_score": {"filter": query, "boost": boost}}
 
+    escaped = reference.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")
+
     return {
         "bool": {
             "filter": records["bool"]["filter"],
@@ -172,12 +167,8 @@ def reference_query(reference: str, records: dict[str, Any]) -> dict[str, Any]:
                 ranked({"term": {"document_id": reference}}, 100),
                 ranked({"term": {"source_id": reference}}, 10),
                 ranked({"prefix": {"document_id": reference}}, 1),
-                ranked({"wildcard": {"source_id": {"value": "*/" + _escape_wildcard(reference)}}}, 1),
+                ranked({"wildcard": {"source_id": {"value": "*/" + escaped}}}, 1),
             ],
             "minimum_should_match": 1,
         }
     }
-
-
-def _escape_wildcard(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("*", "\\*").replace("?", "\\?")

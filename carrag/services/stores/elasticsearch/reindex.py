@@ -17,10 +17,9 @@ import numpy as np
 from carrag.services.embedders.service import EmbeddingService
 from carrag.services.ingestion import embedding_input
 from carrag.services.models import Chunk, DocumentRecord, ParsedDocument
-from carrag.services.positions import decode_regions
 from carrag.services.stores.elasticsearch.connection import every_hit
 from carrag.services.stores.elasticsearch.layout import generation_name, generation_of
-from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, document_key, to_document
+from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, document_key, to_chunk, to_document
 from carrag.services.stores.elasticsearch.store import ElasticsearchStore
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
 
@@ -67,10 +66,10 @@ async def reindex(
     await store.collections.copy_to(new)
     try:
         copied: dict[str, tuple[str, int]] = {}  # source key → (live version, record's _seq_no) as copied
-        chunks = await _copy_sources(store, old, target, embedder, identity, copied, None, report, progress)
+        chunks = await _copy_sources(store, old, target, embedder, identity, copied, False, report, progress)
         report(f"copied {len(copied)} documents ({chunks} chunks); blocking writes to {old} to catch up")
         await client.indices.add_block(index=old, block="write")
-        changed = await _copy_sources(store, old, target, embedder, identity, copied, copied, report)
+        changed = await _copy_sources(store, old, target, embedder, identity, copied, True, report)
         removed = await _remove_deleted(store, old, new, target)
         await client.indices.refresh(index=new)
         actions: list[dict[str, Any]] = [{"add": {"index": new, "alias": alias, "is_write_index": True}}]
@@ -81,7 +80,6 @@ async def reindex(
         await client.indices.put_settings(index=old, settings={"index.blocks.write": False})
         raise
     report(f"alias {alias} now points to {new}")
-    layout.forget_identity()
     store.served_identity.forget()
     deleted = plain
     if not keep_old and not plain:
@@ -110,17 +108,16 @@ async def _copy_sources(
     embedder: EmbeddingService,
     identity: Any,
     copied: dict[str, tuple[str, int]],
-    only_changed: dict[str, tuple[str, int]] | None,
+    catch_up: bool,
     report: Report,
     progress: Progress | None = None,
 ) -> int:
-    """Copy (re-embedding) each source record of ``old``; with ``only_changed`` (the catch-up), only those
-    whose record changed since it was copied: another version, or the same one with new metadata (a
-    metadata update rewrites the record in place, so its ``_seq_no`` tells)."""
+    """Copy (re-embedding) each source record of ``old`` into ``copied``; in the catch-up only those whose
+    record changed since it was copied: another version, or new metadata (the record's ``_seq_no``)."""
     total = 0
     records = await _source_records(store, old)
     for record, seq_no in records:
-        if only_changed is not None and only_changed.get(document_key(record)) == (record.document_id, seq_no):
+        if catch_up and copied.get(document_key(record)) == (record.document_id, seq_no):
             continue
         hits = await store.client.search(
             index=old,
@@ -131,19 +128,8 @@ async def _copy_sources(
             size=max(record.chunk_count, 1),
             source_excludes=CHUNK_SOURCE_EXCLUDES,
         )
-        sources = [hit["_source"] for hit in hits["hits"]["hits"]]
-        chunks = [
-            Chunk(
-                s["chunk_index"],
-                s["content"],
-                s["char_start"],
-                s["char_end"],
-                list(s.get("pages") or []),
-                s.get("section"),
-                decode_regions(s.get("regions")),
-            )
-            for s in sources
-        ]
+        stored = [to_chunk(hit["_source"]) for hit in hits["hits"]["hits"]]
+        chunks = [Chunk(c.chunk_index, c.text, c.char_start, c.char_end, c.pages, c.section, c.regions) for c in stored]
         parsed = ParsedDocument(text="", filename=record.filename, source_type=record.source_type, title=record.title)
         vectors = (
             await embedder.embed_documents([embedding_input(chunk, parsed) for chunk in chunks])

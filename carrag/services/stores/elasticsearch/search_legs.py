@@ -1,6 +1,5 @@
-"""The two search legs (BM25 and kNN), each filtered to live versions (`live_filter.py`), every hit
-carrying the neighbours its chunk stores (`mapping.py`), the kNN leg saying which model its hits'
-vectors are of (`served_identity.py`); and the windows of chunks that store none, read by id."""
+"""The two search legs, each filtered to live versions (`live_filter.py`), a hit carrying the neighbours
+its chunk stores, the kNN leg telling its vectors' model (`served_identity.py`); and windows read by id."""
 
 from __future__ import annotations
 
@@ -100,8 +99,7 @@ class SearchLegs:
 
     async def _hits(self, action: str, request: dict[str, Any]) -> list[Hit]:
         response = await self.reads.search(action, **request, source_excludes=SEARCH_SOURCE_EXCLUDES)
-        hits: list[Hit] = response["hits"]["hits"]
-        return hits
+        return list(response["hits"]["hits"])
 
     async def _live(self, search: Search, k: int) -> list[Hit]:
         async def live_versions(keys: Sequence[str]) -> dict[str, str]:

@@ -1,10 +1,7 @@
-"""The embedding model of the index searches are served from, without a mapping read per search.
-
-A concrete index's model never changes once recorded (a model change or a wipe is a new generation),
-so it is kept per concrete index; which index the alias names the searches see themselves, from
-their hits' ``_index`` (`VectorHits.model`). The index answered is the newest generation seen, so a
-slow search from before a swap cannot move it back.
-"""
+"""The embedding model of the index searches are served from, without a mapping read per search. A
+concrete index's model never changes once recorded (a model change or a wipe is a new generation), so
+it is kept per concrete index; which index the alias names the searches see from their hits' ``_index``
+(`VectorHits.model`). The newest generation seen is answered: a slow search cannot move it back."""
 
 from __future__ import annotations
 

@@ -118,11 +118,9 @@ class ElasticsearchStore:
         )
 
     @property
-    def client(self) -> AsyncElasticsearch:
-        """The client itself, for tests and tools."""
+    def client(self) -> AsyncElasticsearch:  # for tests and tools
         return self.connection.client
 
-    # --- lifecycle -----------------------------------------------------------------------------
     async def open(self) -> None:
         await self.reads.ready()
         if self._sweeper is None:
@@ -139,7 +137,6 @@ class ElasticsearchStore:
         await self.connection.close()
 
     async def sweep(self, older_than: float | None = None) -> int:
-        """Remove versions that are not live and older than ``older_than`` seconds (`sweep.py`)."""
         await self.reads.ready()
         return await sweep_abandoned(self.versions, older_than)
 
@@ -154,7 +151,6 @@ class ElasticsearchStore:
         )
         return ComponentHealth("store", "degraded" if self.layout.warnings else "ok", self.backend, None, detail)
 
-    # --- writes --------------------------------------------------------------------------------
     async def write_document(
         self,
         document: DocumentRecord,
@@ -169,7 +165,7 @@ class ElasticsearchStore:
         return await self.batcher.submit(PendingWrite(document, list(chunks), matrix, identity, original=original))
 
     async def _write_batch(self, batch: list[PendingWrite]) -> list[str | BaseException | None]:
-        """One batch: check each model once, then write every version (`Versions.write`)."""
+        """Check each model once, then write every version (`Versions.write`)."""
         await self.reads.ready()
         refused: dict[EmbeddingIdentity, CarragError] = {}
         for identity in dict.fromkeys(item.identity for item in batch):
@@ -183,7 +179,6 @@ class ElasticsearchStore:
         outcomes = [refused[item.identity] if item.identity in refused else next(written) for item in batch]
         if any(isinstance(outcome, IndexMissing) for outcome in outcomes):
             self.layout.ready = False  # someone wiped the index: set it up again at the next write
-            self.layout.forget_identity()
         return outcomes
 
     async def delete_document(self, document_id: str) -> bool:
@@ -222,7 +217,6 @@ class ElasticsearchStore:
         for collection in collections:
             await self.collections.create(collection)
 
-    # --- originals -----------------------------------------------------------------------------
     async def put_original(self, document_id: str, content: bytes, content_type: str, filename: str) -> bool:
         """Attach an original to a live version; if the version was replaced or deleted meanwhile (its
         removal may have run before this write), the original is removed again and False returned."""
@@ -248,9 +242,8 @@ class ElasticsearchStore:
 
         return await self.reads.guarded("reading an original", get, None)
 
-    # --- reads ---------------------------------------------------------------------------------
     async def embedding_identity(self) -> EmbeddingIdentity | None:
-        """Read from Elasticsearch (a mapping request); `query_identity` is the searches' cheap one."""
+        """A mapping request; `query_identity` is the searches' cheap one."""
 
         async def read() -> EmbeddingIdentity | None:
             index, identity = await self.layout.identity_with_index(self.index)
@@ -260,7 +253,6 @@ class ElasticsearchStore:
         return await self.reads.guarded("reading the embedding model", read, None)
 
     async def query_identity(self) -> EmbeddingIdentity | None:
-        """The model of the index searches are served from, as last seen (`served_identity.py`)."""
         return await self.reads.guarded("reading the embedding model", self.served_identity.current, None)
 
     async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
@@ -283,7 +275,7 @@ class ElasticsearchStore:
     async def find_by_content_hash(
         self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
     ) -> DocumentRecord | None:
-        """The newest live document of the collection with exactly this ``content_hash`` (a keyword field)."""
+        """The newest live document of the collection with this ``content_hash``."""
         response = await self.reads.search(
             "looking up a document",
             query=source_records_query([collection_id], {"term": {"content_hash": content_hash}}),
@@ -304,8 +296,8 @@ class ElasticsearchStore:
         order: SortOrder = "desc",
         filename: str | None = None,
     ) -> DocumentPage:
-        """Sorting and filtering by file name use ``filename_lower``, which source records written
-        before it existed lack (`carrag reindex` rewrites them): they sort last and match no filter."""
+        """Source records from before ``filename_lower`` (`carrag reindex` adds it) sort last by name and
+        match no file name filter."""
         filters: list[dict[str, Any]] = []
         if tag is not None:
             filters.append({"term": {"tags.keyword": tag}})
@@ -358,7 +350,7 @@ class ElasticsearchStore:
         return [ChunkListing(to_chunk(hit["_source"]), dimension) for hit in hits]
 
     async def count_chunks(self) -> int:
-        """The chunks of live versions: the sum of the source records' chunk counts."""
+        """The sum of the live source records' chunk counts."""
         response = await self.reads.search(
             "counting chunks",
             query={"term": {"doc_kind": "document"}},
@@ -368,11 +360,9 @@ class ElasticsearchStore:
         return int((response.get("aggregations") or {}).get("chunks", {}).get("value") or 0)
 
     async def check_integrity(self) -> list[str]:
-        """Everything that would make the store inconsistent, as readable lines (empty: consistent)."""
         check = lambda: integrity_problems(self.connection.client, self.index, self.originals)  # noqa: E731
         return await self.reads.guarded("checking integrity", check, [])
 
-    # --- collections ---------------------------------------------------------------------------
     async def create_collection(self, collection: Collection) -> Collection:
         await self.reads.ready()
         return await asyncio.shield(self.collections.create(collection))

@@ -32,8 +32,8 @@ async def sweep_periodically(versions: Versions, ready: Callable[[], Awaitable[N
 
 
 async def sweep_abandoned(versions: Versions, older_than: float | None = None) -> int:
-    """Remove versions that are not live and were written more than ``older_than`` seconds ago (default
-    ``abandoned_after``); how many were removed."""
+    """Remove versions not live and written over ``older_than`` (default ``abandoned_after``) seconds ago;
+    how many were removed."""
     cutoff = datetime.now(UTC) - timedelta(seconds=versions.abandoned_after if older_than is None else older_than)
     query = {
         "bool": {"filter": [{"term": {"doc_kind": "version"}}, {"range": {"written_at": {"lt": cutoff.isoformat()}}}]}

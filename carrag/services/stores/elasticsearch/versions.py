@@ -1,14 +1,11 @@
-"""The visibility protocol, writer's side (the reader's side is `live_filter.py`; docs/architecture.md
-has the argument in full).
-
-A write creates a new *version* (its ``document_id``): its chunks and a version record, indexed with
+"""The visibility protocol, writer's side (the reader's side is `live_filter.py`). A write creates a
+new *version* (its ``document_id``): its chunks and a version record, indexed with
 ``refresh=wait_for`` (step 1). It becomes live when its source's record is flipped to it by a
-conditional write (step 2; on a conflict the record is read again and the flip retried, so the last
-flip wins). Then the replaced version is deleted (step 3). Kept originals are written before the flip
-and removed before the version record, so what a failed removal leaves is found by `sweep.py`. A
-writer gives up a flip after half of ``abandoned_after``, so the sweep never removes a version that
-could still become live.
-"""
+conditional write (step 2; on a conflict the record is read again and the flip retried: the last flip
+wins). Then the replaced version is deleted (step 3). Kept originals are written before the flip and
+removed before the version record, so `sweep.py` finds what a failed removal leaves. A writer gives up
+a flip after half of ``abandoned_after``, so the sweep never removes a version that could still become
+live."""
 
 from __future__ import annotations
 
@@ -44,7 +41,7 @@ from carrag.services.stores.elasticsearch.mapping import (
     version_record,
     version_record_id,
 )
-from carrag.services.stores.elasticsearch.originals import OriginalsIndex, part_count
+from carrag.services.stores.elasticsearch.originals import OriginalsIndex
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +87,6 @@ class Versions:
         self.refresh = refresh
         self.abandoned_after = abandoned_after
 
-    # --- writing -------------------------------------------------------------------------------------
     async def write(self, items: list[PendingWrite]) -> list[str | BaseException | None]:
         """Write and publish every item's version; each item's outcome (replaced id, or the error)."""
         outcomes: list[str | BaseException | None] = [None] * len(items)
@@ -98,9 +94,7 @@ class Versions:
         written = await self._write_versions(items, outcomes)
         written = await self._write_originals(items, written, outcomes)
         if written:
-            replaced, leftover = await self._flip(items, written, outcomes, started)
-            await self._delete_ids(leftover, "removing replaced versions")
-            await self.remove(replaced, "removing replaced versions")
+            await self.remove(await self._flip(items, written, outcomes, started), "removing replaced versions")
         return outcomes
 
     async def _write_versions(self, items: list[PendingWrite], outcomes: list[Any]) -> list[int]:
@@ -127,20 +121,17 @@ class Versions:
             owners.append(position)
         action = "indexing " + (items[0].document.filename if len(items) == 1 else f"{len(items)} documents")
         try:
-            results = await self._bulk_in_parts(operations, action)
+            results = await self.bulk(operations, action)
         except CarragError as exc:
-            for position in range(len(items)):
-                outcomes[position] = exc
-            await self._roll_back([items[p] for p in range(len(items))])
+            outcomes[:] = [exc] * len(items)
+            await self._roll_back(items)
             return []
         failures = failures_by_owner(owners, results)
         for position, failed in failures.items():
             item = items[position]
+            action = f"indexing {item.document.filename}"
             outcomes[position] = bulk_failure(
-                failed,
-                len(item.chunks) + 1,
-                f"indexing {item.document.filename}",
-                "; nothing of the document was stored",
+                failed, len(item.chunks) + 1, action, "; nothing of the document was stored"
             )
         await self._roll_back([items[p] for p in failures])
         return [position for position in range(len(items)) if position not in failures]
@@ -159,7 +150,7 @@ class Versions:
         await self._roll_back([items[p] for p in failed])
         return [p for p in written if p not in failed]
 
-    async def _bulk_in_parts(self, operations: list[Operation], action: str) -> list[BulkItem]:
+    async def bulk(self, operations: list[Operation], action: str) -> list[BulkItem]:
         """``operations`` in requests of ``BULK_MAX_OPS``, sent together."""
         parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
         bulk = self.connection.bulk
@@ -173,11 +164,10 @@ class Versions:
 
     async def _flip(
         self, items: list[PendingWrite], positions: list[int], outcomes: list[Any], started: float
-    ) -> tuple[list[tuple[str, int]], list[str]]:
-        """Step 2; returns the replaced versions (document_id, chunk_count), and the chunks to delete of
-        versions re-published under their own id (reindex's catch-up), which keep the rest."""
+    ) -> list[tuple[str, int]]:
+        """Step 2; returns the replaced versions (document_id, chunk_count). A version re-published under
+        its own id (reindex's catch-up) replaces nothing: ids are random, so it is the same chunks."""
         replaced: list[tuple[str, int]] = []
-        leftover: list[str] = []
         todo = list(positions)
         # A 409 may answer the client's own retry of a flip that was applied but whose answer was lost:
         # such a version may be live, so it is never rolled back (the sweep decides, by the record).
@@ -215,14 +205,10 @@ class Versions:
             for (position, state), result in zip(flipping, results, strict=True):
                 item = items[position]
                 if result.ok:
-                    new_id = item.document.document_id
-                    if state is not None:
-                        old = state.document
-                        if old.document_id != new_id:
-                            outcomes[position] = old.document_id
-                            replaced.append((old.document_id, old.chunk_count))
-                        else:
-                            leftover += [chunk_id(new_id, i) for i in range(len(item.chunks), old.chunk_count)]
+                    old = state.document if state is not None else None
+                    if old is not None and old.document_id != item.document.document_id:
+                        outcomes[position] = old.document_id
+                        replaced.append((old.document_id, old.chunk_count))
                 elif result.status == 409:
                     conflicted.add(position)
                     retry.append(position)
@@ -240,7 +226,7 @@ class Versions:
                     "store", "Elasticsearch kept changing the document's source record; nothing was stored, retry"
                 )
             await self._roll_back([items[p] for p in todo if p not in conflicted])
-        return replaced, leftover
+        return replaced
 
     async def _states_or_fail(
         self, items: list[PendingWrite], this_round: dict[str, int], outcomes: list[Any], conflicted: set[int]
@@ -259,7 +245,7 @@ class Versions:
         if not operations:
             return []
         try:
-            return await self._bulk_in_parts(operations, "publishing documents")
+            return await self.bulk(operations, "publishing documents")
         except CarragError as exc:
             # The flips may or may not have happened; an unflipped version is swept later, a flipped
             # one is live. Report the failure either way (the client retries; a retry is idempotent).
@@ -269,30 +255,25 @@ class Versions:
 
     async def _roll_back(self, items: list[PendingWrite]) -> None:
         """Delete what was written of versions never to be published (`sweep` removes what this misses)."""
-        if self.originals is not None:
-            known = {i.document.document_id: part_count(len(i.original.content)) for i in items if i.original}
-            if not await self.originals.delete_known(known):
-                items = [i for i in items if i.original is None]  # keep their version records for the sweep
-        ids = [i for item in items for i in version_ids(item.document.document_id, len(item.chunks))]
-        await self._delete_ids(ids, "rolling back a failed write")
+        if items:
+            await self.remove([(i.document.document_id, len(i.chunks)) for i in items], "rolling back a failed write")
 
     async def remove(self, versions: Sequence[tuple[str, int]], action: str, refresh: str | bool = False) -> bool:
         """Remove versions ``(document_id, chunk_count)``: their originals, then their chunks and version
         records. False when the originals could not be removed: the version records then stay, so the
         sweep finds the versions and tries again."""
         removed = self.originals is None or await self.originals.delete([document_id for document_id, _ in versions])
-        ids = [i for document_id, count in versions for i in version_ids(document_id, count)]
         kept = set() if removed else {version_record_id(document_id) for document_id, _ in versions}
-        await self._delete_ids([i for i in ids if i not in kept], action, refresh)
+        ids = [i for document_id, count in versions for i in version_ids(document_id, count) if i not in kept]
+        await self._delete_ids(ids, action, refresh)
         return removed
 
-    async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool = False) -> None:
-        """Delete by id; what fails is logged and left to the sweep."""
+    async def _delete_ids(self, ids: list[str], action: str, refresh: str | bool) -> None:
+        """What fails is logged and left to the sweep."""
         await self.connection.delete_ids(
             ids, index=self.alias, action=action, refresh=refresh, require_alias=self.require_alias
         )
 
-    # --- deleting ------------------------------------------------------------------------------------
     async def delete(self, document_id: str) -> bool:
         """Unpublish ``document_id`` if it is live, then remove its chunks. False if it was not live."""
         version = await self.version(document_id)
