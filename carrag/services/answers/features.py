@@ -3,10 +3,10 @@
 Per unit (``unit_features``): the embedder's cosine to the question (and to the retrieval query of a
 follow-up), lexical evidence (the rarity-weighted share of the question's terms it holds, its key
 terms: numbers, codes and names the question gives), what it holds (a new number, a date, a name,
-code) crossed with what the question asks for (``questions``), its kind (sentence, table
-row, list item, definition, command ...), the overlap of its heading and label with the question, its
-place (in the winning chunk or a neighbour, its position) and its passage's retrieval rank and fusion
-score. Per request (``request_features``): whether the question names something no passage mentions,
+code) crossed with what the question asks for (``questions``), its kind (sentence, table row, list
+item, definition, command ...), the overlap of its heading and label with the question, its place (in
+the winning chunk, its position), its passage's retrieval rank and fusion score, and its standing
+among the request's units by cosine and by coverage (``*_top``). Per request (``request_features``): whether the question names something no passage mentions,
 and what it asks for (a value the same for every unit of a request tells the unit ranker nothing: it
 reads what is asked only crossed with what a unit holds).
 
@@ -121,10 +121,6 @@ async def read_passages(
     query_cosines = (
         cosines if query == question else vectors @ _unit_vectors(await embedder.embed_query(query)).reshape(-1)
     )
-    best_cosine = float(cosines.max())
-    order = np.argsort(-cosines)
-    cosine_rank = np.empty(len(units), dtype=np.int64)
-    cosine_rank[order] = np.arange(len(units))
     kind = asked(question)
     question_numbers = numbers(question)
     per_source = Counter(source for source, _ in units)
@@ -146,11 +142,15 @@ async def read_passages(
         features.update(
             cosine=float(cosines[index]),
             query_cosine=float(query_cosines[index]),
-            cosine_gap=float(cosines[index]) - best_cosine,
-            cosine_top=1.0 / (1.0 + float(cosine_rank[index])),
+            cosine_gap=float(cosines[index] - cosines.max()),
             position=position / max(per_source[source] - 1, 1),
         )
         candidates.append(Candidate(source, unit, features, vectors[index]))
+    # a unit's standing among this request's units: the ranker's scores are compared within a request
+    for name in ("cosine", "coverage", "context_coverage"):
+        values = np.array([candidate.features[name] for candidate in candidates])
+        for candidate, higher in zip(candidates, (values[None, :] > values[:, None]).sum(axis=1), strict=True):
+            candidate.features[f"{name}_top"] = 1.0 / (1.0 + float(higher))
     return Reading(question, list(passages), candidates, request_features(question, passages, candidates))
 
 

@@ -26,6 +26,7 @@ from carrag.services.errors import InvalidInput, NoExtractableText, PayloadTooLa
 from carrag.services.models import PageSpan, ParsedDocument
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.pdf_positions import Piece, after_blocks, locate, text_layer_pieces
+from carrag.services.parsers.pdf_tables import MAX_TABLE_PAGES, centre_in, has_grid, page_tables
 from carrag.services.parsers.pdf_text_quality import (
     document_vocabulary,
     is_garbage,
@@ -276,18 +277,32 @@ def pdf_document(
     )
 
 
-def page_blocks(page: Any) -> list[TextSpan]:
+def page_blocks(page: Any, tables: bool = False) -> list[TextSpan]:
     """The page's text blocks in content order (joined, they are ``page.get_text()``), with their areas
-    and words (read from the same text page)."""
+    and words (read from the same text page). With ``tables``, the blocks inside each ruled table are
+    replaced by the table as Markdown (`pdf_tables.py`), where its first block was."""
     import pymupdf
 
     textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_BLOCKS)  # what get_text("blocks") reads
     words = text_layer_pieces(textpage)
-    return [
+    spans = [
         TextSpan(block[4], (block[0], block[1], block[2], block[3]), tuple(words.get(block[5], ())))
         for block in textpage.extractBLOCKS()
         if block[6] == 0
     ]
+    if not tables:
+        return spans
+    for box, table in page_tables(page, [word for block in words.values() for word in block]):
+        inside = [index for index, span in enumerate(spans) if span.area is not None and centre_in(span.area, box)]
+        if inside:
+            pieces = tuple(piece for index in inside for piece in spans[index].pieces)
+            replaced = TextSpan(f"\n{table}\n\n", box, pieces)
+            spans = [
+                *spans[: inside[0]],
+                replaced,
+                *(s for i, s in enumerate(spans) if i > inside[0] and i not in inside),
+            ]
+    return spans
 
 
 def parse_pdf(
@@ -301,9 +316,13 @@ def parse_pdf(
     with open_pdf(data, filename, budget.max_pdf_pages) as document:
 
         def page_spans() -> Iterable[tuple[int, list[TextSpan]]]:
+            searched = 0  # pages searched for tables
             for index in range(document.page_count):
                 try:
-                    yield index + 1, page_blocks(document[index])
+                    page = document[index]
+                    tables = searched < MAX_TABLE_PAGES and has_grid(page)
+                    searched += tables
+                    yield index + 1, page_blocks(page, tables)
                 except Exception as exc:
                     raise InvalidInput(f"{filename}: page {index + 1} cannot be read ({exc}).") from exc
 

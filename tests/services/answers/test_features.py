@@ -35,3 +35,15 @@ def test_the_feature_is_the_same_under_every_hash_seed() -> None:
         for seed in range(6)
     }
     assert len(seen) == 1, seen
+
+
+async def test_a_units_standing_among_the_requests_units_shares_its_rank_with_equals(read) -> None:
+    found = await read(
+        "What is the default listen backlog of the rsync daemon?",
+        ["The listen backlog of the daemon defaults to 5. The port defaults to 873. Logs go to syslog."],
+    )
+    by_text = {candidate.unit.text: candidate.features for candidate in found.candidates}
+    assert by_text["The listen backlog of the daemon defaults to 5."]["coverage_top"] == 1.0
+    lowest = min(features["coverage"] for features in by_text.values())
+    tied = [features["coverage_top"] for features in by_text.values() if features["coverage"] == lowest]
+    assert len(set(tied)) == 1 and tied[0] < 1.0
