@@ -92,14 +92,16 @@ class SearchIndexes:
     def _newest(self) -> int:
         return max(self.lexical_seq, self.vectors.applied_seq)
 
-    def sync(self, connection: sqlite3.Connection) -> SyncReport | None:
-        """Bring both indexes to the head of SQLite's change log (no-op when they are there)."""
+    def sync(self, connection: sqlite3.Connection, include_lexical: bool = True) -> SyncReport | None:
+        """Bring both indexes to the head of SQLite's change log (no-op when they are there);
+        ``include_lexical`` False: the vectors only, tantivy where `catch_up_lexical` left it (its
+        commit would hold up every search: the rows after it are searched apart meanwhile)."""
         if self.is_current(connection):
             return None
         with self._lock:
             connection.execute("BEGIN")  # one snapshot: the head and the rows it describes
             try:
-                return self._sync_locked(connection)
+                return self._sync_locked(connection, include_lexical)
             finally:
                 connection.execute("COMMIT")
 
