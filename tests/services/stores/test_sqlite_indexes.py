@@ -20,9 +20,10 @@ import pytest
 
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.models import SearchFilters
-from carrag.services.stores import sqlite_index_catch_up, vector_segments
+from carrag.services.stores import changed_rows, sqlite_index_catch_up, sqlite_search, vector_segments
 from carrag.services.stores.search_indexes import SearchIndexes
 from carrag.services.stores.sqlite import SqliteStore
+from carrag.services.stores.sqlite_search import fts5_search
 from carrag.services.stores.vector_segments import normalised
 from tests.services.stores.test_sqlite import IDENTITY, chunks_of, record, vectors
 
@@ -645,4 +646,37 @@ async def test_the_background_catch_up_never_commits_tantivy_under_the_searches_
     await asyncio.to_thread(store._index_catch_up._background_sync)
     assert commits_under_lock == [] and indexes.vectors.applied_seq > indexes.lexical_seq
     assert [hit.chunk.document_id for hit in await store.lexical_search("narwhal", 5, NO_FILTER)] == ["d1"]
+    await store.close()
+
+
+async def test_past_its_limit_the_changed_rows_index_empties_and_fts5_answers_until_tantivy_catches_up(
+    tmp_path, monkeypatch
+) -> None:
+    """If tantivy's catch-up keeps failing, the rows changed after its position would pile up in
+    memory without end. Past `changed_rows.LIMIT` the index holds none, BM25 searches go to FTS5
+    (current in every snapshot), and tantivy takes over again once it has published past that point."""
+    monkeypatch.setattr(changed_rows, "LIMIT", 3)
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(8)
+    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
+    await store.sync_indexes()
+    monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)  # tantivy stays where it is
+    fts5_searches = []
+    monkeypatch.setattr(sqlite_search, "fts5_search", lambda *args: fts5_searches.append(args) or fts5_search(*args))
+
+    await store.write_document(record("d1", "1.txt", chunks=1), chunks_of("walrus tusks"), matrix[1:2], IDENTITY)
+    assert [h.chunk.document_id for h in await store.lexical_search("walrus", 5, NO_FILTER)] == ["d1"]
+    assert fts5_searches == [] and len(store.indexes.changed) == 1
+    for n in range(2, 6):
+        await store.write_document(
+            record(f"d{n}", f"{n}.txt", chunks=1), chunks_of(f"walrus {n}"), matrix[n : n + 1], IDENTITY
+        )
+    found = [h.chunk.document_id for h in await store.lexical_search("tusks", 5, NO_FILTER)]
+    assert found == ["d1"] and len(fts5_searches) == 1, "FTS5 answered"
+    assert len(store.indexes.changed) == 0, "the index holds nothing past its limit"
+
+    await store.sync_indexes()  # tantivy publishes past the overflow: searches go back to it
+    assert [h.chunk.document_id for h in await store.lexical_search("tusks", 5, NO_FILTER)] == ["d1"]
+    assert len(fts5_searches) == 1
     await store.close()
