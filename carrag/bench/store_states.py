@@ -59,6 +59,7 @@ class StateFigures:
     waiting_rows: int  # rows still on their way into the HNSW graph when the queries ended
     peak_rss_mb: float
     bench_data_mb: float = 0.0  # of the peak, the bench's own changes held for the state (not the store's)
+    written_per_second: float = 0.0  # chunks the bench wrote per second while the queries ran (during)
     load: list[float] = field(default_factory=lambda: [round(x, 2) for x in psutil.getloadavg()])
 
     def as_dict(self) -> dict[str, Any]:
@@ -70,6 +71,7 @@ class StateFigures:
             "waiting_rows": self.waiting_rows,
             "peak_rss_mb": round(self.peak_rss_mb, 1),
             "bench_data_mb": round(self.bench_data_mb, 1),
+            "written_chunks_per_second": round(self.written_per_second, 1),
             "load_average": self.load,
         }
 
@@ -355,10 +357,14 @@ class StateBench:
         batches = [self._peer_batch(step) for step in steps]  # moves the inventory to after the state
         held = self._held_mb(steps, batches)
         with PeakRss() as rss:
+            started = time.perf_counter()
             writing = asyncio.create_task(self._apply(steps, identity))
             during, _ = await self._queries(writing)
             await writing
+            seconds = time.perf_counter() - started
         self.states.append(self._figures(f"{state}, during", during, rss, held))
+        written = sum(len(chunks) for step in steps for _, chunks, _ in step.write)
+        self.states[-1].written_per_second = written / seconds
         with PeakRss() as rss:
             after, _ = await self._queries(None)
         self.states.append(self._figures(f"{state}, after", after, rss, held))
@@ -384,6 +390,7 @@ def describe_state(figures: StateFigures) -> str:
         f"legs p50 BM25 {figures.bm25_leg.p50:.1f} / kNN {figures.knn_leg.p50:.1f} ms; kNN alone {figures.knn_store.p50:.2f} ms; "
         f"rows waiting for the graph {figures.waiting_rows}; peak RSS {figures.peak_rss_mb:.0f} MB (bench's own changes "
         f"{figures.bench_data_mb:.0f} MB); load {figures.load}"
+        + (f"; the bench wrote {figures.written_per_second:.0f} chunks/s" if figures.written_per_second else "")
     )
 
 
