@@ -58,6 +58,8 @@ class StateFigures:
     knn_store: Latency  # the kNN leg alone, store level (the figure set beside the peers')
     waiting_rows: int  # rows still on their way into the HNSW graph when the queries ended
     peak_rss_mb: float
+    bench_data_mb: float = 0.0  # of the peak, the bench's own changes held for the state (not the store's)
+    written_per_second: float = 0.0  # chunks the bench wrote per second while the queries ran (during)
     load: list[float] = field(default_factory=lambda: [round(x, 2) for x in psutil.getloadavg()])
 
     def as_dict(self) -> dict[str, Any]:
@@ -68,6 +70,8 @@ class StateFigures:
             "search_p50_minus_embed_p50_ms": round(self.search.p50 - self.embed.p50, 2),
             "waiting_rows": self.waiting_rows,
             "peak_rss_mb": round(self.peak_rss_mb, 1),
+            "bench_data_mb": round(self.bench_data_mb, 1),
+            "written_chunks_per_second": round(self.written_per_second, 1),
             "load_average": self.load,
         }
 
@@ -205,7 +209,8 @@ class StateBench:
         return steps
 
     def _peer_batch(self, step: _Step) -> Batch:
-        """The step at chunk level, and the inventory moved past it."""
+        """The step at chunk level, and the inventory moved past it (only the inventory without
+        peers: the chunks' ids and stacked vectors would sit in the serving process for nothing)."""
         gone: list[str] = []
         by_source = {doc.source_id: document_id for document_id, doc in self.documents.items()}
         for document_id in step.delete:
@@ -219,6 +224,8 @@ class StateBench:
             self.documents[record.document_id] = _Document(
                 record.source_id, record.external_id or "", len(chunks), record.filename
             )
+            if not self.peers:
+                continue
             ids.extend(f"{record.document_id}#{chunk.chunk_index}" for chunk in chunks)
             vectors.append(matrix)
             texts.extend(chunk.text for chunk in chunks)
@@ -259,7 +266,9 @@ class StateBench:
             n += 1
         return samples, found
 
-    def _figures(self, state: str, samples: dict[str, list[float]], rss: PeakRss) -> StateFigures:
+    def _figures(
+        self, state: str, samples: dict[str, list[float]], rss: PeakRss, bench_data_mb: float = 0.0
+    ) -> StateFigures:
         vectors = getattr(getattr(self.container.store, "indexes", None), "vectors", None)
         return StateFigures(
             state,
@@ -271,6 +280,7 @@ class StateBench:
             Latency(samples["knn_store"]),
             waiting_rows=vectors.waiting if vectors is not None else 0,
             peak_rss_mb=rss.peak_mb,
+            bench_data_mb=bench_data_mb,
         )
 
     def _ndcg(self, ranked_chunks: list[list[str]]) -> float:
@@ -331,17 +341,33 @@ class StateBench:
         self.states.append(figures)
         await self.compare("reopened", samples["knn_store"])
 
+    def _held_mb(self, steps: list[_Step], batches: list[Batch]) -> float:
+        """What the bench itself holds for a state's changes: the vectors and texts made for it (a
+        copy's are its prepared document's, held before the state: not counted)."""
+        before = {id(document.vectors) for document in self.prepared.values()}
+        before |= {id(chunk.text) for document in self.prepared.values() for chunk in document.chunks}
+        arrays = {id(matrix): matrix.nbytes for step in steps for _, _, matrix in step.write}
+        arrays |= {id(batch.add.vectors): batch.add.vectors.nbytes for batch in batches}
+        texts = {id(chunk.text): len(chunk.text) for step in steps for _, chunks, _ in step.write for chunk in chunks}
+        held = [size for key, size in (arrays | texts).items() if key not in before]
+        return sum(held) / 2**20
+
     async def changing(self, state: str, steps: list[_Step]) -> None:
         identity = await self.container.embedder.embedding_identity()
         batches = [self._peer_batch(step) for step in steps]  # moves the inventory to after the state
+        held = self._held_mb(steps, batches)
         with PeakRss() as rss:
+            started = time.perf_counter()
             writing = asyncio.create_task(self._apply(steps, identity))
             during, _ = await self._queries(writing)
             await writing
-        self.states.append(self._figures(f"{state}, during", during, rss))
+            seconds = time.perf_counter() - started
+        self.states.append(self._figures(f"{state}, during", during, rss, held))
+        written = sum(len(chunks) for step in steps for _, chunks, _ in step.write)
+        self.states[-1].written_per_second = written / seconds
         with PeakRss() as rss:
             after, _ = await self._queries(None)
-        self.states.append(self._figures(f"{state}, after", after, rss))
+        self.states.append(self._figures(f"{state}, after", after, rss, held))
         for peer in self.peers:  # each peer takes the same changes while it is queried
             latencies = peer.during(batches, self.query_vectors, self.leg_k)
             self.comparison.append(PeerFigures(self.chunk_count, f"{state}, during", peer.name, Latency(latencies)))
@@ -362,7 +388,9 @@ def describe_state(figures: StateFigures) -> str:
         f"  {figures.state} ({figures.chunks} chunks, {len(figures.search.samples_ms)} queries): /search p50 "
         f"{figures.search.p50:.1f} ms (E {figures.embed.p50:.1f} ms, p50 - E {figures.search.p50 - figures.embed.p50:.1f}); "
         f"legs p50 BM25 {figures.bm25_leg.p50:.1f} / kNN {figures.knn_leg.p50:.1f} ms; kNN alone {figures.knn_store.p50:.2f} ms; "
-        f"rows waiting for the graph {figures.waiting_rows}; peak RSS {figures.peak_rss_mb:.0f} MB; load {figures.load}"
+        f"rows waiting for the graph {figures.waiting_rows}; peak RSS {figures.peak_rss_mb:.0f} MB (bench's own changes "
+        f"{figures.bench_data_mb:.0f} MB); load {figures.load}"
+        + (f"; the bench wrote {figures.written_per_second:.0f} chunks/s" if figures.written_per_second else "")
     )
 
 

@@ -55,6 +55,8 @@ async def test_quick_bench_measures_every_figure(tmp_path: Path, embedding_backe
     for figures in report.states:
         assert figures.search.p50 > 0 and figures.embed.p50 > 0
         assert figures.knn_leg.p50 > 0 and figures.bm25_leg.p50 > 0 and figures.knn_store.p50 > 0
+        assert (figures.written_per_second > 0) == figures.state.endswith("during")
+    assert report.states[3].bench_data_mb > 0, "the edited documents are the bench's own, counted apart"
     reopened, ingested = report.states[5], report.states[7]
     assert ingested.chunks >= reopened.chunks * 1.1, "10 % more chunks arrived"
 

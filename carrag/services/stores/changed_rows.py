@@ -8,7 +8,9 @@ and average length from tantivy's published statistics plus its own rows, so the
 with tantivy's hits. A search reads only the postings of its own terms: its cost follows the
 query, not how far tantivy is behind. A deleted row stays as a key without postings, so that
 tantivy's stale copy of it is skipped. Every publication of tantivy drops the rows it now holds,
-so the index never holds more than the writes of the last catch-up interval.
+so the index never holds more than the writes of the last catch-up interval — unless tantivy's
+catch-up keeps failing: past `LIMIT` rows the index empties itself (`overflow`) and BM25 searches
+go to FTS5 until tantivy has published every change up to that point.
 
 `search_indexes.py` keeps it in step with SQLite's change log under the indexes' lock.
 """
@@ -27,6 +29,7 @@ from carrag.services.stores.lexical_index import LexicalView
 
 K1 = 1.2
 B = 0.75
+LIMIT = 20_000  # rows, ~5 KB each; it normally holds one catch-up interval (~2,000 at the bench's 2,000 chunks/s)
 
 
 def _stored_length(byte: int) -> int:
@@ -54,9 +57,11 @@ class ChangedRows:
         self._postings: dict[str, dict[int, int]] = {}
         self._terms: dict[int, list[str]] = {}  # rowid -> its distinct terms, to forget it
         self.postings_read = 0  # (term, row) pairs copied out for searches so far: the work they did
+        self.overflowed_at: int | None = None  # emptied past `LIMIT`: tantivy must reach this position
 
     def reset(self, position: int) -> None:
         """Empty, current up to ``position`` (tantivy holds every change up to it)."""
+        self.overflowed_at = None
         self.position = position
         self._changed.clear()
         self._lengths.clear()
@@ -82,8 +87,17 @@ class ChangedRows:
                 self._postings.setdefault(term, {})[rowid] = frequency
         self.position = max(self.position, position)
 
+    def overflow(self, position: int) -> None:
+        """Too many rows changed since tantivy's position: hold none until it publishes ``position``."""
+        self.reset(position)
+        self.overflowed_at = position
+
     def published(self, position: int) -> None:
         """Tantivy now holds every change up to ``position``: drop the rows it has caught up with."""
+        if self.overflowed_at is not None:
+            if position >= self.overflowed_at:
+                self.reset(position)
+            return
         for rowid in [rowid for rowid, seq in self._changed.items() if seq <= position]:
             self._forget(rowid)
         self.position = max(self.position, position)

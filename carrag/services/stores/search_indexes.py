@@ -37,6 +37,7 @@ from typing import TypeVar
 
 import numpy as np
 
+from carrag.services.stores import changed_rows
 from carrag.services.stores.changed_rows import ChangedRows, ChangedTerms
 from carrag.services.stores.lexical_index import LexicalIndex, LexicalView, indexed_text
 from carrag.services.stores.memory import release_freed_memory
@@ -92,14 +93,16 @@ class SearchIndexes:
     def _newest(self) -> int:
         return max(self.lexical_seq, self.vectors.applied_seq)
 
-    def sync(self, connection: sqlite3.Connection) -> SyncReport | None:
-        """Bring both indexes to the head of SQLite's change log (no-op when they are there)."""
+    def sync(self, connection: sqlite3.Connection, include_lexical: bool = True) -> SyncReport | None:
+        """Bring both indexes to the head of SQLite's change log (no-op when they are there);
+        ``include_lexical`` False: the vectors only, tantivy where `catch_up_lexical` left it (its
+        commit would hold up every search: the rows after it are searched apart meanwhile)."""
         if self.is_current(connection):
             return None
         with self._lock:
             connection.execute("BEGIN")  # one snapshot: the head and the rows it describes
             try:
-                return self._sync_locked(connection)
+                return self._sync_locked(connection, include_lexical)
             finally:
                 connection.execute("COMMIT")
 
@@ -122,9 +125,12 @@ class SearchIndexes:
             finally:
                 connection.execute("COMMIT")
 
-    def lexical_view(self, words: Sequence[str]) -> tuple[LexicalView | None, ChangedTerms]:
+    def lexical_view(self, words: Sequence[str]) -> tuple[LexicalView | None, ChangedTerms] | None:
         """Tantivy as last published and what a search for ``words`` needs of the rows changed after
-        its position, which are missing or stale in it (under the lock, in `search`)."""
+        its position, which are missing or stale in it (under the lock, in `search`); None while
+        those rows are too many to hold (`ChangedRows.overflow`): FTS5 answers instead."""
+        if self.changed.overflowed_at is not None:
+            return None
         return self.lexical.view, self.changed.terms(words)
 
     def catch_up_lexical(self, connection: sqlite3.Connection) -> None:
@@ -244,7 +250,7 @@ class SearchIndexes:
     def _catch_up_changed(self, connection: sqlite3.Connection, head: int) -> None:
         """The rows changed after tantivy's position up to ``head`` into `changed`, as SQLite has them."""
         start = max(self.changed.position, self.lexical_seq)
-        if start >= head:
+        if start >= head or self.changed.overflowed_at is not None:
             return
         last_change = dict(
             connection.execute(
@@ -253,6 +259,9 @@ class SearchIndexes:
             ).fetchall()
         )
         rowids = list(last_change)
+        if len(self.changed) + len(rowids) > changed_rows.LIMIT:
+            self.changed.overflow(head)
+            return
         for offset in range(0, len(rowids), LOOKUP_BATCH):
             part = rowids[offset : offset + LOOKUP_BATCH]
             marks = ",".join("?" * len(part))

@@ -6,6 +6,7 @@ once writes pause for `INDEX_SYNC_IDLE_SECONDS`, and during a stream of writes a
 has not caught up with apart (`sqlite_search.py`), so this wait bounds how many those are. Tantivy
 catches up first, off the searches' lock, then the vectors. After a catch-up, the ``chunk_changes``
 rows both indexes have saved for good are deleted on the writer thread (`prune_change_log`).
+The writer waits after a commit while the vectors' exact delta is full (`VectorSegments.wait_for_room`).
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ class IndexCatchUp:
 
     def schedule(self) -> None:
         """Catch up once writes pause for `INDEX_SYNC_IDLE_SECONDS` (each call restarts the wait), and
-        no later than `INDEX_SYNC_MAX_WAIT_SECONDS` after the first write waiting for it."""
+        no later than `INDEX_SYNC_MAX_WAIT_SECONDS` after the first write waiting for it. Called on
+        the writer thread after each commit, which it holds while the HNSW graph is behind by
+        `DELTA_LIMIT` rows: the next write waits for the graph instead of a search inserting."""
         with self._lock:
             if self._stopped:
                 return
@@ -77,6 +80,7 @@ class IndexCatchUp:
             self._timer = threading.Timer(max(delay, 0.0), self._sync_in_background)
             self._timer.daemon = True
             self._timer.start()
+        self._indexes.vectors.wait_for_room()
 
     def _sync_in_background(self) -> None:
         with self._lock:
@@ -91,7 +95,7 @@ class IndexCatchUp:
         try:
             connection = self._connection()
             self._indexes.catch_up_lexical(connection)
-            self._indexes.sync(connection)
+            self._indexes.sync(connection, include_lexical=False)
         except Exception:  # the next catch-up retries; a search reports a failure that stays
             logger.warning("catching up the search indexes failed; the next catch-up retries", exc_info=True)
             return

@@ -32,13 +32,15 @@ def lexical_leg(indexes: SearchIndexes, query: str, k: int, filters: SearchFilte
     Tantivy answers as last published (`SearchIndexes.lexical_view`); the rows changed after its
     position (missing from it, or stale there) are left out of its hits and scored apart, on its
     scale, by the in-memory index of those rows (`changed_rows.py`), so a search never waits for
-    a tantivy commit."""
+    a tantivy commit. FTS5 answers while those rows are too many to hold."""
     if filter_sql(filters)[0]:
         return fts5_search(query, k, filters)
     terms = query_terms(query)
 
     def search(connection: sqlite3.Connection) -> list[ScoredChunk]:
-        def in_rows(found: tuple[LexicalView | None, ChangedTerms]) -> list[ScoredChunk]:
+        def in_rows(found: tuple[LexicalView | None, ChangedTerms] | None) -> list[ScoredChunk]:
+            if found is None:
+                return fts5_search(query, k, filters)(connection)
             view, changed = found
             hits = view.search(terms, k, skip=changed.rowids) if view is not None else []
             # the changed rows are scored after the view's search, which gives `view` its average

@@ -9,7 +9,9 @@ of the rows the graph has not taken in yet.
   searched exhaustively (exact on the int8 vectors).
 - **Delta**: rows written since, float32, searched exactly, until a background thread adds them to
   the graph, `INSERT_BATCH` at a time so that searches interleave. Its size is what ingestion runs
-  ahead of insertion; a catch-up past `DELTA_LIMIT` rows (a bulk load) goes into the graph at once.
+  ahead of insertion. A search never adds to the graph itself, however large the delta: the
+  writer waits instead while the delta holds `DELTA_LIMIT` rows (`wait_for_room`), so the delta
+  bounds what a search costs and writes go no faster than the graph takes them in.
 - **Saving**: the graph is written to one file, with the change-log position it holds everything
   up to, every `save_interval` changes and on close (after taking in the whole delta, on every
   core: nothing is searched any more); opening replays the changes after that position.
@@ -51,12 +53,16 @@ EXPANSION_ADD = 64
 # Candidates a graph search keeps: at 96 the graph missed 0.0027 nDCG@10 against exact on SciFact
 # (k 30), at 192 none (`scripts/legs_quality.py`; docs/benchmarks.md).
 EXPANSION_SEARCH = 192
-INSERT_BATCH = 2  # rows per hold of the lock: a search waits for at most one batch (~1-3 ms)
+# Rows per hold of the lock: a search waits for at most one batch (~1-3 ms). Adding outside the lock
+# would not let it through sooner: usearch's add holds the GIL for the whole call (a 5,000-row add
+# stalled every other Python thread for 10 s), and the library does not promise add, remove and
+# search to be safe on one index from several threads.
+INSERT_BATCH = 2
 # Between batches the inserter pauses this long: a lock is not handed over on release, so without
 # it the inserter would take the lock straight back and starve the searches waiting for it.
 INSERT_PAUSE = 0.0002
-# Rows the delta may hold: its exact search costs ~0.6 ms per 10,000 384-d rows (einsum, load 10)
-# and the inserter adds ~1,000 rows/s on one core, so a larger delta is a slower search for longer.
+# Rows the delta may hold before the writer waits (`wait_for_room`): what its exact search may add to
+# every query, ~0.6 ms per 10,000 384-d rows (einsum, load 10).
 DELTA_LIMIT = 10_000
 SAVE_EVERY = 20_000  # changes between saves, and at least a tenth of the graph (each save writes it whole)
 
@@ -88,7 +94,8 @@ def normalised(matrix: np.ndarray) -> np.ndarray:
 @dataclass(slots=True)
 class _Delta:
     """Rows appended in change-log order (amortised O(rows)), taken from the front by the inserter;
-    a removed row is masked out, not moved."""
+    a removed row is masked out, not moved. Taking and counting cost O(rows taken), not O(delta):
+    the inserter does both for every batch."""
 
     dimension: int
     rowids: np.ndarray
@@ -96,7 +103,8 @@ class _Delta:
     matrix: np.ndarray
     live: np.ndarray
     size: int = 0
-    start: int = 0  # rows before it have all been taken or removed
+    start: int = 0  # the first live row (or `size`): rows before it have all been taken or removed
+    live_count: int = 0
 
     @classmethod
     def empty(cls, dimension: int) -> _Delta:
@@ -108,18 +116,20 @@ class _Delta:
             np.empty(0, bool),
         )
 
-    @property
-    def live_count(self) -> int:
-        return int(self.live[self.start : self.size].sum())
+    def _skip_removed(self) -> None:
+        while self.start < self.size and not self.live[self.start]:
+            self.start += 1
 
     def first_seq(self) -> int | None:
         """The change-log position the oldest row still waiting came after (rows are in log order)."""
-        waiting = np.flatnonzero(self.live[self.start : self.size])
-        return int(self.seqs[self.start + waiting[0]]) if waiting.size else None
+        return int(self.seqs[self.start]) if self.start < self.size else None
 
     def remove(self, rowids: np.ndarray) -> None:
         if self.size > self.start and rowids.size:
-            self.live[self.start : self.size] &= ~np.isin(self.rowids[self.start : self.size], rowids)
+            removed = self.live[self.start : self.size] & np.isin(self.rowids[self.start : self.size], rowids)
+            self.live[self.start : self.size] &= ~removed
+            self.live_count -= int(removed.sum())
+            self._skip_removed()
 
     def add(self, rowids: np.ndarray, matrix: np.ndarray, seq: int) -> None:
         extra = rowids.size
@@ -147,25 +157,26 @@ class _Delta:
         self.matrix[self.size : end] = matrix
         self.live[self.size : end] = True
         self.size = end
+        self.live_count += extra
 
     def take(self, count: int) -> tuple[np.ndarray, np.ndarray]:
         """The oldest ``count`` rows still waiting, which leave the delta."""
-        positions = self.start + np.flatnonzero(self.live[self.start : self.size])[:count]
-        if not positions.size:
-            self.start = self.size
-            return np.empty(0, np.int64), np.empty((0, self.dimension), np.float32)
-        self.live[positions] = False
-        self.start = int(positions[-1]) + 1
+        positions: list[int] = []
+        while len(positions) < count and self.start < self.size:
+            positions.append(self.start)
+            self.live[self.start] = False
+            self.start += 1
+            self._skip_removed()
+        self.live_count -= len(positions)
         return self.rowids[positions].copy(), self.matrix[positions].copy()
 
     def search(self, vector: np.ndarray, k: int) -> list[int]:
-        live = self.live[self.start : self.size]
-        count = int(live.sum())
-        if not count:
+        if not self.live_count:
             return []
+        live = self.live[self.start : self.size]
         scores = matrix_times_vector(self.matrix[self.start : self.size], vector)
         scores[~live] = -np.inf
-        k = min(k, count)
+        k = min(k, self.live_count)
         top = np.argpartition(-scores, k - 1)[:k]
         return [int(r) for r in self.rowids[self.start + top]]
 
@@ -263,7 +274,8 @@ class VectorSegments:
         self, seq: int, touched: np.ndarray, batches: Iterable[tuple[np.ndarray, np.ndarray]], dimension: int
     ) -> None:
         """Changes up to ``seq``: every ``touched`` rowid is forgotten, then the (rowids, vectors)
-        ``batches`` (the touched rows that exist at ``seq``) are added."""
+        ``batches`` (the touched rows that exist at ``seq``) are added to the delta, tagged with the
+        position they come after (the graph lacks changes past it)."""
         with self._lock:
             if not self.dimension and dimension:
                 self.dimension = dimension
@@ -272,10 +284,7 @@ class VectorSegments:
             if self.graph is not None and touched.size:
                 self.graph.remove(touched)
             for rowids, matrix in batches:
-                if self._delta.live_count + rowids.size > DELTA_LIMIT:
-                    self._add_to_graph(rowids, normalised(matrix), threads=0)
-                else:  # tagged with the position they come after: the graph lacks changes past it
-                    self._delta.add(rowids, normalised(matrix), self.applied_seq)
+                self._delta.add(rowids, normalised(matrix), self.applied_seq)
             self.applied_seq = seq
             self._start_inserter()
             self._work.notify()
@@ -311,12 +320,28 @@ class VectorSegments:
                     self._add_to_graph(rowids, matrix, threads=1)
                     if self._save_due():
                         self._save()
-                    if not self._delta.live_count:
-                        self._work.notify_all()  # `wait_for_inserts`
+                    if self._delta.live_count < DELTA_LIMIT:
+                        self._work.notify_all()  # `wait_for_room`, `wait_for_inserts`
                 time.sleep(INSERT_PAUSE)
         except Exception as exc:  # the rows stay searchable in the delta; the next open replays them
             logger.warning("adding rows to the HNSW graph failed; they stay in the exact delta", exc_info=True)
-            self.insert_error = exc
+            with self._work:
+                self.insert_error = exc
+                self._work.notify_all()
+
+    def wait_for_room(self) -> None:
+        """Block while the delta holds `DELTA_LIMIT` rows or more (the writer, after each commit):
+        writes go no faster than the graph takes them in, and no search pays for a larger delta.
+        Returns at once when there is no inserter to wait for (closing, stopped on an error)."""
+        with self._work:
+            self._work.wait_for(
+                lambda: (
+                    self._delta.live_count < DELTA_LIMIT
+                    or self._inserter is None
+                    or self._stopping
+                    or self.insert_error is not None
+                )
+            )
 
     def wait_for_inserts(self, timeout: float | None = None) -> bool:
         """Block until the delta is empty (tests, benchmarks); False on timeout or a stopped inserter."""

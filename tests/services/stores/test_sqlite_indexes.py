@@ -20,9 +20,10 @@ import pytest
 
 from carrag.services.errors import DependencyUnavailable
 from carrag.services.models import SearchFilters
-from carrag.services.stores import sqlite_index_catch_up, vector_segments
+from carrag.services.stores import changed_rows, sqlite_index_catch_up, sqlite_search, vector_segments
 from carrag.services.stores.search_indexes import SearchIndexes
 from carrag.services.stores.sqlite import SqliteStore
+from carrag.services.stores.sqlite_search import fts5_search
 from carrag.services.stores.vector_segments import normalised
 from tests.services.stores.test_sqlite import IDENTITY, chunks_of, record, vectors
 
@@ -576,3 +577,106 @@ async def test_rows_written_after_restoring_an_older_file_are_found_before_tanti
         assert [hit.chunk.document_id for hit in await store.lexical_search("gamma", 5, NO_FILTER)] == ["g"]
     finally:
         await store.close()
+
+
+def test_a_search_never_adds_to_the_graph_and_the_writer_waits_for_room(tmp_path, monkeypatch) -> None:
+    """Issue 29 at 1M: with the delta full, a search's catch-up added each write's rows to the graph
+    itself, under the lock every search takes (p50 188 ms). Now the catch-up only fills the delta,
+    and the writer is the one that waits until the inserter has made room."""
+    monkeypatch.setattr(vector_segments, "DELTA_LIMIT", 10)
+    held = threading.Event()  # the inserter starts adding only once this is set
+    insert = vector_segments.VectorSegments._insert
+
+    def held_insert(self: vector_segments.VectorSegments) -> None:
+        held.wait()
+        insert(self)
+
+    monkeypatch.setattr(vector_segments.VectorSegments, "_insert", held_insert)
+    segments = vector_segments.VectorSegments(tmp_path)
+    segments.rebuild("e1", 10, 4, [(np.arange(1, 11), vectors(10))])
+    matrix = vectors(30, 3)
+    rowids = np.arange(11, 41)
+    segments.apply(40, rowids, [(rowids, matrix)], 4)  # a search's catch-up, 3x the limit
+    assert len(segments.graph) == 10 and segments.waiting == 30, "nothing was added to the graph"
+    assert 40 in segments.candidates(matrix[-1], 1), "the rows are searched in the delta"
+
+    writer = threading.Thread(target=segments.wait_for_room)
+    writer.start()
+    writer.join(0.2)
+    assert writer.is_alive(), "the writer waits while the delta is full"
+    held.set()
+    writer.join(30)
+    assert not writer.is_alive() and segments.waiting < 10
+    assert segments.wait_for_inserts(timeout=30) and len(segments.graph) == 40
+    segments.close()
+
+
+def test_the_delta_counts_and_takes_its_rows_in_log_order() -> None:
+    delta = vector_segments._Delta.empty(4)
+    delta.add(np.arange(1, 6), vectors(5), seq=10)
+    delta.add(np.arange(6, 9), vectors(3, 2), seq=20)
+    delta.remove(np.array([1, 2, 4, 7]))
+    assert delta.live_count == 4 and delta.first_seq() == 10
+    taken, _ = delta.take(2)
+    assert taken.tolist() == [3, 5] and delta.live_count == 2 and delta.first_seq() == 20
+    delta.remove(np.array([6]))
+    taken, _ = delta.take(5)
+    assert taken.tolist() == [8] and delta.live_count == 0 and delta.first_seq() is None
+
+
+async def test_the_background_catch_up_never_commits_tantivy_under_the_searches_lock(tmp_path, monkeypatch) -> None:
+    """Writes that came after `catch_up_lexical`'s snapshot were committed to tantivy by the vectors'
+    catch-up that follows it, under the lock every search takes (100-500 ms a commit, each second
+    of a stream of writes). They wait for the next background catch-up instead; searches find
+    them meanwhile in the changed rows' index."""
+    store = await opened(tmp_path / "s.db")
+    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("walrus"), vectors(1), IDENTITY)
+    await store.sync_indexes()
+    indexes = store.indexes
+    commits_under_lock: list[bool] = []
+    commit = indexes.lexical.commit
+
+    def recording_commit():
+        commits_under_lock.append(indexes._lock.locked())
+        return commit()
+
+    monkeypatch.setattr(indexes.lexical, "commit", recording_commit)
+    monkeypatch.setattr(indexes, "catch_up_lexical", lambda connection: None)  # the write came after it
+    await store.write_document(record("d1", "1.txt", chunks=1), chunks_of("narwhal"), vectors(1, 1), IDENTITY)
+    await asyncio.to_thread(store._index_catch_up._background_sync)
+    assert commits_under_lock == [] and indexes.vectors.applied_seq > indexes.lexical_seq
+    assert [hit.chunk.document_id for hit in await store.lexical_search("narwhal", 5, NO_FILTER)] == ["d1"]
+    await store.close()
+
+
+async def test_past_its_limit_the_changed_rows_index_empties_and_fts5_answers_until_tantivy_catches_up(
+    tmp_path, monkeypatch
+) -> None:
+    """If tantivy's catch-up keeps failing, the rows changed after its position would pile up in
+    memory without end. Past `changed_rows.LIMIT` the index holds none, BM25 searches go to FTS5
+    (current in every snapshot), and tantivy takes over again once it has published past that point."""
+    monkeypatch.setattr(changed_rows, "LIMIT", 3)
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(8)
+    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
+    await store.sync_indexes()
+    monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)  # tantivy stays where it is
+    fts5_searches = []
+    monkeypatch.setattr(sqlite_search, "fts5_search", lambda *args: fts5_searches.append(args) or fts5_search(*args))
+
+    await store.write_document(record("d1", "1.txt", chunks=1), chunks_of("walrus tusks"), matrix[1:2], IDENTITY)
+    assert [h.chunk.document_id for h in await store.lexical_search("walrus", 5, NO_FILTER)] == ["d1"]
+    assert fts5_searches == [] and len(store.indexes.changed) == 1
+    for n in range(2, 6):
+        await store.write_document(
+            record(f"d{n}", f"{n}.txt", chunks=1), chunks_of(f"walrus {n}"), matrix[n : n + 1], IDENTITY
+        )
+    found = [h.chunk.document_id for h in await store.lexical_search("tusks", 5, NO_FILTER)]
+    assert found == ["d1"] and len(fts5_searches) == 1, "FTS5 answered"
+    assert len(store.indexes.changed) == 0, "the index holds nothing past its limit"
+
+    await store.sync_indexes()  # tantivy publishes past the overflow: searches go back to it
+    assert [h.chunk.document_id for h in await store.lexical_search("tusks", 5, NO_FILTER)] == ["d1"]
+    assert len(fts5_searches) == 1
+    await store.close()
