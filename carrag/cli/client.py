@@ -6,21 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, BinaryIO, TypeAlias
+from typing import BinaryIO
 
-from carrag.api.schemas.documents import DocumentOut
 from carrag.api.schemas.jobs import JobOut
 from carrag.api.schemas.query import StreamPayload
 from carrag.services.requests import IngestCommand, RequestFactory
 from carrag.services.stores.base import DocumentSort, SortOrder
 from carrag.services.sync.crawl import CrawlLimits
 from carrag.services.vocabulary import ChunkingStrategy
-
-if TYPE_CHECKING:
-    from carrag.cli.http_client import HttpClient
-    from carrag.cli.local_client import LocalClient
-
-CarragClient: TypeAlias = "HttpClient | LocalClient"  # the same methods, the API's wire types
 
 # (state, done, total): "parsing", "embedding" 32/120, ... as the jobs API reports them.
 ProgressCallback = Callable[[str, int, int], None]
@@ -88,14 +81,3 @@ class DocumentListing:
     sort: DocumentSort = "created_at"
     order: SortOrder = "desc"
     filename: str | None = None
-
-
-async def all_documents(client: CarragClient, page_size: int = 500, collection: str | None = None) -> list[DocumentOut]:
-    documents: list[DocumentOut] = []
-    while True:
-        page = await client.list_documents(
-            DocumentListing(offset=len(documents), limit=page_size, collection=collection)
-        )
-        documents.extend(page.items)
-        if not page.items or len(documents) >= page.total:
-            return documents

@@ -13,7 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from carrag.api.schemas.documents import ChunkPageOut, DocumentOut
-from carrag.cli.client import CarragClient, ClientError, DocumentListing
+from carrag.cli.client import ClientError, DocumentListing
+from carrag.cli.clients import CarragClient
 from carrag.cli.options import ApiKey, AsJson, Url
 from carrag.cli.output import Column, pages_label, print_fields, print_json, print_note, print_rows, short_id
 from carrag.cli.references import resolve_document

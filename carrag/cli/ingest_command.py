@@ -15,8 +15,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import TaskID
 
+from carrag.api.schemas.documents import DocumentOut
 from carrag.api.schemas.ingest import IngestResponse
-from carrag.cli.client import CarragClient, ClientError, IngestSettings, ProgressCallback, all_documents
+from carrag.cli.client import ClientError, DocumentListing, IngestSettings, ProgressCallback
+from carrag.cli.clients import CarragClient
 from carrag.cli.filters import Meta, metadata_option
 from carrag.cli.ingest_sources import ResolvedSources, documents_to_prune, resolve_sources
 from carrag.cli.options import ApiKey, AsJson, CollectionOption, Url
@@ -162,3 +164,14 @@ async def ingest_all(
         summary += f", {len(resolved.skipped)} skipped (unsupported type)"
     console.print(("[red]" if counts["failed"] else "[green]") + escape(summary) + "[/]")
     return counts["failed"]
+
+
+async def all_documents(client: CarragClient, page_size: int = 500, collection: str | None = None) -> list[DocumentOut]:
+    documents: list[DocumentOut] = []
+    while True:
+        page = await client.list_documents(
+            DocumentListing(offset=len(documents), limit=page_size, collection=collection)
+        )
+        documents.extend(page.items)
+        if not page.items or len(documents) >= page.total:
+            return documents

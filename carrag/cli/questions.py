@@ -15,7 +15,8 @@ from rich.text import Text
 
 from carrag.api.schemas.query import Explain, QueryRequest, QueryResponse, SearchRequest, Source, StreamToken
 from carrag.cli.answer_stream import FinishedAnswer, follow_answer
-from carrag.cli.client import CarragClient, ClientError
+from carrag.cli.client import ClientError
+from carrag.cli.clients import CarragClient
 from carrag.cli.filters import CreatedAfter, CreatedBefore, FileName, MetaFilter, SourceType, TagPrefix, filter_fields
 from carrag.cli.options import ApiKey, AsJson, CollectionsOption, Rerank, SourceFilter, Tags, TopK, Url
 from carrag.cli.output import (

@@ -7,7 +7,8 @@ from __future__ import annotations
 from rich.markup import escape
 
 from carrag.api.schemas.documents import DocumentOut
-from carrag.cli.client import CarragClient, ClientError
+from carrag.cli.client import ClientError
+from carrag.cli.clients import CarragClient
 from carrag.cli.output import Column, print_rows, short_id, stderr
 
 CANDIDATES_SHOWN = 10

@@ -12,9 +12,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from carrag.cli.client import CarragClient, ClientError
-from carrag.cli.http_client import HttpClient
-from carrag.cli.local_client import LocalClient
+from carrag.cli.client import ClientError
+from carrag.cli.clients import CarragClient, HttpClient, LocalClient
 from carrag.cli.references import AMBIGUOUS_EXIT_CODE, AmbiguousReference, print_candidates
 from carrag.services.settings import Settings
 

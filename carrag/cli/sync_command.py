@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from carrag.api.schemas.jobs import JobOut
-from carrag.cli.client import CarragClient, ClientError, IngestSettings, SyncTarget
+from carrag.cli.client import ClientError, IngestSettings, SyncTarget
+from carrag.cli.clients import CarragClient
 from carrag.cli.filters import Meta, metadata_option
 from carrag.cli.ingest_sources import is_url
 from carrag.cli.options import ApiKey, AsJson, CollectionOption, Url
