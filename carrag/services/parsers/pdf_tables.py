@@ -3,8 +3,8 @@ words flattened into lines that lose the columns.
 
 PyMuPDF's ``find_tables`` finds the grid from the page's ruling lines. It costs about a second per page
 and grows with the grid, so it runs only on pages drawing at least three distinct horizontal and two
-distinct vertical rule positions (a page frame alone has two of each) whose crossings stay within
-`MAX_TABLE_CELLS`, on at most `MAX_TABLE_PAGES` such pages per document. Reading a page's drawings has
+distinct vertical rule positions (a page frame alone has two horizontal ones) that can make at most
+`MAX_TABLE_CELLS` cells, on at most `MAX_TABLE_PAGES` such pages per document. Reading a page's drawings has
 its own cost (an XObject drawn many times multiplies it), so a document reads at most
 `MAX_DRAWING_ITEMS` drawing items in all. Each cell's text is the page's words whose centre lies in the
 cell (``find_tables``' own cell text drops spaces between words), in reading order.
@@ -19,7 +19,7 @@ from typing import Any
 from carrag.services.parsers.markdown_table import markdown_table
 
 MAX_TABLE_PAGES = 100  # pages of one document searched for tables
-MAX_TABLE_CELLS = 2_000  # cells of one table, and rule crossings of a page searched
+MAX_TABLE_CELLS = 2_000  # cells of one table, and of the grid a page searched can draw
 MAX_DRAWING_ITEMS = 200_000  # drawing items (lines, rectangles, curves) read per document to find grids
 Rect = tuple[float, float, float, float]
 Word = tuple[Any, ...]  # PyMuPDF's (x0, y0, x1, y1, text, block, line, word)
@@ -41,7 +41,8 @@ class GridSearch:
         except Exception:  # noqa: BLE001 - drawings MuPDF cannot read: the page keeps its plain text
             return False
         self.drawing_items -= read
-        if len(horizontal) < 3 or len(vertical) < 2 or len(horizontal) * len(vertical) > MAX_TABLE_CELLS:
+        cells = (len(horizontal) - 1) * (len(vertical) - 1)  # the most a grid of these rules can make
+        if len(horizontal) < 3 or len(vertical) < 2 or cells > MAX_TABLE_CELLS:
             return False
         self.pages -= 1
         return True
@@ -49,23 +50,29 @@ class GridSearch:
 
 def grid_rules(page: Any) -> tuple[set[int], set[int], int]:
     """The distinct positions (rounded to a point) of the page's horizontal and vertical rules (lines and
-    rectangle edges), and how many drawing items were read."""
+    rectangle edges; the ends of a thin horizontal rectangle count as vertical positions, so a table
+    ruled only across by TeX is still found), and how many drawing items were read."""
     horizontal: set[int] = set()
     vertical: set[int] = set()
     read = 0
     for path in page.get_cdrawings():
         for item in path.get("items", ()):
             read += 1
-            if item[0] == "re":
+            if item[0] == "re":  # a thin rectangle is one rule (TeX draws rules so), a wider one four
                 x0, y0, x1, y1 = item[1]
-                horizontal.update((round(y0), round(y1)))
-                vertical.update((round(x0), round(x1)))
             elif item[0] == "l":
                 (x0, y0), (x1, y1) = item[1], item[2]
-                if abs(y0 - y1) < 1:
-                    horizontal.add(round(y0))
-                elif abs(x0 - x1) < 1:
-                    vertical.add(round(x0))
+            else:
+                continue
+            if abs(y1 - y0) < 1:
+                horizontal.add(round((y0 + y1) / 2))
+                if item[0] == "re":  # a rule drawn as a rectangle, as TeX does: its ends bound the table
+                    vertical.update((round(x0), round(x1)))
+            elif abs(x1 - x0) < 1:
+                vertical.add(round((x0 + x1) / 2))
+            elif item[0] == "re":
+                horizontal.update((round(y0), round(y1)))
+                vertical.update((round(x0), round(x1)))
     return horizontal, vertical, read
 
 

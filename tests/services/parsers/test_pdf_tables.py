@@ -84,11 +84,11 @@ def test_a_failed_table_search_keeps_the_page_text(monkeypatch: pytest.MonkeyPat
     assert "smallint" in parsed.text and "Numeric types" in parsed.text and "| smallint |" not in parsed.text
 
 
-def test_a_grid_with_more_crossings_than_the_cell_budget_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_grid_of_more_cells_than_the_budget_is_not_searched(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = _spy_find_tables(monkeypatch)
     document = pymupdf.open()
     page = document.new_page()
-    rules = int(MAX_TABLE_CELLS**0.5) + 2  # rules × rules > MAX_TABLE_CELLS
+    rules = int(MAX_TABLE_CELLS**0.5) + 3  # (rules - 1)² cells > MAX_TABLE_CELLS
     for index in range(rules):
         page.draw_line((20, 20 + index * 15), (570, 20 + index * 15), width=0.2)
         page.draw_line((20 + index * 11, 20), (20 + index * 11, 820), width=0.2)
