@@ -6,7 +6,8 @@ terms: numbers, codes and names the question gives), what it holds (a new number
 code) crossed with what the question asks for (``questions``), its kind (sentence, table row, list
 item, definition, command ...), the overlap of its heading and label with the question, its place (in
 the winning chunk, its position), its passage's retrieval rank and fusion score, and its standing
-among the request's units by cosine and by coverage (``*_top``). Per request (``request_features``): whether the question names something no passage mentions,
+among the request's units by cosine and by coverage (``*_top``). Per request (``request_features``):
+whether the question names something no passage mentions,
 and what it asks for (a value the same for every unit of a request tells the unit ranker nothing: it
 reads what is asked only crossed with what a unit holds).
 
@@ -124,6 +125,7 @@ async def read_passages(
     kind = asked(question)
     question_numbers = numbers(question)
     per_source = Counter(source for source, _ in units)
+    best_cosine = cosines.max()
     position_in_source: Counter[int] = Counter()
     candidates = []
     for index, (source, unit) in enumerate(units):
@@ -142,7 +144,7 @@ async def read_passages(
         features.update(
             cosine=float(cosines[index]),
             query_cosine=float(query_cosines[index]),
-            cosine_gap=float(cosines[index] - cosines.max()),
+            cosine_gap=float(cosines[index] - best_cosine),
             position=position / max(per_source[source] - 1, 1),
         )
         candidates.append(Candidate(source, unit, features, vectors[index]))

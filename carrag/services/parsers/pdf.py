@@ -17,6 +17,7 @@ true`` and whatever text survived; one it cannot open is refused with 400."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +27,7 @@ from carrag.services.errors import InvalidInput, NoExtractableText, PayloadTooLa
 from carrag.services.models import PageSpan, ParsedDocument
 from carrag.services.parsers.budget import DEFAULT_BUDGET, ParseBudget
 from carrag.services.parsers.pdf_positions import Piece, after_blocks, locate, text_layer_pieces
-from carrag.services.parsers.pdf_tables import MAX_TABLE_PAGES, centre_in, has_grid, page_tables
+from carrag.services.parsers.pdf_tables import GridSearch, Table, page_tables
 from carrag.services.parsers.pdf_text_quality import (
     document_vocabulary,
     is_garbage,
@@ -279,8 +280,8 @@ def pdf_document(
 
 def page_blocks(page: Any, tables: bool = False) -> list[TextSpan]:
     """The page's text blocks in content order (joined, they are ``page.get_text()``), with their areas
-    and words (read from the same text page). With ``tables``, the blocks inside each ruled table are
-    replaced by the table as Markdown (`pdf_tables.py`), where its first block was."""
+    and words (read from the same text page). With ``tables``, the words of each ruled table's cells
+    are replaced by the table as Markdown (`pdf_tables.py`), where the first of them was."""
     import pymupdf
 
     textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_BLOCKS)  # what get_text("blocks") reads
@@ -292,17 +293,46 @@ def page_blocks(page: Any, tables: bool = False) -> list[TextSpan]:
     ]
     if not tables:
         return spans
-    for box, table in page_tables(page, [word for block in words.values() for word in block]):
-        inside = [index for index, span in enumerate(spans) if span.area is not None and centre_in(span.area, box)]
-        if inside:
-            pieces = tuple(piece for index in inside for piece in spans[index].pieces)
-            replaced = TextSpan(f"\n{table}\n\n", box, pieces)
-            spans = [
-                *spans[: inside[0]],
-                replaced,
-                *(s for i, s in enumerate(spans) if i > inside[0] and i not in inside),
-            ]
+    try:
+        found = page_tables(page, [word for block in words.values() for word in block])
+    except Exception:  # noqa: BLE001 - a failed table search keeps the page's plain blocks
+        return spans
+    for table in found:
+        spans = _with_table(spans, table)
     return spans
+
+
+def _with_table(spans: list[TextSpan], table: Table) -> list[TextSpan]:
+    """``spans`` with the table's words taken out of their blocks and the table written where the first
+    of them was. A block's other words (MuPDF often puts the line under a table in its block) stay, as a
+    span before the table when above it, else after it."""
+    taken = set(table.words)
+    touched = [index for index, span in enumerate(spans) if any(piece in taken for piece in span.pieces)]
+    if not touched:
+        return spans
+    above: list[Piece] = []
+    below: list[Piece] = []
+    for index in touched:
+        for piece in spans[index].pieces:
+            if piece not in taken:
+                (above if (piece[1] + piece[3]) / 2 < table.box[1] else below).append(piece)
+    replaced = TextSpan(f"\n{table.markdown}\n\n", table.box, table.words)
+    rest = (span for index, span in enumerate(spans) if index > touched[0] and index not in touched)
+    return [*spans[: touched[0]], *_words_span(above), replaced, *_words_span(below), *rest]
+
+
+def _words_span(words: Sequence[Piece]) -> list[TextSpan]:
+    """Words as a span of their own, a line of text per line of theirs (none without words)."""
+    if not words:
+        return []
+    lines = [" ".join(word[4] for word in line) for _, line in itertools.groupby(words, key=lambda w: w[5:7])]
+    area = (
+        min(word[0] for word in words),
+        min(word[1] for word in words),
+        max(word[2] for word in words),
+        max(word[3] for word in words),
+    )
+    return [TextSpan("".join(f"{line}\n" for line in lines), area, tuple(words))]
 
 
 def parse_pdf(
@@ -316,12 +346,11 @@ def parse_pdf(
     with open_pdf(data, filename, budget.max_pdf_pages) as document:
 
         def page_spans() -> Iterable[tuple[int, list[TextSpan]]]:
-            searched = 0  # pages searched for tables
+            search = GridSearch()  # the document's budgets for finding tables
             for index in range(document.page_count):
                 try:
                     page = document[index]
-                    tables = searched < MAX_TABLE_PAGES and has_grid(page)
-                    searched += tables
+                    tables = search.worth_searching(page)
                     yield index + 1, page_blocks(page, tables)
                 except Exception as exc:
                     raise InvalidInput(f"{filename}: page {index + 1} cannot be read ({exc}).") from exc

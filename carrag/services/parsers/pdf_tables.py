@@ -1,40 +1,79 @@
 """Ruled tables of a PDF page as Markdown tables (rows under their header row), instead of their cells'
 words flattened into lines that lose the columns.
 
-PyMuPDF's ``find_tables`` finds the grid from the page's ruling lines. It costs about a second per page,
-so it runs only on pages drawing at least two horizontal and two vertical rules (a grid needs them),
-on at most `MAX_TABLE_PAGES` such pages per document, and a table of more than `MAX_TABLE_CELLS`
-cells keeps its words as text. Each cell's text is the page's words whose centre lies in the cell
-(``find_tables``' own cell text drops spaces between words), in reading order.
+PyMuPDF's ``find_tables`` finds the grid from the page's ruling lines. It costs about a second per page
+and grows with the grid, so it runs only on pages drawing at least three distinct horizontal and two
+distinct vertical rule positions (a page frame alone has two horizontal ones) that can make at most
+`MAX_TABLE_CELLS` cells, on at most `MAX_TABLE_PAGES` such pages per document. Reading a page's drawings has
+its own cost (an XObject drawn many times multiplies it), so a document reads at most
+`MAX_DRAWING_ITEMS` drawing items in all. Each cell's text is the page's words whose centre lies in the
+cell (``find_tables``' own cell text drops spaces between words), in reading order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from carrag.services.parsers.markdown_table import markdown_table
 
 MAX_TABLE_PAGES = 100  # pages of one document searched for tables
-MAX_TABLE_CELLS = 2_000  # cells of one table
+MAX_TABLE_CELLS = 2_000  # cells of one table, and of the grid a page searched can draw
+MAX_DRAWING_ITEMS = 200_000  # drawing items (lines, rectangles, curves) read per document to find grids
 Rect = tuple[float, float, float, float]
 Word = tuple[Any, ...]  # PyMuPDF's (x0, y0, x1, y1, text, block, line, word)
 
 
-def has_grid(page: Any) -> bool:
-    """Whether the page draws at least two horizontal and two vertical rules (lines or rectangle edges)."""
-    horizontal = vertical = 0
+@dataclass(slots=True)
+class GridSearch:
+    """What one document may still spend on finding tables (pages searched, drawing items read)."""
+
+    pages: int = MAX_TABLE_PAGES
+    drawing_items: int = MAX_DRAWING_ITEMS
+
+    def worth_searching(self, page: Any) -> bool:
+        """Whether ``page`` draws a grid small enough to search, counting what it costs the budgets."""
+        if self.pages <= 0 or self.drawing_items <= 0:  # drawings are read only while both budgets last
+            return False
+        try:
+            horizontal, vertical, read = grid_rules(page)
+        except Exception:  # noqa: BLE001 - drawings MuPDF cannot read: the page keeps its plain text
+            return False
+        self.drawing_items -= read
+        cells = (len(horizontal) - 1) * (len(vertical) - 1)  # the most a grid of these rules can make
+        if len(horizontal) < 3 or len(vertical) < 2 or cells > MAX_TABLE_CELLS:
+            return False
+        self.pages -= 1
+        return True
+
+
+def grid_rules(page: Any) -> tuple[set[int], set[int], int]:
+    """The distinct positions (rounded to a point) of the page's horizontal and vertical rules (lines and
+    rectangle edges; the ends of a thin horizontal rectangle count as vertical positions, so a table
+    ruled only across by TeX is still found), and how many drawing items were read."""
+    horizontal: set[int] = set()
+    vertical: set[int] = set()
+    read = 0
     for path in page.get_cdrawings():
         for item in path.get("items", ()):
-            if item[0] == "re":
-                horizontal, vertical = horizontal + 2, vertical + 2
+            read += 1
+            if item[0] == "re":  # a thin rectangle is one rule (TeX draws rules so), a wider one four
+                x0, y0, x1, y1 = item[1]
             elif item[0] == "l":
                 (x0, y0), (x1, y1) = item[1], item[2]
-                horizontal += abs(y0 - y1) < 1
-                vertical += abs(x0 - x1) < 1
-        if horizontal >= 2 and vertical >= 2:
-            return True
-    return False
+            else:
+                continue
+            if abs(y1 - y0) < 1:
+                horizontal.add(round((y0 + y1) / 2))
+                if item[0] == "re":  # a rule drawn as a rectangle, as TeX does: its ends bound the table
+                    vertical.update((round(x0), round(x1)))
+            elif abs(x1 - x0) < 1:
+                vertical.add(round((x0 + x1) / 2))
+            elif item[0] == "re":
+                horizontal.update((round(y0), round(y1)))
+                vertical.update((round(x0), round(x1)))
+    return horizontal, vertical, read
 
 
 def centre_in(area: Sequence[float], box: Rect) -> bool:
@@ -43,22 +82,30 @@ def centre_in(area: Sequence[float], box: Rect) -> bool:
     return box[0] <= x <= box[2] and box[1] <= y <= box[3]
 
 
-def _cell_text(words: Sequence[Word], box: Rect | None) -> str:
-    if box is None:  # a cell merged into its neighbour
-        return ""
-    return " ".join(word[4] for word in words if centre_in(word, box)).replace("|", "\\|")
+@dataclass(slots=True, frozen=True)
+class Table:
+    """A ruled table: its area, its Markdown, and its words in the order the Markdown writes them."""
+
+    box: Rect
+    markdown: str
+    words: tuple[Word, ...]
 
 
-def page_tables(page: Any, words: Sequence[Word]) -> list[tuple[Rect, str]]:
-    """The page's ruled tables: each one's area and its Markdown (first row as the header)."""
+def page_tables(page: Any, words: Sequence[Word]) -> list[Table]:
+    """The page's ruled tables (first row as the header). A word lies in a table when it lies in one
+    of its cells; the others (also those in the table's area but in no cell) are not the table's."""
     found = []
     for table in page.find_tables().tables:
         if table.row_count < 2 or table.col_count < 2 or table.row_count * table.col_count > MAX_TABLE_CELLS:
             continue
-        box = tuple(table.bbox)
-        inside = [word for word in words if centre_in(word, box)]
-        rows = [[_cell_text(inside, cell) for cell in row.cells] for row in table.rows]
-        rows = [row for row in rows if any(row)]
+        inside = [word for word in words if centre_in(word, tuple(table.bbox))]
+        rows: list[list[str]] = []
+        written: list[Word] = []
+        for row in table.rows:
+            cells = [[word for word in inside if centre_in(word, cell)] if cell else [] for cell in row.cells]
+            if any(cells):
+                rows.append([" ".join(word[4] for word in cell).replace("|", "\\|") for cell in cells])
+                written.extend(word for cell in cells for word in cell)
         if len(rows) >= 2:
-            found.append((box, markdown_table(rows)))
+            found.append(Table(tuple(table.bbox), markdown_table(rows), tuple(written)))
     return found
