@@ -4,7 +4,8 @@ words flattened into lines that lose the columns.
 PyMuPDF's ``find_tables`` finds the grid from the page's ruling lines. It costs about a second per page
 and grows with the grid, so it runs only on pages drawing at least three distinct horizontal and two
 distinct vertical rule positions (a page frame alone has two horizontal ones) that can make at most
-`MAX_TABLE_CELLS` cells, on at most `MAX_TABLE_PAGES` such pages per document. Reading a page's drawings has
+`MAX_TABLE_CELLS` cells, on at most `MAX_TABLE_PAGES` such pages and `MAX_GRID_CELLS` grid cells per
+document (its cost follows the cells: a 40 × 40 grid takes seconds). Reading a page's drawings has
 its own cost (an XObject drawn many times multiplies it), so a document reads at most
 `MAX_DRAWING_ITEMS` drawing items in all. Each cell's text is the page's words whose centre lies in the
 cell (``find_tables``' own cell text drops spaces between words), in reading order.
@@ -20,6 +21,7 @@ from carrag.services.parsers.markdown_table import markdown_table
 
 MAX_TABLE_PAGES = 100  # pages of one document searched for tables
 MAX_TABLE_CELLS = 2_000  # cells of one table, and of the grid a page searched can draw
+MAX_GRID_CELLS = 10_000  # grid cells searched per document, all pages together
 MAX_DRAWING_ITEMS = 200_000  # drawing items (lines, rectangles, curves) read per document to find grids
 Rect = tuple[float, float, float, float]
 Word = tuple[Any, ...]  # PyMuPDF's (x0, y0, x1, y1, text, block, line, word)
@@ -27,9 +29,11 @@ Word = tuple[Any, ...]  # PyMuPDF's (x0, y0, x1, y1, text, block, line, word)
 
 @dataclass(slots=True)
 class GridSearch:
-    """What one document may still spend on finding tables (pages searched, drawing items read)."""
+    """What one document may still spend on finding tables (pages and grid cells searched, drawing
+    items read)."""
 
     pages: int = MAX_TABLE_PAGES
+    grid_cells: int = MAX_GRID_CELLS
     drawing_items: int = MAX_DRAWING_ITEMS
 
     def worth_searching(self, page: Any) -> bool:
@@ -42,9 +46,10 @@ class GridSearch:
             return False
         self.drawing_items -= read
         cells = (len(horizontal) - 1) * (len(vertical) - 1)  # the most a grid of these rules can make
-        if len(horizontal) < 3 or len(vertical) < 2 or cells > MAX_TABLE_CELLS:
+        if len(horizontal) < 3 or len(vertical) < 2 or cells > min(MAX_TABLE_CELLS, self.grid_cells):
             return False
         self.pages -= 1
+        self.grid_cells -= cells
         return True
 
 

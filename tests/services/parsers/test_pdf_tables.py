@@ -75,6 +75,13 @@ def _spy_find_tables(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     return calls
 
 
+def test_tables_are_searched_within_a_document_budget_of_grid_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("carrag.services.parsers.pdf.GridSearch", functools.partial(GridSearch, grid_cells=12))
+    calls = _spy_find_tables(monkeypatch)
+    parsed = parse_pdf(_ruled_table_pdf(pages=2), "two.pdf")  # each page's grid: 3 × 3 cells
+    assert len(calls) == 1 and parsed.text.count("| smallint |") == 1 and parsed.text.count("smallint") == 2
+
+
 def test_a_failed_table_search_keeps_the_page_text(monkeypatch: pytest.MonkeyPatch) -> None:
     def fail(*args: object, **kwargs: object) -> None:
         raise RuntimeError("find_tables broke")
