@@ -89,7 +89,9 @@ async def test_ingest_search_query_and_delete_on_elasticsearch(
         tagged = (await client.post("/search", json={"question": "snapshot retention", "tags": ["maintenance"]})).json()
         assert {r["source_id"] for r in tagged["results"]} <= {"2019_Ford_F150_Owners_Manual.pdf"}
 
-        answer = await client.post("/query", json={"question": "How long is the snapshot retention?", "source": "notes.md"})
+        answer = await client.post(
+            "/query", json={"question": "How long is the snapshot retention?", "source": "notes.md"}
+        )
         assert answer.status_code == 200, answer.text
         assert "thirty days" in answer.json()["answer"]
         assert [s["source_id"] for s in answer.json()["sources"]] == ["notes.md"]
