@@ -69,8 +69,8 @@ def _cell_words(cell: Any) -> str:
 
 
 def cell_text(cell: Any) -> str:
-    """A cell's paragraphs (and any nested table's cells) on one line, with ``|`` escaped."""
-    return _WHITESPACE.sub(" ", _cell_words(cell)).strip().replace("|", "\\|")
+    """A cell's paragraphs (and any nested table's cells) on one line."""
+    return _WHITESPACE.sub(" ", _cell_words(cell)).strip()
 
 
 def _unique_cells(row: Any) -> list[Any]:
@@ -104,10 +104,7 @@ def _rows_by_xml(table: Any) -> list[list[str]]:
 
     text_tag = qn("w:t")
     return [
-        [
-            _WHITESPACE.sub(" ", "".join(node.text or "" for node in tc.iter(text_tag))).strip().replace("|", "\\|")
-            for tc in tr.tc_lst
-        ]
+        [_WHITESPACE.sub(" ", "".join(node.text or "" for node in tc.iter(text_tag))).strip() for tc in tr.tc_lst]
         for tr in table._tbl.tr_lst
     ]
 

@@ -91,7 +91,7 @@ class _Reader:
             for cell in row.childNodes:
                 if getattr(cell, "qname", None) not in ((TABLE_NS, "table-cell"), (TABLE_NS, "covered-table-cell")):
                     continue
-                text = self.text_of(cell).replace("|", "\\|") if cell.qname[1] == "table-cell" else ""
+                text = self.text_of(cell) if cell.qname[1] == "table-cell" else ""
                 repeat = min(_int(cell.getAttribute("numbercolumnsrepeated"), 1), _MAX_REPEAT)
                 values.extend([text] * repeat)
             while values and not values[-1]:

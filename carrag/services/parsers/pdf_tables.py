@@ -109,7 +109,7 @@ def page_tables(page: Any, words: Sequence[Word]) -> list[Table]:
         for row in table.rows:
             cells = [[word for word in inside if centre_in(word, cell)] if cell else [] for cell in row.cells]
             if any(cells):
-                rows.append([" ".join(word[4] for word in cell).replace("|", "\\|") for cell in cells])
+                rows.append([" ".join(word[4] for word in cell) for cell in cells])
                 written.extend(word for cell in cells for word in cell)
         if len(rows) >= 2:
             found.append(Table(tuple(table.bbox), markdown_table(rows), tuple(written)))

@@ -43,7 +43,7 @@ def text_frame_block(frame: Any, *, as_list: bool) -> str:
 
 
 def table_markdown(table: Any) -> str:
-    rows = [[_line(cell.text).replace("|", "\\|") for cell in row.cells] for row in table.rows]
+    rows = [[_line(cell.text) for cell in row.cells] for row in table.rows]
     return markdown_table([row for row in rows if any(row)])
 
 
