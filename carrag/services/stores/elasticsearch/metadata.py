@@ -10,9 +10,9 @@ from typing import Any
 
 from carrag.services.ids import chunk_id
 from carrag.services.models import DocumentRecord, MetadataValue, chunk_heading, metadata_pairs
-from carrag.services.stores.elasticsearch.connection import Operation, bulk_failure
+from carrag.services.stores.elasticsearch.connection import PAGE, Operation, bulk_failure
 from carrag.services.stores.elasticsearch.mapping import document_key, source_record, source_record_id
-from carrag.services.stores.elasticsearch.versions import BULK_MAX_OPS, SourceState, Versions
+from carrag.services.stores.elasticsearch.versions import SourceState, Versions
 
 
 async def update_metadata(
@@ -73,8 +73,8 @@ async def _update_chunks(
     if not changes:
         return
     ids = [chunk_id(document.document_id, index) for index in range(document.chunk_count)]
-    for low in range(0, len(ids), BULK_MAX_OPS):
-        part = ids[low : low + BULK_MAX_OPS]
+    for low in range(0, len(ids), PAGE):
+        part = ids[low : low + PAGE]
         sections = await _sections(versions, part) if title is not None else {}
         operations: list[Operation] = []
         for doc_id in part:

@@ -45,7 +45,6 @@ from carrag.services.stores.elasticsearch.originals import OriginalsIndex
 
 logger = logging.getLogger(__name__)
 
-BULK_MAX_OPS = 1000  # chunks per bulk request; a larger write is split into requests sent together
 FLIP_UNKNOWN = 0  # a flip's bulk status when the request failed: it may or may not have been applied
 FLIP_ATTEMPTS = 50  # conflicting flips retried (each retry means another process flipped meanwhile)
 
@@ -151,16 +150,9 @@ class Versions:
         return [p for p in written if p not in failed]
 
     async def bulk(self, operations: list[Operation], action: str) -> list[BulkItem]:
-        """``operations`` in requests of ``BULK_MAX_OPS``, sent together."""
-        parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
-        bulk = self.connection.bulk
-        answers = await asyncio.gather(
-            *(
-                bulk(part, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias)
-                for part in parts
-            )
+        return await self.connection.bulk_together(
+            operations, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias
         )
-        return [item for answer in answers for item in answer]
 
     async def _flip(
         self, items: list[PendingWrite], positions: list[int], outcomes: list[Any], started: float
@@ -178,13 +170,9 @@ class Versions:
             if time.monotonic() - started > self.abandoned_after / 2:
                 break  # too late: `sweep` may consider this version abandoned
             this_round: dict[str, int] = {}  # one flip per source per round
-            deferred = []
             for position in todo:
-                source = document_key(items[position].document)
-                if source in this_round:
-                    deferred.append(position)
-                else:
-                    this_round[source] = position
+                this_round.setdefault(document_key(items[position].document), position)
+            deferred = [position for position in todo if this_round[document_key(items[position].document)] != position]
             states = await self._states_or_fail(items, this_round, outcomes, conflicted)
             operations: list[Operation] = []
             flipping: list[tuple[int, SourceState | None]] = []
