@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -267,33 +267,30 @@ class Versions:
         version = await self.version(document_id)
         if version is None:
             return False
-        key = record_key(version)
-
-        def unpublish(state: SourceState) -> Awaitable[Any]:
-            return self.connection.writer.delete(
-                index=self.alias,
-                id=source_record_id(key),
-                if_seq_no=state.seq_no,
-                if_primary_term=state.primary_term,
-                refresh=self.refresh,
-            )
-
-        state = await self.change_record(key, document_id, "deleting a document", unpublish)
+        state = await self.change_record(record_key(version), document_id, "deleting a document", None)
         if state is None:
             return False
         await self.remove([(document_id, state.document.chunk_count)], "deleting a document", self.refresh)
         return True
 
     async def change_record(
-        self, key: str, document_id: str, action: str, write: Callable[[SourceState], Awaitable[Any]]
+        self, key: str, document_id: str, action: str, change: Callable[[DocumentRecord], DocumentRecord] | None
     ) -> SourceState | None:
-        """Apply the conditional ``write(state)`` to the record of the source ``key`` while it names
-        ``document_id``, reading it again after a conflict; the state it applied to, None if not live."""
+        """Rewrite the record of the source ``key`` as ``change`` makes its document (None: delete it) while it
+        names ``document_id``, conditionally, reading it again after a conflict; the state it applied to, None
+        if not live."""
         for _ in range(FLIP_ATTEMPTS):
             state = await self.source_state(key)
             if state is None or state.document.document_id != document_id:
                 return None
-            if await self.connection.conditionally(action, self.alias, write(state)) is not None:
+            target: dict[str, Any] = {"index": self.alias, "id": source_record_id(key), "refresh": self.refresh}
+            target |= {"if_seq_no": state.seq_no, "if_primary_term": state.primary_term}
+            if change is None:
+                write = self.connection.writer.delete(**target)
+            else:
+                record = source_record(change(state.document), state.document.chunk_count)
+                write = self.connection.writer.index(**target, document=record, require_alias=self.require_alias)
+            if await self.connection.conditionally(action, self.alias, write) is not None:
                 return state
         raise DependencyUnavailable("store", f"the document kept changing while {action}; retry")
 
