@@ -193,10 +193,9 @@ class Versions:
             for (position, state), result in zip(flipping, results, strict=True):
                 item = items[position]
                 if result.ok:
-                    old = state.document if state is not None else None
-                    if old is not None and old.document_id != item.document.document_id:
-                        outcomes[position] = old.document_id
-                        replaced.append((old.document_id, old.chunk_count))
+                    if state is not None and state.document.document_id != item.document.document_id:
+                        outcomes[position] = state.document.document_id
+                        replaced.append((state.document.document_id, state.document.chunk_count))
                 elif result.status == 409:
                     conflicted.add(position)
                     retry.append(position)
