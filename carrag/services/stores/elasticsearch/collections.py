@@ -106,8 +106,7 @@ class CollectionRegistry:
             renamed = _from_record({**current["_source"], "collection_name": name})
             await self.create(renamed)  # Conflict when the new name is taken
             if await self._delete_record(current):
-                counts = await self.document_counts()
-                renamed.document_count = counts.get(collection_id, 0)
+                renamed.document_count = (await self.document_counts()).get(collection_id, 0)
                 return renamed
             # the old record changed meanwhile: undo, look again
             undo = self.connection.writer.delete(
@@ -140,9 +139,9 @@ class CollectionRegistry:
         await self.delete_documents(collection_id)
         return existed
 
-    async def delete_documents(self, collection_id: str) -> int:
+    async def delete_documents(self, collection_id: str) -> None:
         """Delete every live document of the collection (each through `Versions.delete`)."""
-        removed, idle = 0, 0
+        idle = 0
         while idle < FLIP_ATTEMPTS:
             with self.connection.errors("deleting a collection's documents", self.alias):
                 response = await self.connection.client.search(
@@ -153,9 +152,8 @@ class CollectionRegistry:
                 )
             hits = response["hits"]["hits"]
             if not hits:
-                return removed
+                return
             deleted = [await self.versions.delete(hit["_source"]["document_id"]) for hit in hits]
-            removed += sum(deleted)
             if not any(deleted):  # the search still lists records deleted by others: let it catch up
                 idle += 1
                 await self.connection.client.indices.refresh(index=self.alias)

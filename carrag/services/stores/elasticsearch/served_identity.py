@@ -22,11 +22,14 @@ class ServedIdentity:
 
     async def current(self) -> EmbeddingIdentity | None:
         """The model of the index the alias names, as last seen (read when not known)."""
-        return await self.of_index(self._current if self._current in self._known else self.alias)
+        if self._current is not None and self._current in self._known:
+            return self._known[self._current]
+        index, identity = await self._read(self.alias)
+        self.learn(index, identity)
+        return identity
 
     async def of_index(self, index: str) -> EmbeddingIdentity | None:
-        """The model of the concrete ``index`` (hits came from it, so the alias names it or did), or of the
-        alias (which is never known: its answer is learnt under the concrete index that gave it)."""
+        """The model of the concrete ``index`` (hits came from it, so the alias names it or did)."""
         if index not in self._known:
             index, identity = await self._read(index)
             self.learn(index, identity)
