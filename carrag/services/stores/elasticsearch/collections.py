@@ -28,6 +28,11 @@ def collection_record(collection: Collection) -> dict[str, Any]:
     }
 
 
+def default_collection(document_count: int = 0) -> Collection:
+    """``default`` has no record (it always exists), so no creation time of its own."""
+    return Collection(DEFAULT_COLLECTION, DEFAULT_COLLECTION, "1970-01-01T00:00:00+00:00", document_count)
+
+
 def _from_record(source: dict[str, Any], count: int = 0) -> Collection:
     return Collection(source["collection_id"], source["collection_name"], source["created_at"], count)
 
@@ -82,14 +87,13 @@ class CollectionRegistry:
         buckets = (response.get("aggregations") or {}).get("collections", {}).get("buckets", [])
         return {bucket["key"]: int(bucket["doc_count"]) for bucket in buckets}
 
-    async def list(self, default_created_at: str) -> list[Collection]:
+    async def list(self) -> list[Collection]:
         counts = await self.document_counts()
         found: dict[str, Collection] = {}
         for hit in await self._records():
             collection = _from_record(hit["_source"], counts.get(hit["_source"]["collection_id"], 0))
             found.setdefault(collection.collection_id, collection)  # mid-rename: both names, shown once
-        default = Collection(DEFAULT_COLLECTION, DEFAULT_COLLECTION, default_created_at, counts.get("default", 0))
-        return sorted([default, *found.values()], key=lambda c: c.name)
+        return sorted([default_collection(counts.get(DEFAULT_COLLECTION, 0)), *found.values()], key=lambda c: c.name)
 
     async def rename(self, collection_id: str, name: str) -> Collection | None:
         for _ in range(FLIP_ATTEMPTS):
@@ -102,8 +106,7 @@ class CollectionRegistry:
             renamed = _from_record({**current["_source"], "collection_name": name})
             await self.create(renamed)  # Conflict when the new name is taken
             if await self._delete_record(current):
-                counts = await self.document_counts()
-                renamed.document_count = counts.get(collection_id, 0)
+                renamed.document_count = (await self.document_counts()).get(collection_id, 0)
                 return renamed
             # the old record changed meanwhile: undo, look again
             undo = self.connection.writer.delete(
@@ -136,9 +139,9 @@ class CollectionRegistry:
         await self.delete_documents(collection_id)
         return existed
 
-    async def delete_documents(self, collection_id: str) -> int:
+    async def delete_documents(self, collection_id: str) -> None:
         """Delete every live document of the collection (each through `Versions.delete`)."""
-        removed, idle = 0, 0
+        idle = 0
         while idle < FLIP_ATTEMPTS:
             with self.connection.errors("deleting a collection's documents", self.alias):
                 response = await self.connection.client.search(
@@ -149,9 +152,8 @@ class CollectionRegistry:
                 )
             hits = response["hits"]["hits"]
             if not hits:
-                return removed
+                return
             deleted = [await self.versions.delete(hit["_source"]["document_id"]) for hit in hits]
-            removed += sum(deleted)
             if not any(deleted):  # the search still lists records deleted by others: let it catch up
                 idle += 1
                 await self.connection.client.indices.refresh(index=self.alias)

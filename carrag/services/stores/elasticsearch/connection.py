@@ -185,7 +185,6 @@ class Connection:
                 return None
 
     async def found(self, action: str, index: str, **request: Any) -> list[dict[str, Any]]:
-        """The documents a real-time multi-get finds."""
         with self.errors(action, index):
             response = await self.client.mget(index=index, realtime=True, **request)
         return [doc for doc in response["docs"] if doc.get("found")]
@@ -245,24 +244,26 @@ class Connection:
             await asyncio.sleep(BULK_BACKOFF * (attempt + 1))
         return [item for item in results if item is not None]
 
+    async def bulk_together(self, operations: list[Operation], **options: Any) -> list[BulkItem]:
+        """`bulk` in requests of ``PAGE`` operations, sent together."""
+        parts = (operations[low : low + PAGE] for low in range(0, len(operations), PAGE))
+        answers = await asyncio.gather(*(self.bulk(part, **options) for part in parts))
+        return [item for answer in answers for item in answer]
+
     async def delete_ids(
         self, ids: list[str], *, index: str, action: str, refresh: str | bool = False, require_alias: bool = True
     ) -> bool:
         """Delete by id, ``PAGE`` ids a request (one already gone counts as deleted); False, logged, when
         a delete failed."""
-        parts = [ids[low : low + PAGE] for low in range(0, len(ids), PAGE)]
-        deletes: list[list[Operation]] = [[({"delete": {"_id": i}}, None) for i in part] for part in parts]
+        deletes: list[Operation] = [({"delete": {"_id": i}}, None) for i in ids]
         try:
-            answers = await asyncio.gather(
-                *(
-                    self.bulk(d, index=index, action=action, refresh=refresh, require_alias=require_alias)
-                    for d in deletes
-                )
+            items = await self.bulk_together(
+                deletes, index=index, action=action, refresh=refresh, require_alias=require_alias
             )
         except CarragError as exc:
             logger.warning("deletes failed", extra={"action": action, "ids": len(ids), "reason": exc.message})
             return False
-        failed = [item for answer in answers for item in answer if not item.ok and item.status != 404]
+        failed = [item for item in items if not item.ok and item.status != 404]
         if failed:
             logger.warning("deletes failed", extra={"action": action, "failed": len(failed)})
         return not failed

@@ -5,14 +5,13 @@ updates of its chunks by id, then its source record rewritten conditionally, as 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable
 from typing import Any
 
 from carrag.services.ids import chunk_id
 from carrag.services.models import DocumentRecord, MetadataValue, chunk_heading, metadata_pairs
 from carrag.services.stores.elasticsearch.connection import Operation, bulk_failure
-from carrag.services.stores.elasticsearch.mapping import document_key, source_record, source_record_id
-from carrag.services.stores.elasticsearch.versions import BULK_MAX_OPS, SourceState, Versions
+from carrag.services.stores.elasticsearch.mapping import document_key
+from carrag.services.stores.elasticsearch.versions import Versions
 
 
 async def update_metadata(
@@ -38,18 +37,7 @@ async def update_metadata(
             user_metadata=dict(user_metadata) if user_metadata is not None else document.user_metadata,
         )
 
-    def rewrite(state: SourceState) -> Awaitable[Any]:
-        return versions.connection.writer.index(
-            index=versions.alias,
-            id=source_record_id(document_key(current)),
-            document=source_record(updated(state.document), state.document.chunk_count),
-            if_seq_no=state.seq_no,
-            if_primary_term=state.primary_term,
-            refresh=versions.refresh,
-            require_alias=versions.require_alias,
-        )
-
-    state = await versions.change_record(document_key(current), document_id, "updating a document", rewrite)
+    state = await versions.change_record(document_key(current), document_id, "updating a document", updated)
     return updated(state.document) if state is not None else None
 
 
@@ -73,23 +61,17 @@ async def _update_chunks(
     if not changes:
         return
     ids = [chunk_id(document.document_id, index) for index in range(document.chunk_count)]
-    for low in range(0, len(ids), BULK_MAX_OPS):
-        part = ids[low : low + BULK_MAX_OPS]
-        sections = await _sections(versions, part) if title is not None else {}
-        operations: list[Operation] = []
-        for doc_id in part:
-            fields = dict(changes)
-            if title is not None:
-                fields["heading"] = chunk_heading(title, sections.get(doc_id))
-            operations.append(({"update": {"_id": doc_id}}, {"doc": fields}))
-        results = await versions.bulk(operations, f"updating {document.filename}")
-        failed = [result for result in results if not result.ok]
-        if failed:
-            raise bulk_failure(failed, len(part), f"updating {document.filename}", "; retry the update")
-
-
-async def _sections(versions: Versions, ids: list[str]) -> dict[str, str | None]:
-    found = await versions.connection.found(
-        "reading a document's chunks", versions.alias, ids=ids, source_includes=["section"]
-    )
-    return {doc["_id"]: doc["_source"].get("section") for doc in found}
+    sections: dict[str, str | None] = {}
+    if title is not None:
+        action = "reading a document's chunks"
+        found = await versions.connection.found(action, versions.alias, ids=ids, source_includes=["section"])
+        sections = {doc["_id"]: doc["_source"].get("section") for doc in found}
+    operations: list[Operation] = []
+    for doc_id in ids:
+        fields = dict(changes)
+        if title is not None:
+            fields["heading"] = chunk_heading(title, sections.get(doc_id))
+        operations.append(({"update": {"_id": doc_id}}, {"doc": fields}))
+    failed = [result for result in await versions.bulk(operations, f"updating {document.filename}") if not result.ok]
+    if failed:
+        raise bulk_failure(failed, len(ids), f"updating {document.filename}", "; retry the update")

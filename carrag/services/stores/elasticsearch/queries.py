@@ -3,6 +3,7 @@ and the two search legs' request bodies."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,10 @@ MAX_RESULT_WINDOW = 10_000  # Elasticsearch's index.max_result_window default
 MAX_NUM_CANDIDATES = 10_000  # Elasticsearch's limit for kNN num_candidates
 # BM25 field weights: chunk text, then its heading (document title / section path), as in SQLite.
 BM25_FIELDS = ["content", "heading^1.0"]
+# A glob's tokens: a class (``^`` negates; a ``]`` first is a member, so ``[]`` alone is unclosed), or one
+# character; a class's members: a range ``a-z``, or one character (a ``-`` first or last is itself).
+GLOB_TOKEN = re.compile(r"\[(\^?+)(\]?+[^\]]*)\]|.", re.DOTALL)
+CLASS_MEMBER = re.compile(r"(.)-(.)|.", re.DOTALL)
 
 
 def glob_to_regexp(glob: str) -> str | None:
@@ -22,22 +27,13 @@ def glob_to_regexp(glob: str) -> str | None:
     ``[...]`` (``^`` negates, ``a-z`` ranges, a ``]`` first is literal), everything else escaped. None
     for an unclosed ``[``, which SQLite treats as matching nothing."""
     out: list[str] = []
-    position = 0
-    while position < len(glob):
-        char = glob[position]
-        if char == "*":
-            out.append(".*")
-        elif char == "?":
-            out.append(".")
-        elif char == "[":
-            parsed = _glob_class(glob, position + 1)
-            if parsed is None:
-                return None
-            expression, position = parsed
-            out.append(expression)
+    for token in GLOB_TOKEN.finditer(glob):
+        if token[2] is not None:
+            out.append("[" + ("^" if token[1] else "") + CLASS_MEMBER.sub(_member, token[2]) + "]")
+        elif token[0] == "[":
+            return None
         else:
-            out.append(_literal(char))
-        position += 1
+            out.append({"*": ".*", "?": "."}.get(token[0]) or _literal(token[0]))
     return "".join(out)
 
 
@@ -46,26 +42,8 @@ def _literal(char: str) -> str:
     return char if char.isalnum() else "\\" + char
 
 
-def _glob_class(glob: str, start: int) -> tuple[str, int] | None:
-    """Translate the class starting after ``[``; returns it and the position of its ``]``."""
-    position, invert = start, False
-    if position < len(glob) and glob[position] == "^":
-        invert, position = True, position + 1
-    members: list[str] = []
-    first = True
-    while position < len(glob) and (glob[position] != "]" or first):
-        char = glob[position]
-        is_range = char == "-" and members and position + 1 < len(glob) and glob[position + 1] != "]" and not first
-        if is_range:
-            position += 1
-            members[-1] = f"{members[-1]}-{_literal(glob[position])}"
-        else:
-            members.append(_literal(char))
-        first = False
-        position += 1
-    if position >= len(glob):
-        return None
-    return "[" + ("^" if invert else "") + "".join(members) + "]", position
+def _member(member: re.Match[str]) -> str:
+    return f"{_literal(member[1])}-{_literal(member[2])}" if member[2] is not None else _literal(member[0])
 
 
 def regexp_clause(field: str, pattern: str | None) -> dict[str, Any]:

@@ -56,7 +56,7 @@ async def reindex(
         await store.open()
         concrete = await layout.concrete_indices()
     old = concrete[0] if concrete else alias
-    generation = generation_of(alias, old) + 1 if concrete else 1
+    generation = generation_of(alias, old) + 1  # a plain index counts as generation 0
     new = generation_name(alias, generation)
     await layout.create_generation(generation, with_alias=False)
     identity = await embedder.embedding_identity()
@@ -72,9 +72,10 @@ async def reindex(
         changed = await _copy_sources(store, old, target, embedder, identity, copied, True, report)
         removed = await _remove_deleted(store, old, new, target)
         await client.indices.refresh(index=new)
-        actions: list[dict[str, Any]] = [{"add": {"index": new, "alias": alias, "is_write_index": True}}]
-        actions.insert(0, {"remove_index": {"index": old}} if plain else {"remove": {"index": old, "alias": alias}})
-        await client.indices.update_aliases(actions=actions)
+        remove = {"remove_index": {"index": old}} if plain else {"remove": {"index": old, "alias": alias}}
+        await client.indices.update_aliases(
+            actions=[remove, {"add": {"index": new, "alias": alias, "is_write_index": True}}]
+        )
     except BaseException:
         await client.indices.delete(index=new, ignore_unavailable=True)
         await client.indices.put_settings(index=old, settings={"index.blocks.write": False})

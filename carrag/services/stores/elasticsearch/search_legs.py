@@ -93,9 +93,7 @@ class SearchLegs:
         fetch = lambda: self.reads.connection.found(  # noqa: E731
             action, self.reads.index, ids=ids, source_excludes=CHUNK_SOURCE_EXCLUDES
         )
-        chunks = [to_chunk(doc["_source"]) for doc in await self.reads.guarded(action, fetch, [])]
-        requested = set(wanted)
-        return [chunk for chunk in chunks if chunk.key in requested]
+        return [to_chunk(doc["_source"]) for doc in await self.reads.guarded(action, fetch, [])]
 
     async def _hits(self, action: str, request: dict[str, Any]) -> list[Hit]:
         response = await self.reads.search(action, **request, source_excludes=SEARCH_SOURCE_EXCLUDES)

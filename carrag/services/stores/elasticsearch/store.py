@@ -40,7 +40,7 @@ from carrag.services.stores.base import (
 )
 from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.batching import WriteBatcher
-from carrag.services.stores.elasticsearch.collections import CollectionRegistry
+from carrag.services.stores.elasticsearch.collections import CollectionRegistry, default_collection
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
 from carrag.services.stores.elasticsearch.integrity import integrity_problems
 from carrag.services.stores.elasticsearch.layout import IndexLayout
@@ -60,9 +60,6 @@ from carrag.services.stores.elasticsearch.sweep import sweep_abandoned, sweep_pe
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
 
 logger = logging.getLogger(__name__)
-
-# ``default`` has no registry record (it always exists), so no creation time of its own
-DEFAULT_COLLECTION_CREATED_AT = "1970-01-01T00:00:00+00:00"
 
 
 class ElasticsearchStore:
@@ -275,7 +272,6 @@ class ElasticsearchStore:
     async def find_by_content_hash(
         self, content_hash: str, collection_id: str = DEFAULT_COLLECTION
     ) -> DocumentRecord | None:
-        """The newest live document of the collection with this ``content_hash``."""
         response = await self.reads.search(
             "looking up a document",
             query=source_records_query([collection_id], {"term": {"content_hash": content_hash}}),
@@ -368,10 +364,7 @@ class ElasticsearchStore:
         return await asyncio.shield(self.collections.create(collection))
 
     async def list_collections(self) -> list[Collection]:
-        default = [Collection(DEFAULT_COLLECTION, DEFAULT_COLLECTION, DEFAULT_COLLECTION_CREATED_AT)]
-        return await self.reads.guarded(
-            "listing collections", lambda: self.collections.list(DEFAULT_COLLECTION_CREATED_AT), default
-        )
+        return await self.reads.guarded("listing collections", self.collections.list, [default_collection()])
 
     async def rename_collection(self, collection_id: str, name: str) -> Collection | None:
         await self.reads.ready()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -45,7 +45,6 @@ from carrag.services.stores.elasticsearch.originals import OriginalsIndex
 
 logger = logging.getLogger(__name__)
 
-BULK_MAX_OPS = 1000  # chunks per bulk request; a larger write is split into requests sent together
 FLIP_UNKNOWN = 0  # a flip's bulk status when the request failed: it may or may not have been applied
 FLIP_ATTEMPTS = 50  # conflicting flips retried (each retry means another process flipped meanwhile)
 
@@ -151,16 +150,9 @@ class Versions:
         return [p for p in written if p not in failed]
 
     async def bulk(self, operations: list[Operation], action: str) -> list[BulkItem]:
-        """``operations`` in requests of ``BULK_MAX_OPS``, sent together."""
-        parts = [operations[low : low + BULK_MAX_OPS] for low in range(0, len(operations), BULK_MAX_OPS)]
-        bulk = self.connection.bulk
-        answers = await asyncio.gather(
-            *(
-                bulk(part, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias)
-                for part in parts
-            )
+        return await self.connection.bulk_together(
+            operations, index=self.alias, action=action, refresh=self.refresh, require_alias=self.require_alias
         )
-        return [item for answer in answers for item in answer]
 
     async def _flip(
         self, items: list[PendingWrite], positions: list[int], outcomes: list[Any], started: float
@@ -178,13 +170,9 @@ class Versions:
             if time.monotonic() - started > self.abandoned_after / 2:
                 break  # too late: `sweep` may consider this version abandoned
             this_round: dict[str, int] = {}  # one flip per source per round
-            deferred = []
             for position in todo:
-                source = document_key(items[position].document)
-                if source in this_round:
-                    deferred.append(position)
-                else:
-                    this_round[source] = position
+                this_round.setdefault(document_key(items[position].document), position)
+            deferred = [position for position in todo if this_round[document_key(items[position].document)] != position]
             states = await self._states_or_fail(items, this_round, outcomes, conflicted)
             operations: list[Operation] = []
             flipping: list[tuple[int, SourceState | None]] = []
@@ -205,10 +193,9 @@ class Versions:
             for (position, state), result in zip(flipping, results, strict=True):
                 item = items[position]
                 if result.ok:
-                    old = state.document if state is not None else None
-                    if old is not None and old.document_id != item.document.document_id:
-                        outcomes[position] = old.document_id
-                        replaced.append((old.document_id, old.chunk_count))
+                    if state is not None and state.document.document_id != item.document.document_id:
+                        outcomes[position] = state.document.document_id
+                        replaced.append((state.document.document_id, state.document.chunk_count))
                 elif result.status == 409:
                     conflicted.add(position)
                     retry.append(position)
@@ -279,33 +266,30 @@ class Versions:
         version = await self.version(document_id)
         if version is None:
             return False
-        key = record_key(version)
-
-        def unpublish(state: SourceState) -> Awaitable[Any]:
-            return self.connection.writer.delete(
-                index=self.alias,
-                id=source_record_id(key),
-                if_seq_no=state.seq_no,
-                if_primary_term=state.primary_term,
-                refresh=self.refresh,
-            )
-
-        state = await self.change_record(key, document_id, "deleting a document", unpublish)
+        state = await self.change_record(record_key(version), document_id, "deleting a document", None)
         if state is None:
             return False
         await self.remove([(document_id, state.document.chunk_count)], "deleting a document", self.refresh)
         return True
 
     async def change_record(
-        self, key: str, document_id: str, action: str, write: Callable[[SourceState], Awaitable[Any]]
+        self, key: str, document_id: str, action: str, change: Callable[[DocumentRecord], DocumentRecord] | None
     ) -> SourceState | None:
-        """Apply the conditional ``write(state)`` to the record of the source ``key`` while it names
-        ``document_id``, reading it again after a conflict; the state it applied to, None if not live."""
+        """Rewrite the record of the source ``key`` as ``change`` makes its document (None: delete it) while it
+        names ``document_id``, conditionally, reading it again after a conflict; the state it applied to, None
+        if not live."""
         for _ in range(FLIP_ATTEMPTS):
             state = await self.source_state(key)
             if state is None or state.document.document_id != document_id:
                 return None
-            if await self.connection.conditionally(action, self.alias, write(state)) is not None:
+            target: dict[str, Any] = {"index": self.alias, "id": source_record_id(key), "refresh": self.refresh}
+            target |= {"if_seq_no": state.seq_no, "if_primary_term": state.primary_term}
+            if change is None:
+                write = self.connection.writer.delete(**target)
+            else:
+                record = source_record(change(state.document), state.document.chunk_count)
+                write = self.connection.writer.index(**target, document=record, require_alias=self.require_alias)
+            if await self.connection.conditionally(action, self.alias, write) is not None:
                 return state
         raise DependencyUnavailable("store", f"the document kept changing while {action}; retry")
 
