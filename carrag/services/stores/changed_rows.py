@@ -12,7 +12,8 @@ so the index never holds more than the writes of the last catch-up interval — 
 catch-up keeps failing: past `LIMIT` rows the index empties itself (`overflow`) and BM25 searches
 go to FTS5 until tantivy has published every change up to that point.
 
-`search_indexes.py` keeps it in step with SQLite's change log under the indexes' lock.
+`search_indexes.py` keeps it in step with SQLite's change log under the indexes' lock; the writer
+analyses the rows it writes before it takes that lock (`SearchIndexes.read_write`).
 """
 
 from __future__ import annotations
@@ -72,14 +73,23 @@ class ChangedRows:
     def __len__(self) -> int:
         return len(self._changed)
 
+    def counted(self, text: str) -> Counter[str]:
+        """The terms of ``text`` with their frequencies, as `apply_counted` takes them."""
+        return Counter(self._analyze(text))
+
     def apply(self, position: int, changes: Iterable[tuple[int, int, str | None]]) -> None:
         """(rowid, position of its last change, its text now or None if deleted), up to ``position``."""
-        for rowid, seq, text in changes:
+        self.apply_counted(
+            position, ((rowid, seq, None if text is None else self.counted(text)) for rowid, seq, text in changes)
+        )
+
+    def apply_counted(self, position: int, changes: Iterable[tuple[int, int, Counter[str] | None]]) -> None:
+        """As `apply`, each text already `counted` (the writer does it outside the indexes' lock)."""
+        for rowid, seq, counts in changes:
             self._forget(rowid)
             self._changed[rowid] = seq
-            if text is None:
+            if counts is None:
                 continue
-            counts = Counter(self._analyze(text))
             self._lengths[rowid] = sum(counts.values())
             self._total_length += self._lengths[rowid]
             self._terms[rowid] = list(counts)

@@ -134,11 +134,15 @@ class SqliteStore:
             connection = self._connection()
             connection.execute("BEGIN IMMEDIATE")
             try:
+                start = self.indexes.log_head(connection)
                 result = function(connection)
+                written = self.indexes.read_write(connection, start)  # the searches' catch-up, done here
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
+            if written is not None:
+                self.indexes.take_in(written)
             self._writes += 1
             self._index_catch_up.schedule()  # the indexes catch up once writes pause
             return result
