@@ -73,28 +73,40 @@ class ChangedRows:
     def __len__(self) -> int:
         return len(self._changed)
 
-    def counted(self, text: str) -> Counter[str]:
-        """The terms of ``text`` with their frequencies, as `apply_counted` takes them."""
-        return Counter(self._analyze(text))
+    def counted(self, changes: Iterable[tuple[int, int, str | None]]) -> CountedRows:
+        """(rowid, position of its last change, its text now or None if deleted) analysed, as
+        `apply_counted` takes them (the writer does it outside the indexes' lock)."""
+        counted = CountedRows([], {})
+        for rowid, seq, text in changes:
+            if text is None:
+                counted.rows.append((rowid, seq, None, 0))
+                continue
+            counts = Counter(self._analyze(text))
+            counted.rows.append((rowid, seq, list(counts), sum(counts.values())))
+            for term, frequency in counts.items():
+                counted.postings.setdefault(term, {})[rowid] = frequency
+        return counted
 
     def apply(self, position: int, changes: Iterable[tuple[int, int, str | None]]) -> None:
         """(rowid, position of its last change, its text now or None if deleted), up to ``position``."""
-        self.apply_counted(
-            position, ((rowid, seq, None if text is None else self.counted(text)) for rowid, seq, text in changes)
-        )
+        self.apply_counted(position, self.counted(changes))
 
-    def apply_counted(self, position: int, changes: Iterable[tuple[int, int, Counter[str] | None]]) -> None:
-        """As `apply`, each text already `counted` (the writer does it outside the indexes' lock)."""
-        for rowid, seq, counts in changes:
+    def apply_counted(self, position: int, counted: CountedRows) -> None:
+        """As `apply`, the changes `counted` already: their postings are merged a term at a time,
+        not a row and term at a time. ``counted`` is taken over, not copied: apply it once."""
+        for rowid, seq, terms, length in counted.rows:
             self._forget(rowid)
             self._changed[rowid] = seq
-            if counts is None:
-                continue
-            self._lengths[rowid] = sum(counts.values())
-            self._total_length += self._lengths[rowid]
-            self._terms[rowid] = list(counts)
-            for term, frequency in counts.items():
-                self._postings.setdefault(term, {})[rowid] = frequency
+            if terms is not None:
+                self._lengths[rowid] = length
+                self._total_length += length
+                self._terms[rowid] = terms
+        for term, rows in counted.postings.items():
+            postings = self._postings.get(term)
+            if postings is None:
+                self._postings[term] = rows
+            else:
+                postings.update(rows)
         self.position = max(self.position, position)
 
     def overflow(self, position: int) -> None:
@@ -130,6 +142,12 @@ class ChangedRows:
         self.postings_read += sum(len(rows) for rows in postings.values())
         lengths = {rowid: self._lengths[rowid] for rows in postings.values() for rowid in rows}
         return ChangedTerms(frozenset(self._changed), postings, lengths, len(self._lengths), self._total_length)
+
+
+@dataclass(slots=True)
+class CountedRows:
+    rows: list[tuple[int, int, list[str] | None, int]]  # (rowid, last change, its distinct terms or None, length)
+    postings: dict[str, dict[int, int]]  # term -> {rowid: frequency}
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,9 @@ in-memory index (`changed_rows.py`) and a publication of tantivy drops.
 
 What a search would catch up, the writer does first: inside its transaction it reads the rows it
 changed and analyses their text (`read_write`), outside the lock, and right after its commit it
-takes them into the vectors' delta and the changed rows' index (`take_in`), so searches mostly find
-the indexes current and hold the lock only for their own look.
+takes them into the vectors' delta and the changed rows' index (`take_in`). A search whose snapshot
+holds that commit before then takes in what the writer read (`_sync_locked`), so no search reads or
+analyses rows a write has just added: they hold the lock only for their own look.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ import os
 import sqlite3
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +44,7 @@ from typing import TypeVar
 import numpy as np
 
 from carrag.services.stores import changed_rows
-from carrag.services.stores.changed_rows import ChangedRows, ChangedTerms
+from carrag.services.stores.changed_rows import ChangedRows, ChangedTerms, CountedRows
 from carrag.services.stores.lexical_index import LexicalIndex, LexicalView, indexed_text
 from carrag.services.stores.memory import release_freed_memory
 from carrag.services.stores.vector_segments import VectorSegments
@@ -74,7 +74,7 @@ class WrittenChanges:
     dimension: int
     touched: np.ndarray  # every rowid it changed
     vectors: tuple[np.ndarray, np.ndarray]  # the (rowids, vectors) of those that exist
-    changed: list[tuple[int, int, Counter[str] | None]]  # (rowid, its last change, its terms or None)
+    changed: CountedRows  # the changed rows' texts, analysed
 
 
 class SearchIndexes:
@@ -91,6 +91,7 @@ class SearchIndexes:
         self.epoch: str | None = None
         self.lexical_seq = -1
         self.last_sync: SyncReport | None = None
+        self._committing: WrittenChanges | None = None  # a write's changes, read for its commit (`read_write`)
 
     # --- reading SQLite ------------------------------------------------------------------------
     @staticmethod
@@ -148,23 +149,32 @@ class SearchIndexes:
         texts = _changed_texts(connection, start, head, changed_rows.LIMIT)
         if texts is None:
             return None
-        changed = [(rowid, seq, None if text is None else self.changed.counted(text)) for rowid, seq, text in texts]
-        return WrittenChanges(epoch, start, head, dimension, touched, vectors, changed)
+        self._committing = WrittenChanges(epoch, start, head, dimension, touched, vectors, self.changed.counted(texts))
+        return self._committing
 
-    def take_in(self, written: WrittenChanges) -> None:
-        """A committed write's changes into the vectors' delta and the changed rows' index, where each
-        is still at the write's start (else a search has caught it up already, or must)."""
+    def take_in(self, written: WrittenChanges | None) -> None:
+        """After the commit of ``written`` (None: it was rolled back): its changes into the indexes, unless
+        a search whose snapshot held the commit took them in first (`_sync_locked`)."""
+        if written is None and self._committing is None:
+            return
         with self._lock:
-            if written.epoch != self.epoch:
-                return
-            if self.vectors.applied_seq == written.start:
-                self.vectors.apply(written.head, written.touched, [written.vectors], written.dimension)
-            if max(self.changed.position, self.lexical_seq) != written.start or self.changed.overflowed_at is not None:
-                return
-            if len(self.changed) + len(written.changed) > changed_rows.LIMIT:
-                self.changed.overflow(written.head)
-            else:
-                self.changed.apply_counted(written.head, written.changed)
+            self._committing = None
+            if written is not None:
+                self._take_in(written)
+
+    def _take_in(self, written: WrittenChanges) -> None:
+        """Into the vectors' delta and the changed rows' index, each only if it is still at the write's
+        start; the caller holds the lock."""
+        if written.epoch != self.epoch:
+            return
+        if self.vectors.applied_seq == written.start:
+            self.vectors.apply(written.head, written.touched, [written.vectors], written.dimension)
+        if max(self.changed.position, self.lexical_seq) != written.start or self.changed.overflowed_at is not None:
+            return
+        if len(self.changed) + len(written.changed.rows) > changed_rows.LIMIT:
+            self.changed.overflow(written.head)
+        else:
+            self.changed.apply_counted(written.head, written.changed)
 
     def search(self, connection: sqlite3.Connection, in_index: Callable[[], R], in_rows: Callable[[R], T]) -> T:
         """``in_index`` (a look at the indexes, under their lock) and ``in_rows`` (the search itself,
@@ -222,6 +232,9 @@ class SearchIndexes:
         if epoch != self.epoch:
             with self._lexical_writing:
                 self._load(epoch)
+        committing = self._committing
+        if committing is not None and committing.head <= head:  # committed: what the writer read, not read again
+            self._take_in(committing)
         seqs = (
             [self.vectors.applied_seq, self.lexical_seq]
             if include_lexical or self.lexical_seq < 0
