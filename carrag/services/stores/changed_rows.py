@@ -12,7 +12,8 @@ so the index never holds more than the writes of the last catch-up interval — 
 catch-up keeps failing: past `LIMIT` rows the index empties itself (`overflow`) and BM25 searches
 go to FTS5 until tantivy has published every change up to that point.
 
-`search_indexes.py` keeps it in step with SQLite's change log under the indexes' lock.
+`search_indexes.py` keeps it in step with SQLite's change log under the indexes' lock; the writer
+analyses the rows it writes before it takes that lock (`SearchIndexes.read_write`).
 """
 
 from __future__ import annotations
@@ -72,19 +73,40 @@ class ChangedRows:
     def __len__(self) -> int:
         return len(self._changed)
 
-    def apply(self, position: int, changes: Iterable[tuple[int, int, str | None]]) -> None:
-        """(rowid, position of its last change, its text now or None if deleted), up to ``position``."""
+    def counted(self, changes: Iterable[tuple[int, int, str | None]]) -> CountedRows:
+        """(rowid, position of its last change, its text now or None if deleted) analysed, as
+        `apply_counted` takes them (the writer does it outside the indexes' lock)."""
+        counted = CountedRows([], {})
         for rowid, seq, text in changes:
-            self._forget(rowid)
-            self._changed[rowid] = seq
             if text is None:
+                counted.rows.append((rowid, seq, None, 0))
                 continue
             counts = Counter(self._analyze(text))
-            self._lengths[rowid] = sum(counts.values())
-            self._total_length += self._lengths[rowid]
-            self._terms[rowid] = list(counts)
+            counted.rows.append((rowid, seq, list(counts), sum(counts.values())))
             for term, frequency in counts.items():
-                self._postings.setdefault(term, {})[rowid] = frequency
+                counted.postings.setdefault(term, {})[rowid] = frequency
+        return counted
+
+    def apply(self, position: int, changes: Iterable[tuple[int, int, str | None]]) -> None:
+        """(rowid, position of its last change, its text now or None if deleted), up to ``position``."""
+        self.apply_counted(position, self.counted(changes))
+
+    def apply_counted(self, position: int, counted: CountedRows) -> None:
+        """As `apply`, the changes `counted` already: their postings are merged a term at a time,
+        not a row and term at a time. ``counted`` is taken over, not copied: apply it once."""
+        for rowid, seq, terms, length in counted.rows:
+            self._forget(rowid)
+            self._changed[rowid] = seq
+            if terms is not None:
+                self._lengths[rowid] = length
+                self._total_length += length
+                self._terms[rowid] = terms
+        for term, rows in counted.postings.items():
+            postings = self._postings.get(term)
+            if postings is None:
+                self._postings[term] = rows
+            else:
+                postings.update(rows)
         self.position = max(self.position, position)
 
     def overflow(self, position: int) -> None:
@@ -120,6 +142,12 @@ class ChangedRows:
         self.postings_read += sum(len(rows) for rows in postings.values())
         lengths = {rowid: self._lengths[rowid] for rows in postings.values() for rowid in rows}
         return ChangedTerms(frozenset(self._changed), postings, lengths, len(self._lengths), self._total_length)
+
+
+@dataclass(slots=True)
+class CountedRows:
+    rows: list[tuple[int, int, list[str] | None, int]]  # (rowid, last change, its distinct terms or None, length)
+    postings: dict[str, dict[int, int]]  # term -> {rowid: frequency}
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,12 @@ never waits for a tantivy commit (100–500 ms): tantivy is caught up in the bac
 (`sqlite_index_catch_up.py`), off the searches' lock, and a search takes it as last published
 beside the rows changed after its position, which a search catches up itself into a small
 in-memory index (`changed_rows.py`) and a publication of tantivy drops.
+
+What a search would catch up, the writer does first: inside its transaction it reads the rows it
+changed and analyses their text (`read_write`), outside the lock, and right after its commit it
+takes them into the vectors' delta and the changed rows' index (`take_in`). A search whose snapshot
+holds that commit before then takes in what the writer read (`_sync_locked`), so no search reads or
+analyses rows a write has just added: they hold the lock only for their own look.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from typing import TypeVar
 import numpy as np
 
 from carrag.services.stores import changed_rows
-from carrag.services.stores.changed_rows import ChangedRows, ChangedTerms
+from carrag.services.stores.changed_rows import ChangedRows, ChangedTerms, CountedRows
 from carrag.services.stores.lexical_index import LexicalIndex, LexicalView, indexed_text
 from carrag.services.stores.memory import release_freed_memory
 from carrag.services.stores.vector_segments import VectorSegments
@@ -58,6 +64,19 @@ class SyncReport:
     seconds: float
 
 
+@dataclass(slots=True)
+class WrittenChanges:
+    """A write's changes, as the indexes take them in (`SearchIndexes.read_write`)."""
+
+    epoch: str
+    start: int  # the change-log head before the write
+    head: int  # ... and after it
+    dimension: int
+    touched: np.ndarray  # every rowid it changed
+    vectors: tuple[np.ndarray, np.ndarray]  # the (rowids, vectors) of those that exist
+    changed: CountedRows  # the changed rows' texts, analysed
+
+
 class SearchIndexes:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -72,6 +91,7 @@ class SearchIndexes:
         self.epoch: str | None = None
         self.lexical_seq = -1
         self.last_sync: SyncReport | None = None
+        self._committing: WrittenChanges | None = None  # a write's changes, read for its commit (`read_write`)
 
     # --- reading SQLite ------------------------------------------------------------------------
     @staticmethod
@@ -105,6 +125,56 @@ class SearchIndexes:
                 return self._sync_locked(connection, include_lexical)
             finally:
                 connection.execute("COMMIT")
+
+    def log_head(self, connection: sqlite3.Connection) -> int:
+        return self._head(connection)[1]
+
+    def read_write(self, connection: sqlite3.Connection, start: int) -> WrittenChanges | None:
+        """What the writer's transaction changed after ``start`` (its head before the write), read and
+        analysed in that transaction, before commit and outside the lock; None when there is nothing
+        to take in, the vectors are not at ``start`` (a search catches up the whole gap) or the
+        write is a bulk one (`REBUILD_BACKLOG` changes: searches and the background catch-up
+        take it in as before)."""
+        epoch, head = self._head(connection)
+        if not start < head <= start + REBUILD_BACKLOG or epoch != self.epoch or self.vectors.applied_seq != start:
+            return None
+        touched = _changed_rowids(connection, start, head)
+        dimension = self._dimension(connection)
+        parts = list(_batches(connection, touched, dimension))
+        vectors = (
+            (np.concatenate([rowids for rowids, _ in parts]), np.vstack([matrix for _, matrix in parts]))
+            if parts
+            else _vectors_of([], dimension)
+        )
+        texts = _changed_texts(connection, start, head, changed_rows.LIMIT)
+        if texts is None:
+            return None
+        self._committing = WrittenChanges(epoch, start, head, dimension, touched, vectors, self.changed.counted(texts))
+        return self._committing
+
+    def take_in(self, written: WrittenChanges | None) -> None:
+        """After the commit of ``written`` (None: it was rolled back): its changes into the indexes, unless
+        a search whose snapshot held the commit took them in first (`_sync_locked`)."""
+        if written is None and self._committing is None:
+            return
+        with self._lock:
+            self._committing = None
+            if written is not None:
+                self._take_in(written)
+
+    def _take_in(self, written: WrittenChanges) -> None:
+        """Into the vectors' delta and the changed rows' index, each only if it is still at the write's
+        start; the caller holds the lock."""
+        if written.epoch != self.epoch:
+            return
+        if self.vectors.applied_seq == written.start:
+            self.vectors.apply(written.head, written.touched, [written.vectors], written.dimension)
+        if max(self.changed.position, self.lexical_seq) != written.start or self.changed.overflowed_at is not None:
+            return
+        if len(self.changed) + len(written.changed.rows) > changed_rows.LIMIT:
+            self.changed.overflow(written.head)
+        else:
+            self.changed.apply_counted(written.head, written.changed)
 
     def search(self, connection: sqlite3.Connection, in_index: Callable[[], R], in_rows: Callable[[R], T]) -> T:
         """``in_index`` (a look at the indexes, under their lock) and ``in_rows`` (the search itself,
@@ -162,6 +232,9 @@ class SearchIndexes:
         if epoch != self.epoch:
             with self._lexical_writing:
                 self._load(epoch)
+        committing = self._committing
+        if committing is not None and committing.head <= head:  # committed: what the writer read, not read again
+            self._take_in(committing)
         seqs = (
             [self.vectors.applied_seq, self.lexical_seq]
             if include_lexical or self.lexical_seq < 0
@@ -252,24 +325,11 @@ class SearchIndexes:
         start = max(self.changed.position, self.lexical_seq)
         if start >= head or self.changed.overflowed_at is not None:
             return
-        last_change = dict(
-            connection.execute(
-                "SELECT chunk_rowid, max(seq) FROM chunk_changes WHERE seq > ? AND seq <= ? GROUP BY chunk_rowid",
-                (start, head),
-            ).fetchall()
-        )
-        rowids = list(last_change)
-        if len(self.changed) + len(rowids) > changed_rows.LIMIT:
+        changes = _changed_texts(connection, start, head, changed_rows.LIMIT - len(self.changed))
+        if changes is None:
             self.changed.overflow(head)
-            return
-        for offset in range(0, len(rowids), LOOKUP_BATCH):
-            part = rowids[offset : offset + LOOKUP_BATCH]
-            marks = ",".join("?" * len(part))
-            rows = connection.execute(f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part)
-            texts = {r[0]: indexed_text(r[1], r[2]) for r in rows}
-            # Current up to ``head`` only once every part is in: a part that fails is read again next time.
-            self.changed.apply(start, ((rowid, last_change[rowid], texts.get(rowid)) for rowid in part))
-        self.changed.apply(head, ())
+        else:
+            self.changed.apply(head, changes)
 
     def durable_seq(self) -> int:
         """The change-log position both indexes have saved on disk: every change up to it is in
@@ -293,6 +353,29 @@ def _changed_rowids(connection: sqlite3.Connection, start: int, head: int) -> np
         "SELECT chunk_rowid FROM chunk_changes WHERE seq > ? AND seq <= ?", (start, head)
     ).fetchall()
     return np.unique(np.fromiter((c[0] for c in changes), dtype=np.int64, count=len(changes)))
+
+
+def _changed_texts(
+    connection: sqlite3.Connection, start: int, head: int, limit: int
+) -> list[tuple[int, int, str | None]] | None:
+    """(rowid, position of its last change, its indexed text at ``head`` or None) for every row
+    changed in (start, head]; None past ``limit`` rows (their texts are not read)."""
+    last_change = dict(
+        connection.execute(
+            "SELECT chunk_rowid, max(seq) FROM chunk_changes WHERE seq > ? AND seq <= ? GROUP BY chunk_rowid",
+            (start, head),
+        ).fetchall()
+    )
+    rowids = list(last_change)
+    if len(rowids) > limit:
+        return None
+    texts: dict[int, str] = {}
+    for offset in range(0, len(rowids), LOOKUP_BATCH):
+        part = rowids[offset : offset + LOOKUP_BATCH]
+        marks = ",".join("?" * len(part))
+        rows = connection.execute(f"SELECT id, heading, text FROM chunks WHERE id IN ({marks})", part)
+        texts.update((r[0], indexed_text(r[1], r[2])) for r in rows)
+    return [(rowid, last_change[rowid], texts.get(rowid)) for rowid in rowids]
 
 
 def _batches(

@@ -133,12 +133,18 @@ class SqliteStore:
         def run() -> T:
             connection = self._connection()
             connection.execute("BEGIN IMMEDIATE")
+            written = None
             try:
+                start = self.indexes.log_head(connection)
                 result = function(connection)
+                written = self.indexes.read_write(connection, start)  # the searches' catch-up, done here
+                connection.execute("COMMIT")
             except BaseException:
-                connection.execute("ROLLBACK")
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                self.indexes.take_in(None)
                 raise
-            connection.execute("COMMIT")
+            self.indexes.take_in(written)
             self._writes += 1
             self._index_catch_up.schedule()  # the indexes catch up once writes pause
             return result

@@ -53,10 +53,9 @@ EXPANSION_ADD = 64
 # Candidates a graph search keeps: at 96 the graph missed 0.0027 nDCG@10 against exact on SciFact
 # (k 30), at 192 none (`scripts/legs_quality.py`; docs/benchmarks.md).
 EXPANSION_SEARCH = 192
-# Rows per hold of the lock: a search waits for at most one batch (~1-3 ms). Adding outside the lock
-# would not let it through sooner: usearch's add holds the GIL for the whole call (a 5,000-row add
-# stalled every other Python thread for 10 s), and the library does not promise add, remove and
-# search to be safe on one index from several threads.
+# Rows per hold of the lock: a search waits for at most one batch (~1-3 ms). Rows are not added
+# outside the lock: usearch does not promise add, remove and search to be safe on one index from
+# several threads (its add lets other Python threads run meanwhile; its save holds the GIL throughout).
 INSERT_BATCH = 2
 # Between batches the inserter pauses this long: a lock is not handed over on release, so without
 # it the inserter would take the lock straight back and starve the searches waiting for it.
