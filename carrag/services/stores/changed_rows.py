@@ -30,7 +30,7 @@ from carrag.services.stores.lexical_index import LexicalView
 
 K1 = 1.2
 B = 0.75
-LIMIT = 20_000  # rows, ~5 KB each; it normally holds one catch-up interval (~2,000 at the bench's 2,000 chunks/s)
+LIMIT = 20_000  # rows, ~27 KB each at 250 tokens (~0.5 GB full); it normally holds one catch-up interval (~2,000 at the bench's 2,000 chunks/s)
 
 
 def _stored_length(byte: int) -> int:

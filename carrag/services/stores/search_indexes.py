@@ -53,6 +53,7 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 REBUILD_BACKLOG = 20_000  # changes; past this and half the indexed rows, a full scan beats lookups
+TAKE_IN_WAIT = 0.05  # seconds a committed write waits for the indexes before leaving its rows to the searches
 SCAN_BATCH = 5_000
 LOOKUP_BATCH = 900  # rowids per IN (...) list
 
@@ -152,15 +153,25 @@ class SearchIndexes:
         self._committing = WrittenChanges(epoch, start, head, dimension, touched, vectors, self.changed.counted(texts))
         return self._committing
 
-    def take_in(self, written: WrittenChanges | None) -> None:
-        """After the commit of ``written`` (None: it was rolled back): its changes into the indexes, unless
-        a search whose snapshot held the commit took them in first (`_sync_locked`)."""
-        if written is None and self._committing is None:
+    def take_in(self, written: WrittenChanges) -> None:
+        """After the commit of ``written``: its changes into the indexes, unless a search whose snapshot
+        held the commit took them in first (`_sync_locked`). The write has committed, so it waits at
+        most `TAKE_IN_WAIT` for the lock (a rebuild or a tantivy commit may hold it for seconds): past
+        that, the next search takes them in from `_committing`, or from the change log."""
+        if not self._lock.acquire(timeout=TAKE_IN_WAIT):
             return
-        with self._lock:
-            self._committing = None
-            if written is not None:
-                self._take_in(written)
+        try:
+            if self._committing is written:
+                self._committing = None
+            self._take_in(written)
+        finally:
+            self._lock.release()
+
+    def discard_write(self) -> None:
+        """The writer's transaction rolls back: what it read must never be taken in. Called before the
+        ROLLBACK, while the writer still holds the database, so no other commit can reach the
+        positions it read."""
+        self._committing = None
 
     def _take_in(self, written: WrittenChanges) -> None:
         """Into the vectors' delta and the changed rows' index, each only if it is still at the write's

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -68,6 +69,8 @@ from carrag.services.stores.sqlite_writes import insert_document, update_documen
 
 # names other modules, scripts and tests import from here
 __all__ = ["BM25_WEIGHTS", "ORIGINAL_PIECE_BYTES", "SCHEMA", "SqliteStore", "integrity_problems"]
+
+logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -133,18 +136,21 @@ class SqliteStore:
         def run() -> T:
             connection = self._connection()
             connection.execute("BEGIN IMMEDIATE")
-            written = None
             try:
                 start = self.indexes.log_head(connection)
                 result = function(connection)
                 written = self.indexes.read_write(connection, start)  # the searches' catch-up, done here
                 connection.execute("COMMIT")
             except BaseException:
+                self.indexes.discard_write()
                 if connection.in_transaction:
                     connection.execute("ROLLBACK")
-                self.indexes.take_in(None)
                 raise
-            self.indexes.take_in(written)
+            try:
+                if written is not None:
+                    self.indexes.take_in(written)
+            except Exception:  # committed all the same: the next search catches the indexes up from the log
+                logger.warning("taking a write into the search indexes failed", exc_info=True)
             self._writes += 1
             self._index_catch_up.schedule()  # the indexes catch up once writes pause
             return result

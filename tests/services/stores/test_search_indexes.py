@@ -93,3 +93,91 @@ async def test_a_search_between_a_commit_and_its_take_in_uses_what_the_writer_re
     assert (indexes.vectors.waiting, len(indexes.changed)) == (waiting, changed)
     assert await found(store, "narwhal", matrix[1]) == (["d1"], ["d1"])
     await store.close()
+
+
+async def test_a_write_that_committed_is_not_failed_by_taking_it_in(tmp_path, monkeypatch) -> None:
+    """An error while the writer takes its rows in (after COMMIT) is logged, not raised: the document
+    is stored, so the request must not fail; the write still counts and the next search catches the
+    indexes up from the change log."""
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(2)
+    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
+    await store.sync_indexes()
+
+    def fails(*args: object) -> None:
+        raise MemoryError("taking in")
+
+    apply = store.indexes.vectors.apply
+    monkeypatch.setattr(store.indexes.vectors, "apply", fails)
+    writes = store._writes
+    await store.write_document(record("d1", "1.txt", chunks=1), chunks_of("narwhal tusks"), matrix[1:2], IDENTITY)
+    assert store._writes == writes + 1
+    monkeypatch.setattr(store.indexes.vectors, "apply", apply)
+    assert await found(store, "narwhal", matrix[1]) == (["d1"], ["d1"])
+    await store.close()
+
+
+async def test_a_write_does_not_wait_for_indexes_held_by_a_long_rebuild(tmp_path, monkeypatch) -> None:
+    """A committed write waits at most `TAKE_IN_WAIT` for the indexes' lock (a rebuild or a tantivy
+    commit may hold it for minutes); its rows then reach the indexes through the next search."""
+    import asyncio
+    import threading
+
+    from carrag.services.stores import search_indexes
+
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(2)
+    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
+    await store.sync_indexes()
+    monkeypatch.setattr(search_indexes, "TAKE_IN_WAIT", 0.01, raising=False)
+    release = threading.Event()
+    held = threading.Event()
+
+    def hold() -> None:
+        with store.indexes._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(5)
+    try:
+        write = store.write_document(record("d1", "1.txt", chunks=1), chunks_of("narwhal"), matrix[1:2], IDENTITY)
+        await asyncio.wait_for(write, timeout=20)  # on a blocking take-in it returns only after `release`
+        assert not release.is_set()
+    finally:
+        release.set()
+        holder.join()
+    assert await found(store, "narwhal", matrix[1]) == (["d1"], ["d1"])
+    await store.close()
+
+
+async def test_a_rolled_back_write_leaves_nothing_to_take_in(tmp_path) -> None:
+    """What a write read before a failed COMMIT is discarded before its ROLLBACK, so no search takes it
+    in, even when a later write's commit reaches the same positions."""
+    path = tmp_path / "s.db"
+    store = await opened(path)
+    matrix = vectors(3)
+    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
+    indexes = store.indexes
+    read_write = indexes.read_write
+
+    def read_then_fail(connection, start):  # type: ignore[no-untyped-def]
+        read_write(connection, start)
+        assert indexes._committing is not None
+        raise RuntimeError("the commit fails")
+
+    indexes.read_write = read_then_fail  # type: ignore[method-assign]
+    try:
+        await store.write_document(record("d1", "1.txt", chunks=1), chunks_of("narwhal"), matrix[1:2], IDENTITY)
+    except RuntimeError:
+        pass
+    indexes.read_write = read_write  # type: ignore[method-assign]
+    assert indexes._committing is None
+    await store.write_document(record("d2", "2.txt", chunks=1), chunks_of("walrus"), matrix[2:3], IDENTITY)
+    lexical, semantic = await found(store, "narwhal", matrix[1])
+    assert lexical == [] and "d1" not in semantic, "the rolled-back document is in neither leg"
+    assert await found(store, "walrus", matrix[2]) == (["d2"], ["d2"])
+    await store.close()
