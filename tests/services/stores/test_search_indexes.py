@@ -5,6 +5,8 @@ above all, was most of a search's time while documents kept arriving)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from carrag.services.models import SearchFilters
@@ -21,12 +23,20 @@ async def found(store: SqliteStore, question: str, vector: np.ndarray) -> tuple[
     return lexical, semantic
 
 
+async def store_with_one_document(path: Path, rows: int, synced: bool = True) -> tuple[SqliteStore, np.ndarray]:
+    """A store at ``path`` holding "ice floe" (document d0, the first of ``rows`` vectors), its indexes
+    current when ``synced``."""
+    store = await opened(path)
+    matrix = vectors(rows)
+    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
+    if synced:
+        await store.sync_indexes()
+    return store, matrix
+
+
 async def test_a_search_after_a_write_has_nothing_to_catch_up(tmp_path, monkeypatch) -> None:
     path = tmp_path / "s.db"
-    store = await opened(path)
-    matrix = vectors(3)
-    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
-    await store.sync_indexes()
+    store, matrix = await store_with_one_document(path, 3)
     monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)  # tantivy stays behind
     indexes = store.indexes
 
@@ -50,10 +60,7 @@ async def test_a_write_the_indexes_missed_is_caught_up_by_the_next_search(tmp_pa
     """The writer takes in only what follows the indexes' position: after a write it did not take in,
     the next writes leave the whole gap to a search, which catches it up as before."""
     path = tmp_path / "s.db"
-    store = await opened(path)
-    matrix = vectors(3)
-    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
-    await store.sync_indexes()
+    store, matrix = await store_with_one_document(path, 3)
     monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)
     take_in = store.indexes.take_in
     monkeypatch.setattr(store.indexes, "take_in", lambda written: None)
@@ -72,10 +79,7 @@ async def test_a_search_between_a_commit_and_its_take_in_uses_what_the_writer_re
     writer read and analysed (it reads and analyses nothing itself); `take_in` then leaves the
     indexes as they are (the row waits once in the delta, its terms count once)."""
     path = tmp_path / "s.db"
-    store = await opened(path)
-    matrix = vectors(2)
-    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
-    await store.sync_indexes()
+    store, matrix = await store_with_one_document(path, 2)
     monkeypatch.setattr(store._index_catch_up, "schedule", lambda: None)
     indexes = store.indexes
     held: list[object] = []
@@ -100,10 +104,7 @@ async def test_a_write_that_committed_is_not_failed_by_taking_it_in(tmp_path, mo
     is stored, so the request must not fail; the write still counts and the next search catches the
     indexes up from the change log."""
     path = tmp_path / "s.db"
-    store = await opened(path)
-    matrix = vectors(2)
-    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
-    await store.sync_indexes()
+    store, matrix = await store_with_one_document(path, 2)
 
     def fails(*args: object) -> None:
         raise MemoryError("taking in")
@@ -127,10 +128,7 @@ async def test_a_write_does_not_wait_for_indexes_held_by_a_long_rebuild(tmp_path
     from carrag.services.stores import search_indexes
 
     path = tmp_path / "s.db"
-    store = await opened(path)
-    matrix = vectors(2)
-    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
-    await store.sync_indexes()
+    store, matrix = await store_with_one_document(path, 2)
     monkeypatch.setattr(search_indexes, "TAKE_IN_WAIT", 0.01, raising=False)
     release = threading.Event()
     held = threading.Event()
@@ -158,9 +156,7 @@ async def test_a_rolled_back_write_leaves_nothing_to_take_in(tmp_path) -> None:
     """What a write read before a failed COMMIT is discarded before its ROLLBACK, so no search takes it
     in, even when a later write's commit reaches the same positions."""
     path = tmp_path / "s.db"
-    store = await opened(path)
-    matrix = vectors(3)
-    await store.write_document(record("d0", "0.txt", chunks=1), chunks_of("ice floe"), matrix[:1], IDENTITY)
+    store, matrix = await store_with_one_document(path, 3, synced=False)
     indexes = store.indexes
     read_write = indexes.read_write
 
