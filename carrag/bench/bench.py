@@ -94,9 +94,17 @@ async def run_bench(
         dataset.corpus = dataset.corpus[: config.limit_documents]
     questions = list(dataset.queries.values())[: config.queries + config.warmup_queries + 1]
 
-    report(f"PDF extraction: {config.pdf}")
-    result.pdf = await asyncio.to_thread(bench_pdf, config.pdf, base_settings)
-    report(f"  {result.pdf['pages']} pages in {result.pdf['seconds']} s = {result.pdf['pages_per_second']} pages/s")
+    machine = result.machine
+    report(
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB; {machine['date']}; "
+        f"load average at start {machine['load_average_at_start']}"
+    )
+    report(f"PDF extraction: {config.pdf} ({base_settings.pdf_mode})")
+    pdf = result.pdf = await asyncio.to_thread(bench_pdf, config.pdf, base_settings)
+    report(
+        f"  {pdf['pages']} pages in {pdf['seconds']} s = {pdf['pages_per_second']} pages/s; "
+        f"peak RSS {pdf['peak_rss_mb']} MB"
+    )
     if config.ocr_pages:
         report(f"OCR: scanned copies of the first {config.ocr_pages} pages")
         result.ocr = await asyncio.to_thread(bench_ocr, config.pdf, base_settings, config.ocr_pages)
@@ -120,7 +128,9 @@ async def run_bench(
             report(
                 f"  raw embedder: {raw['chunks']} chunks in {raw['seconds']} s = {raw['chunks_per_second']} chunks/s"
             )
-            report(f"  pipeline / raw = {result.ingest['pipeline_over_raw']}")
+            report(
+                f"  pipeline / raw = {result.ingest['pipeline_over_raw']}; peak RSS {result.ingest['peak_rss_mb']} MB"
+            )
 
             copies = [0]
             for size in config.sizes:

@@ -202,5 +202,6 @@ def describe(figures: QueryFigures) -> str:
         f"disk {figures.disk_mb:.0f} MB; peak RSS {figures.peak_rss_mb:.0f} MB "
         f"(serving {figures.peak_rss_serving_mb:.0f} MB, anonymous {figures.peak_anon_serving_mb:.0f} MB); "
         f"grow {figures.grow_seconds:.0f} s, index catch-up {figures.index_seconds:.0f} s; "
-        f"load {figures.as_dict()['load_average']}; rerank {'n/a' if figures.rerank_note else 'measured'}"
+        f"load {figures.as_dict()['load_average']}; rerank "
+        + (f"p50 {rerank.p50:.1f} ms, p95 {rerank.p95:.1f} ms" if (rerank := figures.search_rerank) else "n/a")
     )

@@ -56,20 +56,18 @@ def filter_fields(
     filename: str | None = None,
 ) -> dict[str, Any]:
     """The filter fields of a search or query request; only those given."""
-    fields: dict[str, Any] = {}
-    if meta:
-        fields["metadata"] = metadata_option(meta)
-    if tag_prefix:
-        fields["tag_prefix"] = tag_prefix
-    if source_type:
-        fields["source_type"] = source_type
+    metadata = metadata_option(meta) if meta else None
     for name, value in (("created_after", created_after), ("created_before", created_before)):
-        if value:
-            try:
-                iso_timestamp(value, name)
-            except InvalidInput as exc:
-                raise typer.BadParameter(exc.message, param_hint="--" + name.replace("_", "-")) from None
-            fields[name] = value
-    if filename:
-        fields["filename"] = filename
-    return fields
+        try:
+            iso_timestamp(value, name)
+        except InvalidInput as exc:
+            raise typer.BadParameter(exc.message, param_hint="--" + name.replace("_", "-")) from None
+    fields = {
+        "metadata": metadata,
+        "tag_prefix": tag_prefix,
+        "source_type": source_type,
+        "created_after": created_after,
+        "created_before": created_before,
+        "filename": filename,
+    }
+    return {name: value for name, value in fields.items() if value}

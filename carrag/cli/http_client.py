@@ -127,9 +127,7 @@ class HttpClient:
     async def find_documents(
         self, reference: str, *, limit: int = 10, collection: str | None = None
     ) -> DocumentPageOut:
-        params: dict[str, Any] = {"ref": reference, "limit": limit}
-        if collection:
-            params["collection"] = collection
+        params = {"ref": reference, "limit": limit, **({"collection": collection} if collection else {})}
         return DocumentPageOut.model_validate(await self._json("GET", "/documents", params=params))
 
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:

@@ -71,17 +71,17 @@ class LocalClient:
         return self._container
 
     @contextlib.asynccontextmanager
-    async def _errors(self) -> AsyncIterator[None]:
+    async def _using(self) -> AsyncIterator[Any]:
+        """The container, with a service error raised as the `ClientError` the API's status would carry."""
         try:
-            yield
+            yield await self.container()
         except CarragError as error:
             raise ClientError(error.message, status_for(error)) from error
 
     async def ingest_file(
         self, path: Path, source_id: str, options: IngestSettings, on_progress: ProgressCallback
     ) -> IngestResponse:
-        async with self._errors():
-            container = await self.container()
+        async with self._using() as container:
             limit = container.settings.max_upload_bytes
             if path.stat().st_size > limit:
                 raise PayloadTooLarge(f"{path} is larger than {limit} bytes (MAX_UPLOAD_BYTES).")
@@ -92,8 +92,7 @@ class LocalClient:
             return IngestResponse.model_validate(result)
 
     async def ingest_url(self, url: str, options: IngestSettings, on_progress: ProgressCallback) -> IngestResponse:
-        async with self._errors():
-            container = await self.container()
+        async with self._using() as container:
             result = await container.ingestion.ingest_url(
                 url, options.command(container.requests), _ObserverAdapter(on_progress)
             )
@@ -102,8 +101,7 @@ class LocalClient:
     async def sync(self, target: SyncTarget, options: IngestSettings, on_progress: SyncProgress) -> JobOut:
         """The sync runs as a job of this process's job manager: the same one-at-a-time claim as a server's,
         so a server's sync of the same folder on a shared Elasticsearch store is refused, and vice versa."""
-        async with self._errors():
-            container = await self.container()
+        async with self._using() as container:
             command = options.command(container.requests)
             if target.crawl is not None:
                 job = await container.sync.crawl(target.source, command, target.crawl)
@@ -123,9 +121,8 @@ class LocalClient:
             return JobOut.model_validate(job)
 
     async def list_documents(self, listing: DocumentListing) -> DocumentPageOut:
-        async with self._errors():
-            documents = (await self.container()).documents
-            page = await documents.page(
+        async with self._using() as container:
+            page = await container.documents.page(
                 offset=listing.offset,
                 limit=listing.limit,
                 tag=listing.tag,
@@ -137,57 +134,56 @@ class LocalClient:
             return DocumentPageOut.model_validate(page)
 
     async def get_document(self, document_id: str) -> DocumentOut:
-        async with self._errors():
-            return DocumentOut.model_validate(await (await self.container()).documents.get(document_id))
+        async with self._using() as container:
+            return DocumentOut.model_validate(await container.documents.get(document_id))
 
     async def find_documents(
         self, reference: str, *, limit: int = 10, collection: str | None = None
     ) -> DocumentPageOut:
-        async with self._errors():
-            documents = (await self.container()).documents
-            found = await documents.find(reference, limit=limit, collections=[collection] if collection else None)
+        async with self._using() as container:
+            found = await container.documents.find(
+                reference, limit=limit, collections=[collection] if collection else None
+            )
             return DocumentPageOut.model_validate(found)
 
     async def get_chunks(self, document_id: str, *, offset: int = 0, limit: int = 100) -> ChunkPageOut:
-        async with self._errors():
-            documents = (await self.container()).documents
-            return ChunkPageOut.model_validate(await documents.chunks(document_id, offset=offset, limit=limit))
+        async with self._using() as container:
+            return ChunkPageOut.model_validate(
+                await container.documents.chunks(document_id, offset=offset, limit=limit)
+            )
 
     async def delete_document(self, document_id: str) -> DeleteResponse:
-        async with self._errors():
-            return DeleteResponse.model_validate(await (await self.container()).documents.delete(document_id))
+        async with self._using() as container:
+            return DeleteResponse.model_validate(await container.documents.delete(document_id))
 
     async def delete_by_source(self, source_id: str, collection: str | None = None) -> DeletedSourceOut:
-        async with self._errors():
-            documents = (await self.container()).documents
-            deleted = await documents.delete_by_source(source_id, [collection] if collection else None)
+        async with self._using() as container:
+            deleted = await container.documents.delete_by_source(source_id, [collection] if collection else None)
             return DeletedSourceOut.model_validate(deleted)
 
     async def reset(self) -> ResetResponse:
-        async with self._errors():
-            return ResetResponse.model_validate(await (await self.container()).documents.reset())
+        async with self._using() as container:
+            return ResetResponse.model_validate(await container.documents.reset())
 
     async def health(self) -> HealthOut:
         from carrag.api.routes.health import health_report
 
-        async with self._errors():
-            container = await self.container()
+        async with self._using() as container:
             return health_report(await container.health(), container.settings)
 
     async def list_jobs(self, *, limit: int = 50) -> JobListOut:
         """The jobs recorded in the store (servers' async ingests; local ingests run without jobs)."""
-        async with self._errors():
-            jobs = (await self.container()).jobs
-            return JobListOut.model_validate({"items": await jobs.recent(limit), "total": await jobs.total()})
+        async with self._using() as container:
+            return JobListOut.model_validate(
+                {"items": await container.jobs.recent(limit), "total": await container.jobs.total()}
+            )
 
     async def search(self, request: SearchRequest) -> SearchResponse:
-        async with self._errors():
-            container = await self.container()
+        async with self._using() as container:
             return SearchResponse.model_validate(await container.search.search(request.to_query(container.requests)))
 
     async def stream_query(self, request: QueryRequest) -> AsyncGenerator[StreamEvent]:
-        async with self._errors():
-            container = await self.container()
+        async with self._using() as container:
             events = container.answers.stream_answer(request.to_query(container.requests))
             try:
                 async for event in events:
@@ -197,29 +193,28 @@ class LocalClient:
 
     async def download_original(self, document_id: str, open_destination: OpenDestination) -> tuple[str, int]:
         """Write a document's kept original to ``open_destination(its file name)``; (file name, bytes)."""
-        async with self._errors():
-            original = await (await self.container()).documents.original(document_id)
+        async with self._using() as container:
+            original = await container.documents.original(document_id)
             destination = open_destination(original.filename)
             async for piece in original.pieces:
                 destination.write(piece)
             return original.filename, original.size
 
     async def list_collections(self) -> CollectionListOut:
-        async with self._errors():
-            collections = (await self.container()).collections
-            return CollectionListOut.model_validate({"items": await collections.list()})
+        async with self._using() as container:
+            return CollectionListOut.model_validate({"items": await container.collections.list()})
 
     async def create_collection(self, name: str) -> CollectionOut:
-        async with self._errors():
-            return CollectionOut.model_validate(await (await self.container()).collections.create(name))
+        async with self._using() as container:
+            return CollectionOut.model_validate(await container.collections.create(name))
 
     async def rename_collection(self, name: str, new_name: str) -> CollectionOut:
-        async with self._errors():
-            return CollectionOut.model_validate(await (await self.container()).collections.rename(name, new_name))
+        async with self._using() as container:
+            return CollectionOut.model_validate(await container.collections.rename(name, new_name))
 
     async def delete_collection(self, name: str) -> CollectionDeleted:
-        async with self._errors():
-            return CollectionDeleted.model_validate(await (await self.container()).collections.delete(name))
+        async with self._using() as container:
+            return CollectionDeleted.model_validate(await container.collections.delete(name))
 
     async def aclose(self) -> None:
         if self._container is not None:

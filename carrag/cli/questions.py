@@ -46,18 +46,8 @@ def question_fields(
     collections: list[str] | None = None,
 ) -> dict[str, Any]:
     """The fields a query or search request sets (the rest keep the API's defaults)."""
-    fields: dict[str, Any] = {"question": question}
-    if top_k is not None:
-        fields["top_k"] = top_k
-    if collections:
-        fields["collections"] = collections
-    if split_tags(tags):
-        fields["tags"] = split_tags(tags)
-    if source:
-        fields["source"] = source
-    if rerank is not None:
-        fields["rerank"] = rerank
-    return fields
+    given = {"top_k": top_k, "collections": collections, "tags": split_tags(tags), "source": source, "rerank": rerank}
+    return {"question": question} | {name: value for name, value in given.items() if value not in (None, "", [])}
 
 
 def query(
