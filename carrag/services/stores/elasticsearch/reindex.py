@@ -7,7 +7,6 @@ copy again what changed meanwhile; swap the alias in one ``_aliases`` request; d
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +21,6 @@ from carrag.services.stores.elasticsearch.layout import generation_name, generat
 from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, document_key, to_chunk, to_document
 from carrag.services.stores.elasticsearch.store import ElasticsearchStore
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
-
-logger = logging.getLogger(__name__)
 
 Report = Callable[[str], None]
 Progress = Callable[[int, int], None]  # documents copied, documents to copy
