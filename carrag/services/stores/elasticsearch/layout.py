@@ -1,15 +1,13 @@
 """Where the data lives: an alias (``ELASTICSEARCH_INDEX``) in front of one concrete index
 ``<alias>-<generation>``, replaced by the next generation on `carrag reindex` or ``wipe``. Creating
 generation 1 is race-free: the loser of a simultaneous create adopts the winner's index. The embedding
-model is kept in the concrete index's ``_meta`` (``embedding`` gets its ``dims`` at the first write).
-"""
+model is kept in the concrete index's ``_meta`` (``embedding`` gets its ``dims`` at the first write)."""
 
 from __future__ import annotations
 
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from elasticsearch import ApiError
 
@@ -52,19 +50,15 @@ class IndexLayout:
     ) -> None:
         self.connection = connection
         self.alias = alias
-        self.shards = shards
-        self.replicas = replicas
+        self.settings = {
+            "number_of_shards": shards,
+            "number_of_replicas": replicas,
+            "refresh_interval": refresh_interval,
+        }
         self.refresh_interval = refresh_interval
         self.ready = False
         self.server_version: str | None = None
         self.warnings: list[str] = []
-
-    def settings(self) -> dict[str, Any]:
-        return {
-            "number_of_shards": self.shards,
-            "number_of_replicas": self.replicas,
-            "refresh_interval": self.refresh_interval,
-        }
 
     async def ensure(self) -> None:
         if self.ready:
@@ -109,7 +103,7 @@ class IndexLayout:
         try:
             await self.connection.client.indices.create(
                 index=name,
-                settings=self.settings(),
+                settings=self.settings,
                 mappings=index_mappings(),
                 aliases={self.alias: {"is_write_index": True}} if with_alias else None,
             )

@@ -1,8 +1,7 @@
-"""Reads of the index. `IndexReads`, the plumbing every read goes through: setting the index up on first
-use, a missing index (someone is wiping it) read as empty, searches that fail rather than answer without
-a shard, walks past the result window. Then the two search legs, each filtered to live versions
-(`live_hits`), a hit carrying the neighbours its chunk stores, the kNN leg telling its vectors'
-model (`layout.ServedIdentity`); and windows read by id."""
+"""Every read of the index goes through `IndexReads`: the index set up on first use, a missing index
+(someone is wiping it) read as empty, searches that fail rather than answer without a shard, walks past
+the result window; the two search legs, their hits filtered to live versions (`live_hits`), each
+carrying the neighbours its chunk stores; windows read by id."""
 
 from __future__ import annotations
 
@@ -190,8 +189,7 @@ class IndexReads:
 
     async def _live(self, search: Search, k: int) -> list[Hit]:
         async def live_versions(keys: Sequence[str]) -> dict[str, str]:
-            read = self.versions.live_versions
-            return await self.guarded("checking which versions are live", lambda: read(keys), {})
+            return await self.guarded("checking which versions are live", lambda: self.versions.live_versions(keys), {})
 
         return await live_hits(search, live_versions, k)
 
@@ -205,18 +203,17 @@ def _scored(hit: Hit, score: float) -> ScoredChunk:
 
 
 async def live_hits(search: Search, live_versions: LiveVersions, k: int) -> list[Hit]:
-    """The best ``k`` hits of ``search`` that belong to live versions: how a search decides which version
-    of a document is live. A version is live exactly while its source's record names it, and a writer flips that record only
-    once every chunk of the new version is searchable on every shard copy. After each search one
-    real-time multi-get reads the records of the hits' sources, and a hit is kept only if its version is
-    the one its record names: never two versions of a source, never a version being written or abandoned
-    (no record names it), never one replaced or deleted before the check (the record is flipped before
-    the replace or delete is acknowledged). When a dropped hit's source is live under another version, a
-    flip fell within the search, which may have seen that version in part; dropped hits may also have
-    crowded out live ones. Either way the search runs again without the dropped versions (the new version
-    was flipped before the repeat began, so it is searched whole). A version published during the search
-    whose source had no other version among the hits may come back in part, every chunk of it live.
-    """
+    """The best ``k`` hits of ``search`` that belong to live versions: how a search decides which version of a
+    document is live. A version is live exactly while its source's record names it, and a writer flips that
+    record only once every chunk of the new version is searchable on every shard copy. After each search one
+    real-time multi-get reads the records of the hits' sources, and a hit is kept only if its version is the one
+    its record names: never two versions of a source, never a version being written or abandoned (no record
+    names it), never one replaced or deleted before the check (the record is flipped before the replace or
+    delete is acknowledged). When a dropped hit's source is live under another version, a flip fell within the
+    search, which may have seen that version in part; dropped hits may also have crowded out live ones. Either
+    way the search runs again without the dropped versions (the new version was flipped before the repeat began,
+    so it is searched whole). A version published during the search whose source had no other version among the
+    hits may come back in part, every chunk of it live."""
     stale: frozenset[str] = frozenset()
     for _ in range(ATTEMPTS):
         hits = await search(k, stale)

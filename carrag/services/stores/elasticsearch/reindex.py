@@ -1,9 +1,8 @@
-"""`carrag reindex`: re-embed every live document into the next index generation and move the alias
-to it, readers undisturbed. Create ``<alias>-<n+1>`` and record the new model in it; copy each source
-record's chunks, embedded again, through the visibility protocol; block writes to the old index and
-copy again what changed meanwhile; swap the alias in one ``_aliases`` request; delete the old index
-(unless ``keep_old``). A failure before the swap deletes the new index and lifts the block.
-"""
+"""`carrag reindex`: re-embed every live document into the next index generation and move the alias to it,
+readers undisturbed. Create ``<alias>-<n+1>`` and record the new model in it; copy each source record's
+chunks, embedded again, through the visibility protocol; block writes to the old index and copy again
+what changed meanwhile; swap the alias in one ``_aliases`` request; delete the old index (unless
+``keep_old``). A failure before the swap deletes the new index and lifts the block."""
 
 from __future__ import annotations
 

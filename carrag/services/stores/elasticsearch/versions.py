@@ -1,11 +1,10 @@
-"""The visibility protocol. A write creates a new *version* (its ``document_id``): its chunks and a
-version record, indexed with ``refresh=wait_for`` (step 1). It becomes live when its source's record
-is flipped to it by a conditional write (step 2; on a conflict the record is read again and the flip
-retried: the last flip wins). Then the replaced version is deleted (step 3). Kept originals are
-written before the flip and removed before the version record, so `sweep.py` finds what a failed
-removal leaves. A writer gives up a flip after half of ``abandoned_after``, so the sweep never removes
-a version that could still become live. Searches keep only live versions' hits (`reads.live_hits`); a metadata
-change rewrites a live version's chunks and record in place (`Versions.update_metadata`)."""
+"""The visibility protocol, writer's side (the reader's is `reads.live_hits`). A write creates a new
+*version* (its ``document_id``): its chunks and a version record, indexed with ``refresh=wait_for``
+(step 1). It becomes live when its source's record is flipped to it by a conditional write (step 2; on a
+conflict the record is read again and the flip retried: the last flip wins). Then the replaced version
+is deleted (step 3). Kept originals are written before the flip and removed before the version record,
+so `sweep.py` finds what a failed removal leaves. A writer gives up a flip after half of
+``abandoned_after``, so the sweep never removes a version that could still become live."""
 
 from __future__ import annotations
 
