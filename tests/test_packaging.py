@@ -38,8 +38,14 @@ def test_the_wheel_holds_one_carrag_package(wheel: zipfile.ZipFile) -> None:
     top_level = {name.split("/")[0] for name in wheel.namelist()}
     assert {name for name in top_level if not name.endswith(".dist-info")} == {"carrag"}
     assert "carrag/api/ui/index.html" in wheel.namelist(), "the web UI ships as package data"
-    data = ["carrag/services/answers/answer_model.json", "carrag/services/word_lists/english_stop_words.txt"]
-    assert set(data) <= set(wheel.namelist()), "the answer model's weights and the word lists ship as package data"
+    data = [
+        "carrag/services/answers/answer_model.json",
+        "carrag/services/word_lists/english_stop_words.txt",
+        "carrag/services/stores/elasticsearch/mappings.json",
+    ]
+    assert set(data) <= set(wheel.namelist()), (
+        "the answer model's weights, the word lists and the Elasticsearch mappings ship as package data"
+    )
 
 
 def test_heavy_parts_are_extras_and_full_has_them_all(wheel: zipfile.ZipFile) -> None:

@@ -199,7 +199,7 @@ async def raw_bulk(
     """chunks/s of ``helpers.async_bulk`` into a plain index with the store's settings and mapping."""
     mappings = index_mappings()
     mappings["properties"] = {**mappings["properties"], "embedding": embedding_property(dimension)}
-    await client.indices.create(index=index, settings=store.layout.settings(), mappings=mappings)
+    await client.indices.create(index=index, settings=store.layout.settings, mappings=mappings)
     actions = [
         {
             "_index": index,

@@ -1,4 +1,4 @@
-"""The query path's model check answered from memory (Elasticsearch, `served_identity.py`): the model
+"""The query path's model check answered from memory (Elasticsearch, `layout.ServedIdentity`): the model
 the kNN leg returns with its hits (`VectorHits.model`) decides whether the leg runs again."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`/search` on Elasticsearch after another process moved the alias to an index of another model of
-the same size: this replica's model check, kept in memory (`served_identity.py`), is out of date, yet
+the same size: this replica's model check, kept in memory (`layout.ServedIdentity`), is out of date, yet
 no kNN hit scored against a query of the wrong model is returned; the kNN leg sees the new index's
 model and runs again (here that model cannot be loaded, so the leg comes back empty), and the next
 search knows the change."""

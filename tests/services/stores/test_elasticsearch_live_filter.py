@@ -1,11 +1,11 @@
 """The reader's side of the visibility protocol, without a node: which hits a search may return
-(`live_filter.py`)."""
+(`reads.live_hits`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from carrag.services.stores.elasticsearch.live_filter import ATTEMPTS, live_hits
+from carrag.services.stores.elasticsearch.reads import ATTEMPTS, live_hits
 
 
 def hit(document_id: str, index: int, source: str = "s.txt") -> dict:

@@ -1,4 +1,4 @@
-"""The searches' model check answered from memory (`served_identity.py`), tied to the concrete index
+"""The searches' model check answered from memory (`layout.ServedIdentity`), tied to the concrete index
 the kNN hits came from: after another process moves the alias to an index of another model, the
 next kNN leg returns that model with its hits (`VectorHits.model`) and the check follows it."""
 
@@ -9,8 +9,8 @@ import pytest
 from carrag.services.errors import UpstreamError
 from carrag.services.models import EmbeddingIdentity, SearchFilters
 from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.elasticsearch.layout import ServedIdentity
 from carrag.services.stores.elasticsearch.reindex import reindex
-from carrag.services.stores.elasticsearch.served_identity import ServedIdentity
 from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
 from tests.services.stores.test_elasticsearch_reindex import NEW_MODEL
 from tests.services.stores.test_store_contract import DIMENSION, IDENTITY, chunks_of, record, unit_vectors

@@ -1,4 +1,4 @@
-"""The visibility protocol across processes (`versions.py`, `live_filter.py`): a reader never
+"""The visibility protocol across processes (`versions.py`): a reader never
 returns a version another process replaced or deleted before its search, even while the old chunks
 are still in the index; a flip that may have happened is never rolled back; and a replaced version
 is gone when its replace returns."""

@@ -60,16 +60,15 @@ class WriteBatcher:
     async def _run(self, batch: list[PendingWrite]) -> None:
         try:
             outcomes = await self._write_batch(batch)
-        except BaseException as exc:  # every caller must get an answer, whatever happened
-            if not isinstance(exc, Exception):
-                logger.warning("write batch interrupted", extra={"documents": len(batch)})
-            _settle(batch, [exc if isinstance(exc, Exception) else RuntimeError("write interrupted")] * len(batch))
-            if not isinstance(exc, Exception):
-                raise
-        else:
-            _settle(batch, outcomes)
+        except Exception as exc:  # noqa: BLE001 - every caller of the batch gets its failure
+            outcomes = [exc] * len(batch)
+        except BaseException:  # cancelled: every caller must still get an answer
+            logger.warning("write batch interrupted", extra={"documents": len(batch)})
+            _settle(batch, [RuntimeError("write interrupted")] * len(batch))
+            raise
         finally:
             self._slots.release()
+        _settle(batch, outcomes)
 
     async def aclose(self) -> None:
         """Wait for the batches already sent (closing the store must not cut a write in half)."""

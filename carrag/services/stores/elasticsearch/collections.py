@@ -19,15 +19,6 @@ from carrag.services.stores.elasticsearch.versions import FLIP_ATTEMPTS, Version
 MAX_COLLECTIONS = 10_000
 
 
-def collection_record(collection: Collection) -> dict[str, Any]:
-    return {
-        "doc_kind": "collection",
-        "collection_id": collection.collection_id,
-        "collection_name": collection.name,
-        "created_at": collection.created_at,
-    }
-
-
 def default_collection(document_count: int = 0) -> Collection:
     """``default`` has no record (it always exists), so no creation time of its own."""
     return Collection(DEFAULT_COLLECTION, DEFAULT_COLLECTION, "1970-01-01T00:00:00+00:00", document_count)
@@ -49,7 +40,12 @@ class CollectionRegistry:
                 await self.connection.writer.create(
                     index=self.alias,
                     id=collection_record_id(collection.name),
-                    document=collection_record(collection),
+                    document={
+                        "doc_kind": "collection",
+                        "collection_id": collection.collection_id,
+                        "collection_name": collection.name,
+                        "created_at": collection.created_at,
+                    },
                     refresh=self.versions.refresh,
                     require_alias=self.versions.require_alias,
                 )

@@ -24,6 +24,7 @@ PAGE = 1000  # hits or buckets per request when walking a whole index
 WRITE_TIMEOUT_FACTOR = 4  # bulk requests (which build the HNSW graph) and refresh waits get longer
 BULK_RETRIES = 2  # items rejected with 429 (queue full) are sent again, after a backoff
 BULK_BACKOFF = 0.5
+BULK_IN_FLIGHT = 8  # bulk requests one store sends at once, whatever the number or size of the writes
 Operation = tuple[dict[str, Any], dict[str, Any] | None]  # a bulk action line and its source (None: a delete)
 
 
@@ -112,6 +113,7 @@ class Connection:
         self._api_key = api_key or None
         self._basic_auth = (username, password or "") if username else None
         self._client: AsyncElasticsearch | None = None
+        self._bulk_slots = asyncio.Semaphore(BULK_IN_FLIGHT)
 
     @property
     def client(self) -> AsyncElasticsearch:
@@ -225,11 +227,12 @@ class Connection:
         pending = list(range(len(operations)))
         for attempt in range(BULK_RETRIES + 1):
             body = [part for position in pending for part in operations[position] if part is not None]
-            with self.errors(action, index):
-                # require_alias: a bulk into a vanished alias must fail, not auto-create a plain index
-                response = await self.writer.bulk(
-                    operations=body, index=index, refresh=refresh, require_alias=require_alias
-                )
+            async with self._bulk_slots:
+                with self.errors(action, index):
+                    # require_alias: a bulk into a vanished alias must fail, not auto-create a plain index
+                    response = await self.writer.bulk(
+                        operations=body, index=index, refresh=refresh, require_alias=require_alias
+                    )
             retry = []
             for position, entry in zip(pending, response["items"], strict=True):
                 item = _bulk_item(entry)
@@ -245,7 +248,7 @@ class Connection:
         return [item for item in results if item is not None]
 
     async def bulk_together(self, operations: list[Operation], **options: Any) -> list[BulkItem]:
-        """`bulk` in requests of ``PAGE`` operations, sent together."""
+        """`bulk` in requests of ``PAGE`` operations, sent together (at most ``BULK_IN_FLIGHT`` at once)."""
         parts = (operations[low : low + PAGE] for low in range(0, len(operations), PAGE))
         answers = await asyncio.gather(*(self.bulk(part, **options) for part in parts))
         return [item for answer in answers for item in answer]

@@ -9,18 +9,8 @@ from typing import Any
 
 from carrag.services.jobs.repository import FINISHED_STATE_VALUES, JobRecord, StoredJob
 from carrag.services.stores.elasticsearch.connection import PAGE, Connection, IndexMissing
+from carrag.services.stores.elasticsearch.mapping import MAPPINGS
 from carrag.services.stores.elasticsearch.queries import MAX_RESULT_WINDOW
-
-MAPPINGS: dict[str, Any] = {
-    "dynamic": False,
-    "properties": {
-        "job_id": {"type": "keyword"},
-        "state": {"type": "keyword"},
-        "created_at": {"type": "date"},
-        "lease_expires_at": {"type": "double"},
-        "finished_at": {"type": "double"},
-    },
-}
 
 
 def jobs_index_name(alias: str) -> str:
@@ -40,7 +30,7 @@ class ElasticsearchJobRepository:
         if not self._ready:
             settings = {"number_of_shards": self.shards, "number_of_replicas": self.replicas}
             await self.connection.create_index(
-                "creating the jobs index", self.index, mappings=MAPPINGS, settings=settings
+                "creating the jobs index", self.index, mappings=MAPPINGS["jobs"], settings=settings
             )
             self._ready = True
         try:

@@ -1,14 +1,13 @@
 """Where the data lives: an alias (``ELASTICSEARCH_INDEX``) in front of one concrete index
 ``<alias>-<generation>``, replaced by the next generation on `carrag reindex` or ``wipe``. Creating
 generation 1 is race-free: the loser of a simultaneous create adopts the winner's index. The embedding
-model is kept in the concrete index's ``_meta`` (``embedding`` gets its ``dims`` at the first write).
-"""
+model is kept in the concrete index's ``_meta`` (``embedding`` gets its ``dims`` at the first write)."""
 
 from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from elasticsearch import ApiError
 
@@ -26,6 +25,8 @@ logger = logging.getLogger(__name__)
 
 # The client's major version must match the server's (docs/deploy.md); the server is checked at open.
 SUPPORTED_MAJOR = 8
+
+ReadIdentity = Callable[[str], Awaitable[tuple[str, EmbeddingIdentity | None]]]  # name → (concrete index, model)
 
 
 def generation_name(alias: str, generation: int) -> str:
@@ -49,19 +50,15 @@ class IndexLayout:
     ) -> None:
         self.connection = connection
         self.alias = alias
-        self.shards = shards
-        self.replicas = replicas
+        self.settings = {
+            "number_of_shards": shards,
+            "number_of_replicas": replicas,
+            "refresh_interval": refresh_interval,
+        }
         self.refresh_interval = refresh_interval
         self.ready = False
         self.server_version: str | None = None
         self.warnings: list[str] = []
-
-    def settings(self) -> dict[str, Any]:
-        return {
-            "number_of_shards": self.shards,
-            "number_of_replicas": self.replicas,
-            "refresh_interval": self.refresh_interval,
-        }
 
     async def ensure(self) -> None:
         if self.ready:
@@ -106,7 +103,7 @@ class IndexLayout:
         try:
             await self.connection.client.indices.create(
                 index=name,
-                settings=self.settings(),
+                settings=self.settings,
                 mappings=index_mappings(),
                 aliases={self.alias: {"is_write_index": True}} if with_alias else None,
             )
@@ -196,3 +193,47 @@ class IndexLayout:
             self.ready = False
             await self.create_generation(newest + 1)
         self.ready = True
+
+
+class ServedIdentity:
+    """The model of the index searches are served from, without a mapping read per search. A concrete
+    index's model never changes once recorded (a model change or a wipe is a new generation), so it is
+    kept per concrete index; searches see which index the alias names from their hits' ``_index``
+    (`VectorHits.model`). The newest generation seen is answered: a slow search cannot move it back."""
+
+    def __init__(self, alias: str, read: ReadIdentity) -> None:
+        self.alias = alias
+        self._read = read
+        self._known: dict[str, EmbeddingIdentity] = {}  # concrete index → its recorded model
+        self._current: str | None = None  # the newest concrete index seen behind the alias
+
+    async def current(self) -> EmbeddingIdentity | None:
+        """The model of the index the alias names, as last seen (read when not known)."""
+        if self._current is not None and self._current in self._known:
+            return self._known[self._current]
+        index, identity = await self._read(self.alias)
+        self.learn(index, identity)
+        return identity
+
+    async def of_index(self, index: str) -> EmbeddingIdentity | None:
+        """The model of the concrete ``index`` (hits came from it, so the alias names it or did)."""
+        if index not in self._known:
+            index, identity = await self._read(index)
+            self.learn(index, identity)
+            return identity
+        self._advance(index)
+        return self._known[index]
+
+    def learn(self, index: str, identity: EmbeddingIdentity | None) -> None:
+        """What a mapping read found: ``index`` is (or was) behind the alias, with ``identity``."""
+        if identity is not None and identity.model:
+            self._known[index] = identity
+        self._advance(index)
+
+    def forget(self) -> None:
+        self._known.clear()
+        self._current = None
+
+    def _advance(self, index: str) -> None:
+        if self._current is None or generation_of(self.alias, index) >= generation_of(self.alias, self._current):
+            self._current = index

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,41 +21,9 @@ from carrag.services.positions import decode_regions, encode_regions
 SCHEMA_VERSION = 3
 HNSW_OPTIONS = {"type": "hnsw", "m": 16, "ef_construction": 100}
 
-STORED_ONLY = {"type": "keyword", "index": False, "doc_values": False}
-BASE_PROPERTIES: dict[str, Any] = {
-    "doc_kind": {"type": "keyword"},
-    "document_id": {"type": "keyword"},
-    "source_id": {"type": "keyword"},
-    "source_type": {"type": "keyword"},
-    "filename_lower": {"type": "keyword"},  # the file name in lower case: sorting and filtering by name
-    # stored as it was; the `glob` sub-field (added later, so indexed for documents written or
-    # reindexed since) is what file name filters match
-    "filename": {**STORED_ONLY, "fields": {"glob": {"type": "keyword"}}},
-    "title": STORED_ONLY,
-    "external_id": {"type": "keyword"},
-    "content_hash": {"type": "keyword"},
-    "chunk_count": {"type": "integer"},
-    "tags": {"type": "text", "fields": {"keyword": {"type": "keyword"}}},
-    "content": {"type": "text", "analyzer": "english"},
-    "heading": {"type": "text", "analyzer": "english"},
-    "chunk_index": {"type": "integer"},
-    "char_start": {"type": "integer"},
-    "char_end": {"type": "integer"},
-    "pages": {"type": "integer"},
-    "section": STORED_ONLY,
-    "metadata": {"type": "object", "enabled": False},
-    "created_at": {"type": "date_nanos"},
-    "written_at": {"type": "date"},  # version records: when the version's chunks were written
-    "user_metadata": {"type": "object", "enabled": False},  # source records: the user's own metadata
-    "metadata_pairs": {"type": "keyword"},  # chunks and source records: `key=value` of the user metadata
-    "collection_id": {"type": "keyword"},
-    "collection_name": {"type": "keyword"},  # collection records
-    # chunks: {"radius": r, "chunks": [the chunk fields of each chunk within r of it]} (`chunk_source`)
-    "neighbours": {"type": "object", "enabled": False},
-    # chunks of PDFs: where the chunk is drawn on its pages, [[page, start, end, x0, y0, x1, y1], ...]
-    # (`positions.encode_regions`); read with the chunk itself, not by search legs
-    "regions": {"type": "object", "enabled": False},
-}
+# The mappings of the index, of the originals' index and of the jobs' index (fields: docs/architecture.md)
+MAPPINGS: dict[str, Any] = json.loads(Path(__file__).with_name("mappings.json").read_text(encoding="utf-8"))
+BASE_PROPERTIES: dict[str, Any] = MAPPINGS["index"]
 STORED_NEIGHBOURS = 1  # chunks on each side stored in each chunk
 CHUNK_SOURCE_EXCLUDES = ["embedding", "neighbours"]  # a chunk read as itself
 SEARCH_SOURCE_EXCLUDES = ["embedding", "regions"]  # a chunk read by a search leg: with its neighbours

@@ -23,27 +23,12 @@ from carrag.services.stores.elasticsearch.connection import (
     every_hit,
     failures_by_owner,
 )
-from carrag.services.stores.elasticsearch.mapping import STORED_ONLY
+from carrag.services.stores.elasticsearch.mapping import MAPPINGS
 
 logger = logging.getLogger(__name__)
 
 PART_BYTES = 1024 * 1024  # bytes per part (base64 makes it ~1.4 MB of JSON)
 PARTS_PER_REQUEST = 8  # parts per bulk request, so one request stays ~11 MB whatever the file size
-
-ORIGINALS_MAPPINGS: dict[str, Any] = {
-    "dynamic": "strict",
-    "properties": {
-        "kind": {"type": "keyword"},  # "header" or "part"
-        "document_id": {"type": "keyword"},
-        "part": {"type": "integer"},
-        "parts": {"type": "integer"},
-        "data": {"type": "binary"},  # stored only: binary fields are neither indexed nor searchable
-        "filename": STORED_ONLY,
-        "content_type": STORED_ONLY,
-        "size": {"type": "long"},
-        "written_at": {"type": "date"},
-    },
-}
 
 
 def part_id(document_id: str, part: int) -> str:
@@ -100,7 +85,7 @@ class OriginalsIndex:
                 f"setting up the index {self.name}",
                 self.name,
                 settings={"number_of_shards": self.shards, "number_of_replicas": self.replicas},
-                mappings=ORIGINALS_MAPPINGS,
+                mappings=MAPPINGS["originals"],
             )
             self.ready = True
 

@@ -61,7 +61,7 @@ def filename_clause(filename: str, is_glob: bool) -> dict[str, Any]:
 
 
 def filter_clauses(filters: SearchFilters, *, exclude: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    """``exclude``: versions to leave out (found not live by an earlier attempt, `live_filter.py`)."""
+    """``exclude``: versions to leave out (found not live by an earlier attempt, `reads.live_hits`)."""
     clauses: list[dict[str, Any]] = [{"term": {"doc_kind": "chunk"}}]
     if exclude:
         clauses.append({"bool": {"must_not": {"terms": {"document_id": sorted(exclude)}}}})

@@ -1,13 +1,11 @@
-"""`carrag reindex`: re-embed every live document into the next index generation and move the alias
-to it, readers undisturbed. Create ``<alias>-<n+1>`` and record the new model in it; copy each source
-record's chunks, embedded again, through the visibility protocol; block writes to the old index and
-copy again what changed meanwhile; swap the alias in one ``_aliases`` request; delete the old index
-(unless ``keep_old``). A failure before the swap deletes the new index and lifts the block.
-"""
+"""`carrag reindex`: re-embed every live document into the next index generation and move the alias to it,
+readers undisturbed. Create ``<alias>-<n+1>`` and record the new model in it; copy each source record's
+chunks, embedded again, through the visibility protocol; block writes to the old index and copy again
+what changed meanwhile; swap the alias in one ``_aliases`` request; delete the old index (unless
+``keep_old``). A failure before the swap deletes the new index and lifts the block."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +20,6 @@ from carrag.services.stores.elasticsearch.layout import generation_name, generat
 from carrag.services.stores.elasticsearch.mapping import CHUNK_SOURCE_EXCLUDES, document_key, to_chunk, to_document
 from carrag.services.stores.elasticsearch.store import ElasticsearchStore
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
-
-logger = logging.getLogger(__name__)
 
 Report = Callable[[str], None]
 Progress = Callable[[int, int], None]  # documents copied, documents to copy

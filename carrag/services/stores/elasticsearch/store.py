@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,8 +41,7 @@ from carrag.services.stores.elasticsearch import queries
 from carrag.services.stores.elasticsearch.batching import WriteBatcher
 from carrag.services.stores.elasticsearch.collections import CollectionRegistry, default_collection
 from carrag.services.stores.elasticsearch.connection import Connection, IndexMissing
-from carrag.services.stores.elasticsearch.integrity import integrity_problems
-from carrag.services.stores.elasticsearch.layout import IndexLayout
+from carrag.services.stores.elasticsearch.layout import IndexLayout, ServedIdentity
 from carrag.services.stores.elasticsearch.mapping import (
     CHUNK_SOURCE_EXCLUDES,
     source_key,
@@ -51,15 +49,10 @@ from carrag.services.stores.elasticsearch.mapping import (
     to_chunk,
     to_document,
 )
-from carrag.services.stores.elasticsearch.metadata import update_metadata
 from carrag.services.stores.elasticsearch.originals import OriginalsIndex
 from carrag.services.stores.elasticsearch.reads import IndexReads
-from carrag.services.stores.elasticsearch.search_legs import SearchLegs
-from carrag.services.stores.elasticsearch.served_identity import ServedIdentity
-from carrag.services.stores.elasticsearch.sweep import sweep_abandoned, sweep_periodically
+from carrag.services.stores.elasticsearch.sweep import integrity_problems, sweep_abandoned, sweep_periodically
 from carrag.services.stores.elasticsearch.versions import PendingWrite, Versions
-
-logger = logging.getLogger(__name__)
 
 
 class ElasticsearchStore:
@@ -94,8 +87,9 @@ class ElasticsearchStore:
         self.batcher = WriteBatcher(self._write_batch)
         self._sweeper: asyncio.Task[None] | None = None
         self.served_identity = ServedIdentity(index, self.layout.identity_with_index)
-        self.reads = IndexReads(self.connection, self.layout, self.originals)
-        self.legs = SearchLegs(self.reads, self.versions, self.served_identity, num_candidates, self.embedding_identity)
+        self.reads = IndexReads(
+            self.connection, self.layout, self.originals, self.versions, self.served_identity, num_candidates
+        )
 
     @classmethod
     def from_settings(cls, settings: Any) -> ElasticsearchStore:
@@ -194,9 +188,7 @@ class ElasticsearchStore:
         return await asyncio.shield(
             self.reads.guarded(
                 "updating a document",
-                lambda: update_metadata(
-                    self.versions, document_id, tags=tags, title=title, user_metadata=user_metadata
-                ),
+                lambda: self.versions.update_metadata(document_id, tags=tags, title=title, user_metadata=user_metadata),
                 None,
             )
         )
@@ -240,26 +232,19 @@ class ElasticsearchStore:
         return await self.reads.guarded("reading an original", get, None)
 
     async def embedding_identity(self) -> EmbeddingIdentity | None:
-        """A mapping request; `query_identity` is the searches' cheap one."""
-
-        async def read() -> EmbeddingIdentity | None:
-            index, identity = await self.layout.identity_with_index(self.index)
-            self.served_identity.learn(index, identity)
-            return identity
-
-        return await self.reads.guarded("reading the embedding model", read, None)
+        return await self.reads.embedding_identity()
 
     async def query_identity(self) -> EmbeddingIdentity | None:
         return await self.reads.guarded("reading the embedding model", self.served_identity.current, None)
 
     async def lexical_search(self, query: str, k: int, filters: SearchFilters) -> list[ScoredChunk]:
-        return await self.legs.lexical(query, k, filters)
+        return await self.reads.lexical_search(query, k, filters)
 
     async def vector_search(self, vector: np.ndarray, k: int, filters: SearchFilters) -> VectorHits:
-        return await self.legs.vector(vector, k, filters)
+        return await self.reads.vector_search(vector, k, filters)
 
     async def get_windows(self, centres: Sequence[tuple[str, int]], radius: int) -> list[StoredChunk]:
-        return await self.legs.windows(centres, radius)
+        return await self.reads.get_windows(centres, radius)
 
     async def get_document(self, document_id: str) -> DocumentRecord | None:
         return await self.reads.guarded("looking up a document", lambda: self.versions.live_document(document_id), None)

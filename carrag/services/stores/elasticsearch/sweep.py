@@ -1,6 +1,7 @@
-"""Removing abandoned versions: version records older than ``abandoned_after`` that their source
-record does not name (a crashed write, or a replaced version whose deletion failed). Originals go
-first, so a failed removal leaves the record for the next sweep. Idempotent."""
+"""Upkeep of the versions: the sweep removes abandoned versions, version records older than
+``abandoned_after`` that their source record does not name (a crashed write, or a replaced version
+whose deletion failed; originals go first, so a failed removal leaves the record for the next sweep;
+idempotent); the integrity check compares live versions with their chunks."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from elasticsearch import AsyncElasticsearch
+
 from carrag.services.errors import DependencyUnavailable
-from carrag.services.stores.elasticsearch.connection import PAGE, every_hit
+from carrag.services.stores.elasticsearch.connection import PAGE, every_bucket, every_hit
 from carrag.services.stores.elasticsearch.mapping import record_key
+from carrag.services.stores.elasticsearch.originals import OriginalsIndex
 from carrag.services.stores.elasticsearch.versions import Versions
 
 logger = logging.getLogger(__name__)
@@ -59,3 +63,44 @@ async def _remove_abandoned(versions: Versions, found: list[dict[str, Any]]) -> 
         (v["document_id"], int(v["chunk_count"])) for v in found if live.get(record_key(v)) != v["document_id"]
     ]
     return len(abandoned) if await versions.remove(abandoned, "removing abandoned versions") else 0
+
+
+async def integrity_problems(client: AsyncElasticsearch, index: str, originals: OriginalsIndex) -> list[str]:
+    """Readable lines (empty: consistent): each source record's ``chunk_count`` against its version's
+    chunks (indexes 0..n-1), chunks of no live version (a write in progress, a replaced version being
+    deleted, a crash's remains not swept yet), chunks without a vector, and the originals' problems."""
+    await client.indices.refresh(index=index)
+    declared = {
+        hit["_source"]["document_id"]: hit["_source"]["chunk_count"]
+        async for hit in every_hit(
+            client,
+            index,
+            query={"term": {"doc_kind": "document"}},
+            sort=[{"source_id": "asc"}],
+            source_includes=["document_id", "chunk_count"],
+        )
+    }
+    low, high = {"min": {"field": "chunk_index"}}, {"max": {"field": "chunk_index"}}
+    actual = {
+        bucket["key"]["key"]: (bucket["doc_count"], int(bucket["low"]["value"]), int(bucket["high"]["value"]))
+        async for bucket in every_bucket(
+            client, index, {"term": {"doc_kind": "chunk"}}, "document_id", low=low, high=high
+        )
+    }
+    problems = []
+    for document_id, count in declared.items():
+        chunks, first, last = actual.get(document_id, (0, 0, -1))
+        if chunks != count:
+            problems.append(f"document {document_id} declares {count} chunks but has {chunks}")
+        elif chunks and (first, last) != (0, chunks - 1):
+            problems.append(f"document {document_id} has chunk indexes {first}..{last} for {chunks} chunks")
+    orphans = sum(count for document_id, (count, _, _) in actual.items() if document_id not in declared)
+    if orphans:
+        problems.append(f"{orphans} chunks belong to no document")
+    missing = await client.count(
+        index=index,
+        query={"bool": {"filter": {"term": {"doc_kind": "chunk"}}, "must_not": {"exists": {"field": "embedding"}}}},
+    )
+    if missing["count"]:
+        problems.append(f"{missing['count']} chunks lack a vector")
+    return problems + await originals.problems(set(declared))

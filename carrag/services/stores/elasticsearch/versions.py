@@ -1,15 +1,15 @@
-"""The visibility protocol, writer's side (the reader's side is `live_filter.py`). A write creates a
-new *version* (its ``document_id``): its chunks and a version record, indexed with
-``refresh=wait_for`` (step 1). It becomes live when its source's record is flipped to it by a
-conditional write (step 2; on a conflict the record is read again and the flip retried: the last flip
-wins). Then the replaced version is deleted (step 3). Kept originals are written before the flip and
-removed before the version record, so `sweep.py` finds what a failed removal leaves. A writer gives up
-a flip after half of ``abandoned_after``, so the sweep never removes a version that could still become
-live."""
+"""The visibility protocol, writer's side (the reader's is `reads.live_hits`). A write creates a new
+*version* (its ``document_id``): its chunks and a version record, indexed with ``refresh=wait_for``
+(step 1). It becomes live when its source's record is flipped to it by a conditional write (step 2; on a
+conflict the record is read again and the flip retried: the last flip wins). Then the replaced version
+is deleted (step 3). Kept originals are written before the flip and removed before the version record,
+so `sweep.py` finds what a failed removal leaves. A writer gives up a flip after half of
+``abandoned_after``, so the sweep never removes a version that could still become live."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -21,7 +21,15 @@ import numpy as np
 
 from carrag.services.errors import CarragError, DependencyUnavailable
 from carrag.services.ids import chunk_id
-from carrag.services.models import Chunk, DocumentRecord, EmbeddingIdentity, OriginalFile
+from carrag.services.models import (
+    Chunk,
+    DocumentRecord,
+    EmbeddingIdentity,
+    MetadataValue,
+    OriginalFile,
+    chunk_heading,
+    metadata_pairs,
+)
 from carrag.services.stores.elasticsearch.connection import (
     BulkItem,
     Connection,
@@ -292,6 +300,56 @@ class Versions:
             if await self.connection.conditionally(action, self.alias, write) is not None:
                 return state
         raise DependencyUnavailable("store", f"the document kept changing while {action}; retry")
+
+    async def update_metadata(
+        self,
+        document_id: str,
+        *,
+        tags: list[str] | None,
+        title: str | None,
+        user_metadata: dict[str, MetadataValue] | None = None,
+    ) -> DocumentRecord | None:
+        """Set the live ``document_id``'s tags, title and/or user metadata (None leaves a field as it is)
+        in place: partial updates of its chunks, then its record rewritten; None if it is not live. A new
+        title changes each ``heading``, so the sections are read first (no scripts: they need the painless
+        module, which a node may lack)."""
+        current = await self.live_document(document_id)
+        if current is None:
+            return None
+        changes: dict[str, Any] = {}
+        if tags is not None:
+            changes["tags"] = list(tags)
+        if title is not None:
+            changes["title"] = title
+        if user_metadata is not None:
+            changes["metadata_pairs"] = metadata_pairs(user_metadata)
+        ids = [chunk_id(document_id, index) for index in range(current.chunk_count)] if changes else []
+        sections: dict[str, str | None] = {}
+        if title is not None:
+            found = await self.connection.found(
+                "reading a document's chunks", self.alias, ids=ids, source_includes=["section"]
+            )
+            sections = {doc["_id"]: doc["_source"].get("section") for doc in found}
+        operations: list[Operation] = []
+        for doc_id in ids:
+            fields = dict(changes)
+            if title is not None:
+                fields["heading"] = chunk_heading(title, sections.get(doc_id))
+            operations.append(({"update": {"_id": doc_id}}, {"doc": fields}))
+        failed = [result for result in await self.bulk(operations, f"updating {current.filename}") if not result.ok]
+        if failed:
+            raise bulk_failure(failed, len(ids), f"updating {current.filename}", "; retry the update")
+
+        def updated(document: DocumentRecord) -> DocumentRecord:
+            return dataclasses.replace(
+                document,
+                tags=list(tags) if tags is not None else document.tags,
+                title=title if title is not None else document.title,
+                user_metadata=dict(user_metadata) if user_metadata is not None else document.user_metadata,
+            )
+
+        state = await self.change_record(document_key(current), document_id, "updating a document", updated)
+        return updated(state.document) if state is not None else None
 
     # --- reading the live state (real time: a get or a multi-get, no refresh needed) ---------------
     async def source_state(self, key: str) -> SourceState | None:
