@@ -1,5 +1,6 @@
 """Bulk requests (`connection.py`): a write of many parts never has more than ``BULK_IN_FLIGHT``
-requests in flight, and every item's outcome comes back in order."""
+requests in flight, and every item's outcome comes back in order; a closed connection opened again
+from another event loop still bounds them."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ class CountingClient:
     def options(self, **_: Any) -> CountingClient:
         return self
 
+    async def close(self) -> None:
+        pass
+
     async def bulk(self, *, operations: list[dict[str, Any]], **_: Any) -> dict[str, Any]:
         self.requests += 1
         self.in_flight += 1
@@ -39,3 +43,24 @@ async def test_a_large_write_sends_a_bounded_number_of_bulk_requests_at_once() -
     assert [item.id for item in items] == [str(n) for n in range(len(operations))]
     assert client.requests == 3 * BULK_IN_FLIGHT
     assert client.most == BULK_IN_FLIGHT
+
+
+def test_a_closed_connection_is_bounded_again_in_another_event_loop() -> None:
+    """`close` lets the connection open a new client later, as from another `asyncio.run`; the bound
+    must not stay tied to the first loop (a semaphore binds to the loop it first waited in)."""
+    connection = Connection("http://127.0.0.1:9")
+    operations: list[Operation] = [({"index": {"_id": str(n)}}, {"n": n}) for n in range(PAGE * 2 * BULK_IN_FLIGHT)]
+
+    async def write() -> tuple[int, int]:
+        client = CountingClient()
+        connection._client = client  # type: ignore[assignment]
+        items = await connection.bulk_together(operations, index="i", action="writing")
+        await connection.close()
+        return len(items), client.most
+
+    for _ in range(2):
+        loop = asyncio.new_event_loop()
+        try:
+            assert loop.run_until_complete(write()) == (len(operations), BULK_IN_FLIGHT)
+        finally:
+            loop.close()

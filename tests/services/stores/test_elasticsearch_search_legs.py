@@ -1,4 +1,4 @@
-"""The search legs on a node (`search_legs.py`): the neighbour windows of the winners are chunks of
+"""The search legs on a node (`reads.IndexReads`): the neighbour windows of the winners are chunks of
 the hit's own version, read by id, also while versions of the source are being replaced."""
 
 from __future__ import annotations

@@ -77,6 +77,10 @@ class WriteBatcher:
                 await self._drainer
         if self._running:
             await asyncio.wait(set(self._running))
+        if (self._drainer is None or self._drainer.done()) and not self._running:
+            # no slot is held; the store may be used again from another event loop, and a semaphore
+            # stays bound to the loop it first waited in
+            self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
 
 
 def _settle(batch: list[PendingWrite], outcomes: Sequence[str | BaseException | None]) -> None:

@@ -143,6 +143,8 @@ class Connection:
         if self._client is not None:
             await self._client.close()
             self._client = None
+        # reopened later, maybe from another event loop: a semaphore stays bound to the loop it first waited in
+        self._bulk_slots = asyncio.Semaphore(BULK_IN_FLIGHT)
 
     @contextlib.contextmanager
     def errors(self, action: str, index: str) -> Iterator[None]:

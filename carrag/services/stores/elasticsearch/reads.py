@@ -212,8 +212,9 @@ async def live_hits(search: Search, live_versions: LiveVersions, k: int) -> list
     delete is acknowledged). When a dropped hit's source is live under another version, a flip fell within the
     search, which may have seen that version in part; dropped hits may also have crowded out live ones. Either
     way the search runs again without the dropped versions (the new version was flipped before the repeat began,
-    so it is searched whole). A version published during the search whose source had no other version among the
-    hits may come back in part, every chunk of it live."""
+    so it is searched whole), at most ``ATTEMPTS`` times: a source still changing then is left out. A version
+    published during the search whose source had no other version among the hits may come back in part, every
+    chunk of it live."""
     stale: frozenset[str] = frozenset()
     for _ in range(ATTEMPTS):
         hits = await search(k, stale)
