@@ -18,7 +18,7 @@ import yaml
 
 from carrag.services.rerankers.flashrank import MODEL_ARCHIVE_URL
 from carrag.services.settings import Settings
-from carrag.services.stores.elasticsearch import SUPPORTED_MAJOR
+from carrag.services.stores.elasticsearch.layout import SUPPORTED_MAJOR
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPOSE_FILE = ROOT / "docker-compose.yml"

@@ -18,7 +18,8 @@ import carrag.services.stores.elasticsearch.queries as es_queries
 from carrag.services.errors import DependencyUnavailable, UpstreamError
 from carrag.services.ids import chunk_id
 from carrag.services.models import Chunk, SearchFilters
-from carrag.services.stores.elasticsearch import ElasticsearchStore, glob_to_regexp
+from carrag.services.stores.elasticsearch import ElasticsearchStore
+from carrag.services.stores.elasticsearch.queries import glob_to_regexp
 from carrag.services.stores.elasticsearch.versions import PendingWrite
 from tests.conftest import ES_TEST_REFRESH_INTERVAL, drop_es_index, es_index_name
 from tests.live_server import free_port
