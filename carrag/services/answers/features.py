@@ -3,8 +3,8 @@
 Per unit (``unit_features``): the embedder's cosine to the question (and to the retrieval query of a
 follow-up), lexical evidence (the rarity-weighted share of the question's terms it holds, its key
 terms: numbers, codes and names the question gives), what it holds (a new number, a date, a name,
-code) crossed with what the question asks for (``questions``), its kind (sentence, table row, list
-item, definition, command ...), the overlap of its heading and label with the question, its place (in
+code) crossed with what the question asks for (``questions``), its kind (sentence, list item,
+definition, command), the overlap of its heading and label with the question, its place (in
 the winning chunk, its position), its passage's retrieval rank and fusion score, and its standing
 among the request's units by cosine and by coverage (``*_top``). Per request (``request_features``):
 whether the question names something no passage mentions,
