@@ -3,8 +3,8 @@
 Per unit (``unit_features``): the embedder's cosine to the question (and to the retrieval query of a
 follow-up), lexical evidence (the rarity-weighted share of the question's terms it holds, its key
 terms: numbers, codes and names the question gives), what it holds (a new number, a date, a name,
-code) crossed with what the question asks for (``questions``), its kind (sentence, table row, list
-item, definition, command ...), the overlap of its heading and label with the question, its place (in
+code) crossed with what the question asks for (``questions``), its kind (sentence, list item,
+definition, command), the overlap of its heading and label with the question, its place (in
 the winning chunk, its position), its passage's retrieval rank and fusion score, and its standing
 among the request's units by cosine and by coverage (``*_top``). Per request (``request_features``):
 whether the question names something no passage mentions,
@@ -32,7 +32,7 @@ from carrag.services.answers.values import has_date
 from carrag.services.embedders.service import EmbeddingService
 
 MAX_UNITS = 160  # bounds the embedding work of one request
-KINDS = ("sentence", "row", "item", "list", "definition", "command", "code", "record")
+KINDS = ("sentence", "item", "definition", "command")  # row, list, code, record: measured to add nothing
 _OPTION = re.compile(r"(?<![\w-])--?[A-Za-z][\w-]*")
 _NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][A-Za-z0-9]+")
 
@@ -177,19 +177,14 @@ def unit_features(
     keys_missing = missing_key_terms(question, [text, unit.heading, unit.label, passage.title])
     matched = passage.matched
     in_match = matched is not None and unit.start < matched[1] and unit.end > matched[0]
-    words = len(text.split())
     features = {
         "coverage": weighted_coverage(question_terms, found, weights),
         "context_coverage": weighted_coverage(question_terms, found | context_terms, weights),
-        "heading_coverage": weighted_coverage(question_terms, context_terms, weights),
         "rare_coverage": _rare_coverage(question_terms, found, weights),
         "key_terms_missing": float(bool(keys_missing)),
-        "new_terms": math.log1p(len(found - set(question_terms))),
         # a unit that repeats the question and adds nothing (a heading, a title line) names the topic, not the answer
         "echo": weighted_coverage(question_terms, found, weights) * float(len(found - set(question_terms)) <= 1),
-        "length": math.log1p(words),
-        "short": float(words <= 3),
-        "title_line": float(unit.kind == "sentence" and text[-1:].isalnum() and words <= 8),
+        "length": math.log1p(len(text.split())),
         "lead_in": float(unit.text.endswith(":")),
         "contents_entry": float(unit.is_contents_entry),
         "has_number": float(new_numbers),
@@ -203,7 +198,6 @@ def unit_features(
         "person_name": float(kind.person and name),
         "command_code": float(kind.command and code),
         "command_no_code": float(kind.command and not code),
-        "list_list": float(kind.list and unit.kind in ("list", "item")),
         "definition_definition": float(kind.definition and unit.kind == "definition"),
         "yes_no_sentence": float(kind.yes_no and unit.kind == "sentence"),
     }

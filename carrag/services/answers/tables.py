@@ -8,11 +8,12 @@ from collections.abc import Sequence
 
 from carrag.services.answers.prose import plain
 
-TABLE_SEPARATOR = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+TABLE_SEPARATOR = re.compile(r"^\s*(?:>\s*)*\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_QUOTED_ROW = re.compile(r"^\s*(?:>\s*)+(?=\|)")  # a Markdown table inside a blockquote: "> | a | b |"
 
 
 def is_table_line(line: str) -> bool:
-    stripped = line.strip()
+    stripped = _QUOTED_ROW.sub("", line).strip()
     return stripped.startswith("|") and stripped.count("|") >= 2
 
 
@@ -35,7 +36,7 @@ def column_name(cell: str) -> str:
 
 
 def cells(row: str) -> list[str]:
-    row = row.strip()
+    row = _QUOTED_ROW.sub("", row).strip()
     if row.startswith("|"):
         inner = row[1:-1] if row.endswith("|") and len(row) > 1 else row[1:]
         return [cell.strip() for cell in re.split(r"(?<!\\)\|", inner)]

@@ -44,7 +44,7 @@ MAX_LIST_CHARS = 700  # a whole list is a unit only up to this length
 MAX_CODE_LINES = 12
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_UNDERLINE = re.compile(r"^\s*([=\-~^*#+`])\1{2,}\s*$")  # reST section underline, a rule
+_UNDERLINE = re.compile(r"^\s*([=\-~^*#+])\1{2,}\s*$")  # reST section underline, a rule (not a ``` fence)
 _ITEM = re.compile(r"^(\s*)(?:[-*+•▪◦‣–]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s+(?=\S)")
 _MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _MEMBER = re.compile(r'^\s*"([^"\n]{1,80})"\s*:\s*(.+?)\s*,?\s*$')  # a JSON member on one line
@@ -159,12 +159,12 @@ class _Reader:
                 underlined = index + 1 < last and _UNDERLINE.match(self.lines[index + 1].raw)
                 index += 2 if underlined else 1
                 continue
-            if _UNDERLINE.match(line.raw) and not paragraph:
-                index += 1  # a rule, or an overline
-                continue
             if _FENCE.match(line.raw):
                 flush()
                 index = self.fenced(index, last)
+                continue
+            if _UNDERLINE.match(line.raw) and not paragraph:
+                index += 1  # a rule, or an overline
                 continue
             if is_table_line(line.raw) or (is_csv_line(line.raw) and self._csv_neighbour(index, last)):
                 flush()
@@ -233,13 +233,16 @@ class _Reader:
         end = index + 1
         while end < last and not _FENCE.match(self.lines[end].raw):
             end += 1
-        body = [line for line in self.lines[index + 1 : end] if not line.blank]
-        if sum(is_prose(line.text) for line in body) * 2 > len(body):
-            self.read(index + 1, end)
-        elif body:
-            code = "\n".join(line.raw.rstrip() for line in self.lines[index + 1 : end][:MAX_CODE_LINES])
-            self.add("code", body[0].start, body[-1].end, _dedent(code), self.lead_in())
+        self.block(index + 1, end)
         return min(end + 1, last)
+
+    def block(self, first: int, end: int) -> None:  # the lines inside a fence
+        body = [line for line in self.lines[first:end] if not line.blank]
+        if sum(is_prose(line.text) for line in body) * 2 > len(body):
+            self.read(first, end)
+        elif body:
+            code = "\n".join(line.raw.rstrip() for line in self.lines[first:end][:MAX_CODE_LINES])
+            self.add("code", body[0].start, body[-1].end, _dedent(code), self.lead_in())
 
     def literal(self, index: int, last: int) -> int:
         """A reST literal block: the indented lines after a paragraph ending in ``::``."""
@@ -464,5 +467,16 @@ def read_units(passage: str, section: str = "") -> list[Unit]:
     """The units of one passage, in order. ``section``: the heading path of the chunk (the heading of
     units above the passage's first heading)."""
     reader = _Reader(passage, lines_of(passage), heading=plain(section.split(" > ")[-1]) if section else "")
-    reader.read(0, len(reader.lines))
+    start = _after_opening_block(reader.lines)
+    reader.block(0, max(start - 1, 0))
+    reader.read(start, len(reader.lines))
     return reader.units
+
+
+def _after_opening_block(lines: Sequence[Line]) -> int:
+    """A passage cut out of a document can begin inside a fenced block: when it holds an odd number of
+    fence lines and code, not prose, comes before the first, that fence closes the block. The line after
+    it, else 0."""
+    fences = [index for index, line in enumerate(lines) if _FENCE.match(line.raw)]
+    before = [line for line in lines[: fences[0]] if not line.blank] if len(fences) % 2 else []
+    return fences[0] + 1 if before and sum(is_prose(line.text) for line in before) * 2 <= len(before) else 0

@@ -138,10 +138,6 @@ def values(text: str, *, spelled: bool = False) -> list[Value]:
     return found
 
 
-def has_value(text: str) -> bool:
-    return _NUMBER.search(text) is not None
-
-
 def has_measure(text: str) -> bool:
     """A number with a unit of measure: ``512 MB``, ``30 seconds``, ``10%``."""
     return any(value.unit is not None for value in values(text))

@@ -149,6 +149,30 @@ def test_code_blocks_keep_the_line_announcing_them() -> None:
     assert [unit.display for unit in read_units(fenced) if unit.kind == "code"] == ["Install it: pip install carrag"]
 
 
+def test_a_bare_fence_after_a_blank_line_opens_a_block_and_is_no_rule() -> None:
+    # "```" once read as a rule: the block's closing fence then opened a code block over the text after it
+    text = "The grammar is:\n\n```\nwidth ::= digit+\n```\n\nThe width is a decimal integer. It is optional."
+    assert displays(text, "sentence")[-2:] == ["The width is a decimal integer.", "It is optional."]
+    assert displays(text, "code") == ["The grammar is: width ::= digit+"]
+
+
+def test_a_passage_that_begins_inside_a_fenced_block_is_read_after_its_closing_fence() -> None:
+    text = "x = compute(1)\nprint(x)\n```\n\nThe function returns the sum of its arguments.\n\n```python\ny = 2\n```"
+    assert displays(text, "sentence") == ["The function returns the sum of its arguments."]
+    assert [unit.text for unit in read_units(text) if unit.kind == "code"] == ["x = compute(1)\nprint(x)", "y = 2"]
+
+
+def test_a_table_inside_a_blockquote_is_read_as_rows() -> None:
+    text = (
+        "The alignment options:\n\n> | Option | Meaning |\n> | --- | --- |\n"
+        "> | '<' | Left-aligned. |\n> | '^' | Centered within the available space. |"
+    )
+    assert displays(text, "row") == [
+        "Option: '<'; Meaning: Left-aligned.",
+        "Option: '^'; Meaning: Centered within the available space.",
+    ]
+
+
 def test_a_preformatted_text_document_is_read_as_prose() -> None:
     text = "```\nHAProxy is an event-driven, non-blocking engine combining a very fast I/O layer\nwith a scheduler. It runs many proxies in one process.\n```"
     assert displays(text) == [
