@@ -3,10 +3,11 @@ of the rows the graph has not taken in yet.
 
 - **Graph**: a usearch HNSW index of int8-quantised vectors (~0.5 KB a vector with its links, ~0.5
   GB at a million 384-d chunks), loaded whole when the store opens. A changed or deleted row leaves
-  it at once: usearch marks the slot free, skips it in searches and gives it to the next vector
-  added. So a search asks the graph for the same 2k neighbours however much has changed since it
-  was saved, and no copy of the graph is ever rebuilt beside it. Up to `EXACT_BELOW` vectors it is
-  searched exhaustively (exact on the int8 vectors).
+  it in batches of up to `REMOVE_BATCH` (usearch marks the slot free, skips it in searches and gives
+  it to the next vector added); until then a search drops it from the graph's answer and asks for
+  that many more. So a search asks the graph for at most 2k + `REMOVE_BATCH` neighbours however
+  much has changed since it was saved, and no copy of the graph is ever rebuilt beside it. Up to
+  `EXACT_BELOW` vectors it is searched exhaustively (exact on the int8 vectors).
 - **Delta**: rows written since, float32, searched exactly, until a background thread adds them to
   the graph, `INSERT_BATCH` at a time so that searches interleave. Its size is what ingestion runs
   ahead of insertion. A search never adds to the graph itself, however large the delta: the
@@ -60,6 +61,11 @@ INSERT_BATCH = 2
 # Between batches the inserter pauses this long: a lock is not handed over on release, so without
 # it the inserter would take the lock straight back and starve the searches waiting for it.
 INSERT_PAUSE = 0.0002
+# Rows leaving the graph that wait to be removed together. usearch's next add after any removal
+# rehashes its whole key table (~50 ms at 1M, under the lock): removed with every write, a search
+# waited for that most of the time while documents were replaced (`docs/benchmarks.md`). A search
+# asks the graph for this many more neighbours at most.
+REMOVE_BATCH = 256
 # Rows the delta may hold before the writer waits (`wait_for_room`): what its exact search may add to
 # every query, ~0.6 ms per 10,000 384-d rows (einsum, load 10).
 DELTA_LIMIT = 10_000
@@ -193,6 +199,7 @@ class VectorSegments:
         self.saved_seq = 0  # the change-log position the saved graph file holds everything up to
         self.applied_seq = 0  # ... and graph + delta together
         self._delta = _Delta.empty(0)
+        self._leaving = np.empty(0, np.int64)  # rowids in the graph that are to leave it (`REMOVE_BATCH`)
         self._inserter: threading.Thread | None = None
         self._stopping = False
         self.insert_error: BaseException | None = None
@@ -219,18 +226,19 @@ class VectorSegments:
             self.epoch, self.dimension = epoch, int(state["dimension"])
             self.graph, self.graph_file = graph, state["file"]
             self.saved_seq = self.applied_seq = int(state["seq"])
-            self._delta = _Delta.empty(self.dimension)
+            self._delta, self._leaving = _Delta.empty(self.dimension), np.empty(0, np.int64)
             self._start_inserter()
         return True
 
     def _graph_seq(self) -> int:
-        """The change-log position the graph alone holds everything up to (the caller holds the lock):
-        removals reach it at once, rows once taken from the delta, oldest first."""
+        """The change-log position the graph alone holds everything up to once the rows leaving it
+        are removed (the caller holds the lock): rows reach it once taken from the delta, oldest first."""
         first = self._delta.first_seq()
         return self.applied_seq if first is None else first
 
     def _save(self) -> None:
         """Write the graph and the position it reflects (the caller holds the lock)."""
+        self._remove_leaving()
         seq = self._graph_seq()
         name = None
         if self.graph is not None and len(self.graph):
@@ -263,7 +271,7 @@ class VectorSegments:
             self.epoch, self.dimension = epoch, dimension
             self.graph = graph if graph is not None and len(graph) else None
             self.applied_seq = seq
-            self._delta = _Delta.empty(dimension)
+            self._delta, self._leaving = _Delta.empty(dimension), np.empty(0, np.int64)
             self._save()
             self._start_inserter()
         del graph
@@ -272,25 +280,36 @@ class VectorSegments:
     def apply(
         self, seq: int, touched: np.ndarray, batches: Iterable[tuple[np.ndarray, np.ndarray]], dimension: int
     ) -> None:
-        """Changes up to ``seq``: every ``touched`` rowid is forgotten, then the (rowids, vectors)
-        ``batches`` (the touched rows that exist at ``seq``) are added to the delta, tagged with the
-        position they come after (the graph lacks changes past it)."""
+        """Changes up to ``seq``: every ``touched`` rowid is forgotten (the graph's leave with the next
+        batch of removals), then the (rowids, vectors) ``batches`` (the touched rows that exist at
+        ``seq``) are added to the delta, tagged with the position they come after (the graph lacks
+        changes past it)."""
         with self._lock:
             if not self.dimension and dimension:
                 self.dimension = dimension
                 self._delta = _Delta.empty(dimension)
             self._delta.remove(touched)
             if self.graph is not None and touched.size:
-                self.graph.remove(touched)
+                self._leaving = np.union1d(self._leaving, touched[self.graph.contains(touched)])
+                if len(self._leaving) >= REMOVE_BATCH:
+                    self._remove_leaving()
             for rowids, matrix in batches:
                 self._delta.add(rowids, normalised(matrix), self.applied_seq)
             self.applied_seq = seq
             self._start_inserter()
             self._work.notify()
 
+    def _remove_leaving(self) -> None:
+        """The caller holds the lock."""
+        if self.graph is not None and self._leaving.size:
+            self.graph.remove(self._leaving)
+        self._leaving = np.empty(0, np.int64)
+
     def _add_to_graph(self, rowids: np.ndarray, matrix: np.ndarray, threads: int) -> None:
         if not rowids.size:
             return
+        if self._leaving.size and np.isin(rowids, self._leaving).any():  # a rowid SQLite gave out again
+            self._remove_leaving()
         if self.graph is None:
             self.graph = _new_index(self.dimension)
         self.graph.add(rowids, matrix, threads=threads)
@@ -306,16 +325,24 @@ class VectorSegments:
         return self._graph_seq() - self.saved_seq >= self.save_interval
 
     def _insert(self) -> None:
-        """Move the delta into the graph, oldest rows first, one batch per hold of the lock; save
-        the graph every `save_interval` changes."""
+        """Move the delta into the graph, oldest rows first, one batch per hold of the lock; remove
+        the rows leaving the graph once the delta is empty (`apply` removes them at `REMOVE_BATCH`);
+        save the graph every `save_interval` changes."""
         try:
             while True:
                 with self._work:
-                    while not self._stopping and not self._delta.live_count and not self._save_due():
+                    while (
+                        not self._stopping
+                        and not self._delta.live_count
+                        and not self._leaving.size
+                        and not self._save_due()
+                    ):
                         self._work.wait()
                     if self._stopping:
                         return
                     rowids, matrix = self._delta.take(INSERT_BATCH)
+                    if not self._delta.live_count:
+                        self._remove_leaving()
                     self._add_to_graph(rowids, matrix, threads=1)
                     if self._save_due():
                         self._save()
@@ -343,20 +370,22 @@ class VectorSegments:
             )
 
     def wait_for_inserts(self, timeout: float | None = None) -> bool:
-        """Block until the delta is empty (tests, benchmarks); False on timeout or a stopped inserter."""
+        """Block until the delta is empty and the rows leaving the graph have left it (tests, benchmarks);
+        False on timeout or a stopped inserter."""
         with self._work:
-            return (
-                self._work.wait_for(
-                    lambda: not self._delta.live_count or self._inserter is None or self.insert_error is not None,
-                    timeout,
-                )
-                and not self._delta.live_count
-            )
+            return self._work.wait_for(
+                lambda: (
+                    not (self._delta.live_count or self._leaving.size)
+                    or self._inserter is None
+                    or self.insert_error is not None
+                ),
+                timeout,
+            ) and not (self._delta.live_count or self._leaving.size)
 
     # --- searching -----------------------------------------------------------------------------
     def candidates(self, vector: np.ndarray, k: int) -> list[int]:
         """Rowids of at least the ``k`` nearest vectors (with a margin), best guesses first: 2k from
-        the graph, k from the delta."""
+        the graph (asked for as many more as rows are leaving it, which are dropped), k from the delta."""
         if not self.dimension or vector.shape[-1] != self.dimension or k <= 0:
             return []
         query = normalised(vector.reshape(1, -1))[0]
@@ -364,8 +393,9 @@ class VectorSegments:
             found = self._delta.search(query, k)
             graph = self.graph
             if graph is not None and len(graph):
-                matches = graph.search(query, min(2 * k, len(graph)), exact=len(graph) <= EXACT_BELOW)
-                found = [int(key) for key in matches.keys] + found
+                wanted = min(2 * k + len(self._leaving), len(graph))
+                keys = graph.search(query, wanted, exact=len(graph) <= EXACT_BELOW).keys
+                found = [int(key) for key in keys[~np.isin(keys, self._leaving)][: 2 * k]] + found
         return list(dict.fromkeys(found))
 
     @property
@@ -387,6 +417,6 @@ class VectorSegments:
                 with contextlib.suppress(OSError):
                     self._save()
             self.graph = None
-            self._delta = _Delta.empty(self.dimension)
+            self._delta, self._leaving = _Delta.empty(self.dimension), np.empty(0, np.int64)
             self._inserter, self._stopping = None, False
             self.epoch = ""
