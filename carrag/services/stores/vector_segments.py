@@ -2,12 +2,13 @@
 of the rows the graph has not taken in yet.
 
 - **Graph**: a usearch HNSW index of int8-quantised vectors (~0.5 KB a vector with its links, ~0.5
-  GB at a million 384-d chunks), loaded whole when the store opens. A changed or deleted row leaves
-  it in batches of up to `REMOVE_BATCH` (usearch marks the slot free, skips it in searches and gives
-  it to the next vector added); until then a search drops it from the graph's answer and asks for
-  that many more. So a search asks the graph for at most 2k + `REMOVE_BATCH` neighbours however
-  much has changed since it was saved, and no copy of the graph is ever rebuilt beside it. Up to
-  `EXACT_BELOW` vectors it is searched exhaustively (exact on the int8 vectors).
+  GB at a million 384-d chunks), loaded whole when the store opens. Changed and deleted rows leave
+  it together at `REMOVE_BATCH`, before a save and once the delta is empty (usearch marks the slot
+  free, skips it in searches and gives it to the next vector added); until then a search drops them
+  from the graph's answer and asks for that many more. So a search asks the graph for fewer than
+  2k + `REMOVE_BATCH` neighbours however much has changed since it was saved, and no copy of the
+  graph is ever rebuilt beside it. Up to `EXACT_BELOW` vectors it is searched exhaustively (exact
+  on the int8 vectors).
 - **Delta**: rows written since, float32, searched exactly, until a background thread adds them to
   the graph, `INSERT_BATCH` at a time so that searches interleave. Its size is what ingestion runs
   ahead of insertion. A search never adds to the graph itself, however large the delta: the

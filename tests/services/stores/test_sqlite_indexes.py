@@ -321,17 +321,53 @@ def test_rows_leave_the_graph_in_batches_and_are_never_candidates_meanwhile(tmp_
 
 def test_a_rowid_sqlite_gives_out_again_leaves_the_graph_before_its_new_vector_enters(tmp_path) -> None:
     """SQLite may reuse the rowid of the last row deleted (INTEGER PRIMARY KEY without AUTOINCREMENT):
-    its old vector, still waiting to leave the graph, goes before the new one is added."""
+    its old vector, still waiting to leave the graph, goes before the new one is added, also when
+    more rows wait behind it (the inserter removes the leaving rows by itself only once the delta is
+    empty; without this usearch refuses the duplicate key and the inserter stops)."""
     segments = vector_segments.VectorSegments(tmp_path)
     matrix = vectors(10)
     segments.rebuild("e1", 10, 4, [(np.arange(1, 11), matrix)])
     replacement = -matrix[9:10]
-    segments.apply(12, np.array([10]), [(np.array([10]), replacement)], 4)  # deleted, then given out again
+    rowids = np.arange(10, 17)  # 10 given out again, then six new rows in the same write
+    segments.apply(18, rowids, [(rowids, np.vstack([replacement, vectors(6, seed=1)]))], 4)
     assert segments.candidates(matrix[9], 1)[:1] != [10], "its old vector is not found"
-    assert segments.wait_for_inserts(timeout=30)
-    assert len(segments.graph) == 10 and segments.graph.count(10) == 1
+    assert segments.wait_for_inserts(timeout=30) and segments.insert_error is None
+    assert len(segments.graph) == 16 and segments.graph.count(10) == 1
     assert segments.candidates(replacement[0], 1)[0] == 10
     assert segments.candidates(matrix[9], 1)[0] != 10
+    segments.close()
+
+
+def test_a_graph_saved_while_rows_wait_to_leave_it_is_saved_without_them(tmp_path, monkeypatch) -> None:
+    """The saved position covers the changes that made rows leave the graph, so they must be out of
+    the file it is saved with: opening does not replay those changes."""
+    monkeypatch.setattr(vector_segments.VectorSegments, "_start_inserter", lambda self: None)
+    segments = vector_segments.VectorSegments(tmp_path)
+    matrix = vectors(10)
+    segments.rebuild("e1", 10, 4, [(np.arange(1, 11), matrix)])
+    segments.apply(11, np.array([3, 7]), [], 4)  # deleted: fewer than `REMOVE_BATCH`, still in the graph
+    assert len(segments.graph) == 10
+    segments.close()
+    reopened = vector_segments.VectorSegments(tmp_path)
+    assert reopened.load("e1") and reopened.applied_seq == 11
+    assert len(reopened.graph) == 8 and not reopened.graph.contains(np.array([3, 7])).any()
+    assert not {3, 7} & set(reopened.candidates(matrix[2], 3) + reopened.candidates(matrix[6], 3))
+    reopened.close()
+
+
+def test_a_rebuild_keeps_no_row_waiting_to_leave_the_graph_it_replaces(tmp_path, monkeypatch) -> None:
+    """Rows leaving the old graph are keys of that graph: kept, they would be dropped from the new
+    graph's answers and removed from it with the next batch, though the new graph holds them live."""
+    monkeypatch.setattr(vector_segments.VectorSegments, "_start_inserter", lambda self: None)
+    segments = vector_segments.VectorSegments(tmp_path)
+    matrix = vectors(10)
+    segments.rebuild("e1", 10, 4, [(np.arange(1, 11), matrix)])
+    replaced = matrix.copy()
+    replaced[2] = -matrix[2]
+    segments.apply(11, np.array([3]), [(np.array([3]), replaced[2:3])], 4)  # row 3 leaves the old graph
+    segments.rebuild("e1", 11, 4, [(np.arange(1, 11), replaced)])  # e.g. a backlog too large to replay
+    assert len(segments.graph) == 10 and segments.graph.contains(np.array([3]))[0]
+    assert segments.candidates(replaced[2], 1)[0] == 3
     segments.close()
 
 
