@@ -10,6 +10,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
@@ -54,6 +55,13 @@ class EmbeddingCache:
         return len(self._entries)
 
 
+@dataclass(slots=True)
+class EmbeddingStats:
+    backend_calls: int = 0
+    texts_embedded: int = 0
+    seconds: float = 0.0
+
+
 class EmbeddingService:
     def __init__(
         self,
@@ -72,6 +80,7 @@ class EmbeddingService:
         self.backoff = backoff
         self.timeout = timeout
         self.cache = EmbeddingCache(cache_size)
+        self.stats = EmbeddingStats()
         self._dimension: int | None = getattr(backend, "dimension", None)
         self.telemetry = telemetry or NullTelemetry()
 
@@ -114,6 +123,9 @@ class EmbeddingService:
                 delay *= 2
                 continue
             elapsed = time.perf_counter() - started
+            self.stats.backend_calls += 1
+            self.stats.texts_embedded += len(texts)
+            self.stats.seconds += elapsed
             self.telemetry.texts_embedded(len(texts), elapsed)
             self._dimension = int(vectors.shape[1])
             return vectors
